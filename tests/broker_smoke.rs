@@ -1,0 +1,122 @@
+//! Proves the broker test harness: nodes of both supported RabbitMQ versions
+//! start, answer the management API, and boot from definitions.
+
+mod support;
+
+use std::time::Instant;
+
+use serde_json::json;
+use support::{Node, NodeOptions, Version, pct, rabbit_password_hash};
+
+fn shared_node_reports_its_version(version: Version) {
+    let started = Instant::now();
+    let node = Node::shared(version);
+    eprintln!(
+        "{version}: shared node {} up in {:.1} s (waited {:.1} s)",
+        node.node_name,
+        node.startup.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    let overview = node.get("/api/overview");
+    let reported = overview["rabbitmq_version"].as_str().unwrap_or_default();
+    assert!(
+        reported.starts_with(&format!("{}.", version.target())),
+        "{version} node reports rabbitmq_version {reported:?}"
+    );
+
+    // Tests sharing the node isolate themselves by vhost.
+    let vhost = node.unique_vhost("smoke");
+    let queue = format!("/api/queues/{}/q", pct(&vhost));
+    node.put(&queue, &json!({"durable": true}));
+    assert_eq!(node.get(&queue)["name"], "q");
+    node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
+    assert!(node.get_opt(&queue).is_none());
+}
+
+fn node_boots_from_definitions(version: Version) {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = dir.path().join("definitions.json");
+    let definitions = json!({
+        "users": [{
+            "name": "warren-admin",
+            "password_hash": rabbit_password_hash("s3cret"),
+            "hashing_algorithm": "rabbit_password_hashing_sha256",
+            "tags": ["administrator"],
+        }],
+        "vhosts": [{"name": "smoke"}],
+        "permissions": [{
+            "user": "warren-admin", "vhost": "smoke",
+            "configure": ".*", "write": ".*", "read": ".*",
+        }],
+        "queues": [{
+            "name": "orders", "vhost": "smoke", "durable": true,
+            "auto_delete": false, "arguments": {"x-queue-type": "classic"},
+        }],
+        "exchanges": [], "bindings": [], "policies": [], "parameters": [],
+        "global_parameters": [], "topic_permissions": [],
+    });
+    std::fs::write(&defs, serde_json::to_vec_pretty(&definitions).unwrap()).unwrap();
+
+    let node = Node::start(
+        version,
+        NodeOptions::with_definitions(&defs, "warren-admin", "s3cret"),
+    );
+    eprintln!(
+        "{version}: node {} booted from definitions in {:.1} s",
+        node.node_name,
+        node.startup.as_secs_f64()
+    );
+    assert!(
+        node.rabbitmq_version()
+            .starts_with(&format!("{}.", version.target()))
+    );
+    let queue = node.get("/api/queues/smoke/orders");
+    assert_eq!(queue["name"], "orders");
+    assert_eq!(queue["durable"], true);
+
+    // Booting from definitions creates no default user, and a wrong password
+    // for the hashed user is refused.
+    let guest = node.request_as(
+        "guest",
+        "guest",
+        reqwest::Method::GET,
+        "/api/overview",
+        None,
+    );
+    assert_eq!(guest.status, 401, "guest should not exist: {}", guest.body);
+    let wrong = node.request_as(
+        "warren-admin",
+        "wrong",
+        reqwest::Method::GET,
+        "/api/overview",
+        None,
+    );
+    assert_eq!(wrong.status, 401);
+}
+
+#[test]
+fn shared_node_3_10_reports_its_version() {
+    shared_node_reports_its_version(Version::V3_10);
+}
+
+#[test]
+fn shared_node_4_0_reports_its_version() {
+    shared_node_reports_its_version(Version::V4_0);
+}
+
+#[test]
+fn node_3_10_boots_from_definitions() {
+    node_boots_from_definitions(Version::V3_10);
+}
+
+#[test]
+fn node_4_0_boots_from_definitions() {
+    node_boots_from_definitions(Version::V4_0);
+}
+
+#[test]
+fn versions_have_targets() {
+    assert_eq!(Version::all().map(Version::target), ["3.10", "4.0"]);
+    assert_eq!(Version::V4_0.to_string(), "RabbitMQ 4.0");
+    assert_eq!(pct("/"), "%2F");
+}

@@ -1,0 +1,759 @@
+//! Throwaway RabbitMQ nodes for integration tests.
+//!
+//! Two broker versions are supported, both installed by
+//! `scripts/install-brokers`:
+//!
+//! * [`Version::V3_10`]: the host's Debian bookworm `rabbitmq-server` (3.10.x);
+//! * [`Version::V4_0`]: Debian trixie's `rabbitmq-server` (4.0.x) inside a
+//!   debootstrapped root (`$WARREN_RABBITMQ_4_ROOT`, default
+//!   `/var/cache/warren/trixie-rootfs`), started through `chroot`.
+//!
+//! Each node gets free ports, a unique node name and its own data directory,
+//! so several test binaries can run at once. Nodes never outlive the test
+//! process: the broker is started with `PR_SET_PDEATHSIG = SIGKILL` from a
+//! spawner thread that lives as long as the process (the signal fires when the
+//! *thread* that forked the child exits, and test threads are short-lived), and
+//! the start scripts `exec` all the way down to `beam.smp`, so the signal
+//! lands on the VM itself. A broker that is not installed is a test failure,
+//! never a skip.
+
+use std::fmt;
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// How long a node may take to answer on its management and AMQP ports.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Attempts when a port picked as free was taken before the node bound it.
+const START_ATTEMPTS: usize = 3;
+const SERVER_SCRIPT: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+const DEFAULT_V4_ROOT: &str = "/var/cache/warren/trixie-rootfs";
+const DIR_PREFIX: &str = "warren-node-";
+const INSTALL_HINT: &str = "run `sudo scripts/install-brokers` to install the test brokers";
+
+/// A RabbitMQ version the tests run against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Version {
+    V3_10,
+    V4_0,
+}
+
+impl Version {
+    pub fn all() -> [Version; 2] {
+        [Version::V3_10, Version::V4_0]
+    }
+
+    /// The version as warren spells a broker target: `"3.10"` or `"4.0"`.
+    pub fn target(self) -> &'static str {
+        match self {
+            Version::V3_10 => "3.10",
+            Version::V4_0 => "4.0",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Version::V3_10 => 0,
+            Version::V4_0 => 1,
+        }
+    }
+
+    /// The root the broker runs in: `None` for the host.
+    fn root(self) -> Option<PathBuf> {
+        match self {
+            Version::V3_10 => None,
+            Version::V4_0 => Some(
+                std::env::var_os("WARREN_RABBITMQ_4_ROOT")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_V4_ROOT)),
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RabbitMQ {}", self.target())
+    }
+}
+
+/// How to boot a node.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// Boot with `load_definitions` pointing at (a copy of) this file. A node
+    /// booted this way does not create the `guest` user: set `user` and
+    /// `password` to an administrator the definitions declare (see
+    /// [`rabbit_password_hash`]).
+    pub definitions: Option<PathBuf>,
+    /// The user the [`Node`] helpers log in as (`guest` by default).
+    pub user: String,
+    pub password: String,
+    /// Extra `rabbitmq.conf` lines (`key = value`).
+    pub extra_config: Vec<String>,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            definitions: None,
+            user: "guest".into(),
+            password: "guest".into(),
+            extra_config: Vec::new(),
+        }
+    }
+}
+
+impl NodeOptions {
+    /// Boot from `definitions`, logging in as `user`/`password`.
+    pub fn with_definitions(definitions: impl Into<PathBuf>, user: &str, password: &str) -> Self {
+        NodeOptions {
+            definitions: Some(definitions.into()),
+            user: user.into(),
+            password: password.into(),
+            ..NodeOptions::default()
+        }
+    }
+}
+
+/// An HTTP answer from the management API.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Response {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body as JSON (`Value::Null` when empty).
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        if self.body.trim().is_empty() {
+            return Value::Null;
+        }
+        match serde_json::from_str(&self.body) {
+            Ok(v) => v,
+            Err(e) => panic!("response is not JSON ({e}): {}", self.body),
+        }
+    }
+}
+
+/// A running RabbitMQ node with the management plugin enabled.
+pub struct Node {
+    pub version: Version,
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub mgmt_url: String,
+    pub mgmt_port: u16,
+    pub amqp_port: u16,
+    pub node_name: String,
+    pub user: String,
+    pub password: String,
+    /// The node's directory (config, data, logs) as seen from the host.
+    pub dir: PathBuf,
+    /// How long the node took to answer on both ports.
+    pub startup: Duration,
+    child: Mutex<Option<Child>>,
+    http: reqwest::blocking::Client,
+}
+
+impl Node {
+    /// Starts a node; panics with the node's log tail if it is not up within
+    /// 60 s, and with an installation hint if the broker is missing.
+    #[track_caller]
+    pub fn start(version: Version, opts: NodeOptions) -> Node {
+        match Node::try_start(version, &opts) {
+            Ok(node) => node,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// One node per version per test binary, started on first use and killed
+    /// when the process exits. Tests sharing it isolate themselves by vhost
+    /// (see [`Node::unique_vhost`]).
+    #[track_caller]
+    pub fn shared(version: Version) -> &'static Node {
+        static SHARED: [OnceLock<Result<Node, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+        let result = SHARED[version.index()].get_or_init(|| {
+            register_exit_cleanup(&SHARED);
+            Node::try_start(version, &NodeOptions::default())
+        });
+        match result {
+            Ok(node) => node,
+            Err(e) => panic!("the shared {version} node did not start: {e}"),
+        }
+    }
+
+    fn try_start(version: Version, opts: &NodeOptions) -> Result<Node, String> {
+        let mut last_error = String::new();
+        for _ in 0..START_ATTEMPTS {
+            match Node::start_once(version, opts) {
+                Ok(node) => return Ok(node),
+                // Another process took a port between our probe and the
+                // node's bind: try again with fresh ports.
+                Err(e) if e.contains("eaddrinuse") => last_error = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error)
+    }
+
+    fn start_once(version: Version, opts: &NodeOptions) -> Result<Node, String> {
+        let root = version.root();
+        preflight(version, root.as_deref())?;
+
+        // The node's directory: under the root's /tmp for a chrooted broker,
+        // so the same files are reachable at `guest_dir` from inside.
+        let base = match &root {
+            Some(root) => root.join("tmp"),
+            None => std::env::temp_dir(),
+        };
+        sweep_stale_dirs(&base);
+        let seq = NODE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{DIR_PREFIX}{pid}-{seq}-"))
+            .tempdir_in(&base)
+            .map_err(|e| format!("cannot create a node directory in {}: {e}", base.display()))?
+            .keep();
+        let guest_dir = match &root {
+            Some(_) => Path::new("/tmp").join(dir.file_name().unwrap()),
+            None => dir.clone(),
+        };
+
+        let result = (|| {
+            let [amqp_port, mgmt_port, dist_port] = free_ports();
+            let node_name = format!("warren-test-{pid}-{seq}@localhost");
+            for sub in ["mnesia", "log", "home"] {
+                fs::create_dir_all(dir.join(sub)).map_err(|e| e.to_string())?;
+            }
+            fs::write(dir.join("enabled_plugins"), "[rabbitmq_management].\n")
+                .map_err(|e| e.to_string())?;
+            let mut conf = format!(
+                "listeners.tcp.default = 127.0.0.1:{amqp_port}\n\
+                 management.tcp.ip = 127.0.0.1\n\
+                 management.tcp.port = {mgmt_port}\n\
+                 loopback_users = none\n\
+                 log.console = false\n\
+                 log.file.level = info\n"
+            );
+            if let Some(defs) = &opts.definitions {
+                fs::copy(defs, dir.join("definitions.json"))
+                    .map_err(|e| format!("cannot copy definitions {}: {e}", defs.display()))?;
+                conf.push_str(&format!(
+                    "load_definitions = {}\n",
+                    guest_dir.join("definitions.json").display()
+                ));
+            }
+            for line in &opts.extra_config {
+                conf.push_str(line);
+                conf.push('\n');
+            }
+            fs::write(dir.join("rabbitmq.conf"), conf).map_err(|e| e.to_string())?;
+
+            let console = fs::File::create(dir.join("console.out")).map_err(|e| e.to_string())?;
+            let mut cmd = match &root {
+                Some(root) => {
+                    let mut c = Command::new("/usr/sbin/chroot");
+                    c.arg(root).arg(SERVER_SCRIPT);
+                    c
+                }
+                None => Command::new(SERVER_SCRIPT),
+            };
+            let g = |sub: &str| guest_dir.join(sub).display().to_string();
+            cmd.env_clear()
+                .env(
+                    "PATH",
+                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                )
+                .env("LANG", "C.UTF-8")
+                .env("LC_ALL", "C.UTF-8")
+                .env("HOME", g("home"))
+                .env("RABBITMQ_NODENAME", &node_name)
+                .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+                .env("RABBITMQ_NODE_PORT", amqp_port.to_string())
+                .env("RABBITMQ_DIST_PORT", dist_port.to_string())
+                .env("RABBITMQ_MNESIA_BASE", g("mnesia"))
+                .env("RABBITMQ_LOG_BASE", g("log"))
+                .env("RABBITMQ_ENABLED_PLUGINS_FILE", g("enabled_plugins"))
+                .env("RABBITMQ_CONFIG_FILE", g("rabbitmq.conf"))
+                // Make rabbitmq-server `exec` erl instead of running it in the
+                // background behind a signal-forwarding shell, so that the
+                // parent-death signal reaches the VM; keep stdin closed.
+                .env("RABBITMQ_ALLOW_INPUT", "true")
+                .env("RABBITMQ_SERVER_START_ARGS", "-noinput")
+                .current_dir("/")
+                .stdin(Stdio::null())
+                .stdout(console.try_clone().map_err(|e| e.to_string())?)
+                .stderr(console)
+                .process_group(0);
+            let started = Instant::now();
+            let child = spawn_tied_to_process(cmd)
+                .map_err(|e| format!("cannot run {SERVER_SCRIPT} for {version}: {e}"))?;
+
+            let mut node = Node {
+                version,
+                mgmt_url: format!("http://127.0.0.1:{mgmt_port}"),
+                mgmt_port,
+                amqp_port,
+                node_name,
+                user: opts.user.clone(),
+                password: opts.password.clone(),
+                dir: dir.clone(),
+                startup: Duration::ZERO,
+                child: Mutex::new(Some(child)),
+                http: reqwest::blocking::Client::builder()
+                    .timeout(Duration::from_secs(30))
+                    .build()
+                    .expect("HTTP client"),
+            };
+            node.startup = node.wait_ready(started)?;
+            Ok(node)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_dir_all(&dir);
+        }
+        result
+    }
+
+    /// Waits until the management API answers `/api/overview` for our user
+    /// and the AMQP port accepts connections (the management listener can be
+    /// up before the AMQP listener, which may still fail).
+    fn wait_ready(&self, started: Instant) -> Result<Duration, String> {
+        let mut last = String::from("no answer yet");
+        while started.elapsed() < START_TIMEOUT {
+            if let Some(status) = self.exit_status() {
+                return Err(self.failure(&format!("exited during startup with {status}")));
+            }
+            match self.try_request(reqwest::Method::GET, "/api/overview", None) {
+                Ok(r) if r.is_success() => {
+                    let amqp = SocketAddr::from((Ipv4Addr::LOCALHOST, self.amqp_port));
+                    if TcpStream::connect_timeout(&amqp, Duration::from_millis(500)).is_ok() {
+                        return Ok(started.elapsed());
+                    }
+                    last = "management is up, AMQP port not yet".into();
+                }
+                Ok(r) => {
+                    last = format!(
+                        "HTTP {} from /api/overview as {}: {}",
+                        r.status, self.user, r.body
+                    )
+                }
+                Err(e) => last = e,
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+        Err(self.failure(&format!(
+            "did not come up within {} s (last: {last})",
+            START_TIMEOUT.as_secs()
+        )))
+    }
+
+    fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.lock().unwrap();
+        child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    fn failure(&self, what: &str) -> String {
+        self.kill();
+        format!(
+            "{} node {} {what}\n--- console ---\n{}\n--- log ---\n{}",
+            self.version,
+            self.node_name,
+            tail(&self.dir.join("console.out"), 4000),
+            tail(
+                &self.dir.join("log").join(format!("{}.log", self.node_name)),
+                6000
+            ),
+        )
+    }
+
+    /// Kills the node's process group and reaps it.
+    fn kill(&self) {
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: plain kill(2) on the process group we created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+        }
+    }
+
+    /// `amqp://USER:PASSWORD@127.0.0.1:PORT/` (URL-encoded vhost appended by the caller).
+    pub fn amqp_url(&self) -> String {
+        format!(
+            "amqp://{}:{}@127.0.0.1:{}/",
+            pct(&self.user),
+            pct(&self.password),
+            self.amqp_port
+        )
+    }
+
+    /// `/api/...` (or `api/...`) as an absolute URL.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.mgmt_url, path.trim_start_matches('/'))
+    }
+
+    /// Sends a request as the node's user and returns the answer whatever
+    /// its status; panics only if the node does not answer at all.
+    #[track_caller]
+    pub fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Response {
+        match self.try_request(method.clone(), path, body) {
+            Ok(r) => r,
+            Err(e) => panic!("{method} {path} on {}: {e}", self.version),
+        }
+    }
+
+    /// Like [`Node::request`], as another user.
+    #[track_caller]
+    pub fn request_as(
+        &self,
+        user: &str,
+        password: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Response {
+        match self.send(user, password, method.clone(), path, body) {
+            Ok(r) => r,
+            Err(e) => panic!("{method} {path} on {} as {user}: {e}", self.version),
+        }
+    }
+
+    fn try_request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Response, String> {
+        self.send(&self.user, &self.password, method, path, body)
+    }
+
+    fn send(
+        &self,
+        user: &str,
+        password: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Response, String> {
+        let mut req = self
+            .http
+            .request(method, self.url(path))
+            .basic_auth(user, Some(password));
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req.send().map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let body = resp.text().map_err(|e| e.to_string())?;
+        Ok(Response { status, body })
+    }
+
+    #[track_caller]
+    fn expect_success(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
+        let r = self.request(method.clone(), path, body);
+        if !r.is_success() {
+            panic!(
+                "{method} {path} on {} failed: HTTP {}: {}",
+                self.version, r.status, r.body
+            );
+        }
+        r.json()
+    }
+
+    /// GET `/api/...`; panics with status and body unless 2xx.
+    #[track_caller]
+    pub fn get(&self, path: &str) -> Value {
+        self.expect_success(reqwest::Method::GET, path, None)
+    }
+
+    /// GET `/api/...`; `None` on 404, panics on other errors.
+    #[track_caller]
+    pub fn get_opt(&self, path: &str) -> Option<Value> {
+        let r = self.request(reqwest::Method::GET, path, None);
+        match r.status {
+            404 => None,
+            _ if r.is_success() => Some(r.json()),
+            s => panic!(
+                "GET {path} on {} failed: HTTP {s}: {}",
+                self.version, r.body
+            ),
+        }
+    }
+
+    /// PUT a JSON body; panics with status and body unless 2xx.
+    #[track_caller]
+    pub fn put(&self, path: &str, body: &Value) -> Value {
+        self.expect_success(reqwest::Method::PUT, path, Some(body))
+    }
+
+    /// POST a JSON body; panics with status and body unless 2xx.
+    #[track_caller]
+    pub fn post(&self, path: &str, body: &Value) -> Value {
+        self.expect_success(reqwest::Method::POST, path, Some(body))
+    }
+
+    /// DELETE; panics with status and body unless 2xx.
+    #[track_caller]
+    pub fn delete(&self, path: &str) {
+        self.expect_success(reqwest::Method::DELETE, path, None);
+    }
+
+    /// Creates a fresh vhost named `PREFIX-N-...` and gives the node's user
+    /// full permissions on it. Returns the vhost name (not URL-encoded).
+    #[track_caller]
+    pub fn unique_vhost(&self, prefix: &str) -> String {
+        static VHOSTS: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            VHOSTS.fetch_add(1, Ordering::Relaxed)
+        );
+        self.put(
+            &format!("/api/vhosts/{}", pct(&name)),
+            &serde_json::json!({}),
+        );
+        self.put(
+            &format!("/api/permissions/{}/{}", pct(&name), pct(&self.user)),
+            &serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
+        );
+        name
+    }
+
+    /// The broker's full version string, e.g. `"3.10.8"`.
+    #[track_caller]
+    pub fn rabbitmq_version(&self) -> String {
+        self.get("/api/overview")["rabbitmq_version"]
+            .as_str()
+            .expect("rabbitmq_version in /api/overview")
+            .to_string()
+    }
+
+    /// Polls `f` every 100 ms until it returns true; false on timeout.
+    pub fn wait_until(&self, timeout: Duration, f: impl FnMut() -> bool) -> bool {
+        wait_until(timeout, f)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Polls `f` every 100 ms until it returns true; false if `timeout` passes first.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A password hash RabbitMQ accepts in definitions (`password_hash`, with
+/// `hashing_algorithm` `rabbit_password_hashing_sha256`, the default):
+/// base64(salt ++ sha256(salt ++ password)) with a random 4-byte salt.
+pub fn rabbit_password_hash(password: &str) -> String {
+    let salt: [u8; 4] = rand::random();
+    let mut hasher = Sha256::new();
+    hasher.update(salt);
+    hasher.update(password.as_bytes());
+    let mut salted = salt.to_vec();
+    salted.extend_from_slice(&hasher.finalize());
+    base64::engine::general_purpose::STANDARD.encode(salted)
+}
+
+/// Percent-encodes a path segment for the management API (vhost `/` is `%2F`).
+pub fn pct(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+static NODE_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Checks that the broker is installed (and, for a chrooted one, that the
+/// root has /proc and /dev mounted, mounting them if a reboot dropped them).
+fn preflight(version: Version, root: Option<&Path>) -> Result<(), String> {
+    let script = match root {
+        Some(root) => root.join(SERVER_SCRIPT.trim_start_matches('/')),
+        None => PathBuf::from(SERVER_SCRIPT),
+    };
+    if !script.exists() {
+        return Err(format!(
+            "{version} is not installed: {} is missing; {INSTALL_HINT}",
+            script.display()
+        ));
+    }
+    let Some(root) = root else { return Ok(()) };
+    static MOUNTS: Mutex<()> = Mutex::new(());
+    let _guard = MOUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    if !root.join("proc/self").exists() {
+        run_mount(&["-t", "proc", "proc"], &root.join("proc"))?;
+    }
+    let dev_null = fs::metadata(root.join("dev/null"));
+    if !dev_null
+        .map(|m| m.file_type().is_char_device())
+        .unwrap_or(false)
+        || !root.join("dev/urandom").exists()
+    {
+        run_mount(&["--bind", "/dev"], &root.join("dev"))?;
+    }
+    Ok(())
+}
+
+fn run_mount(args: &[&str], target: &Path) -> Result<(), String> {
+    let out = Command::new("mount")
+        .args(args)
+        .arg(target)
+        .output()
+        .map_err(|e| format!("cannot run mount: {e}"))?;
+    // Another test binary may have mounted it at the same time: accept that.
+    if out.status.success() || target.join("self").exists() || target.join("null").exists() {
+        Ok(())
+    } else {
+        Err(format!(
+            "mount {} {} failed (the tests must run as root): {}; {INSTALL_HINT}",
+            args.join(" "),
+            target.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Three distinct free loopback ports (AMQP, management, distribution),
+/// probed by binding port 0 while holding all three at once.
+fn free_ports() -> [u16; 3] {
+    let listeners: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port"))
+        .collect();
+    let port = |i: usize| listeners[i].local_addr().unwrap().port();
+    [port(0), port(1), port(2)]
+}
+
+/// Spawns `cmd` so that the child gets SIGKILL when this process dies.
+///
+/// `PR_SET_PDEATHSIG` fires when the thread that forked the child exits, so
+/// the fork happens on a dedicated thread that is never joined and lives as
+/// long as the process.
+fn spawn_tied_to_process(mut cmd: Command) -> std::io::Result<Child> {
+    type Request = (Command, mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Request>();
+        thread::Builder::new()
+            .name("broker-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("spawn the broker-spawner thread");
+        Mutex::new(tx)
+    });
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((cmd, tx))
+        .expect("broker-spawner thread is gone");
+    rx.recv().expect("broker-spawner thread is gone")
+}
+
+/// Kills the shared nodes and removes their directories when the test
+/// process exits normally (their statics are never dropped).
+fn register_exit_cleanup(shared: &'static [OnceLock<Result<Node, String>>; 2]) {
+    static REGISTERED: OnceLock<()> = OnceLock::new();
+    static SHARED: OnceLock<&'static [OnceLock<Result<Node, String>>; 2]> = OnceLock::new();
+    let _ = SHARED.set(shared);
+    REGISTERED.get_or_init(|| {
+        extern "C" fn cleanup() {
+            if let Some(shared) = SHARED.get() {
+                for node in shared.iter().filter_map(|n| n.get()).flatten() {
+                    node.kill();
+                    let _ = fs::remove_dir_all(&node.dir);
+                }
+            }
+        }
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(cleanup) };
+    });
+}
+
+/// Removes node directories left by test processes that no longer exist
+/// (killed before they could clean up).
+fn sweep_stale_dirs(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The last `max` bytes of a file, or a note that it is missing.
+fn tail(path: &Path, max: u64) -> String {
+    let Ok(mut f) = fs::File::open(path) else {
+        return format!("({} is missing)", path.display());
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
