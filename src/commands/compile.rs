@@ -1,0 +1,116 @@
+//! `warren validate`, `warren compile` and `warren export`.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{EXIT_ERROR, EXIT_OK};
+use crate::cli::SpecArgs;
+use crate::compile::{self, Compiled, Options};
+use crate::render::diagnostics;
+use crate::spec;
+
+/// Loads and compiles, printing diagnostics; `None` when there were errors.
+fn load_and_compile(
+    args: &SpecArgs,
+    resolve_secrets: bool,
+    stderr: &mut dyn Write,
+) -> Option<Compiled> {
+    let file = match spec::load_file(&args.spec) {
+        Ok(file) => file,
+        Err(found) => {
+            let source = std::fs::read_to_string(&args.spec).ok();
+            let _ = diagnostics::render(stderr, &args.spec, source.as_deref(), &found);
+            return None;
+        }
+    };
+    let options = Options {
+        target: args.target_version,
+        resolve_secrets,
+    };
+    match compile::compile(&file, &options) {
+        Ok(compiled) => {
+            let _ = diagnostics::render(stderr, &args.spec, Some(&file.source), &compiled.warnings);
+            Some(compiled)
+        }
+        Err(found) => {
+            let _ = diagnostics::render(stderr, &args.spec, Some(&file.source), &found);
+            None
+        }
+    }
+}
+
+/// `warren validate SPEC`.
+pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+    match load_and_compile(args, false, stderr) {
+        Some(compiled) => {
+            let _ = writeln!(
+                stdout,
+                "{}: valid ({} objects for RabbitMQ {})",
+                args.spec.display(),
+                compiled.definitions.object_count(),
+                args.target_version
+            );
+            EXIT_OK
+        }
+        None => EXIT_ERROR,
+    }
+}
+
+/// `warren compile SPEC [--contract]`.
+pub fn compile(
+    args: &SpecArgs,
+    contract: bool,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let Some(compiled) = load_and_compile(args, true, stderr) else {
+        return EXIT_ERROR;
+    };
+    let json = if contract {
+        serde_json::to_string_pretty(&compiled.contract)
+    } else {
+        serde_json::to_string_pretty(&crate::export::document(
+            &compiled.definitions,
+            args.target_version,
+        ))
+    };
+    match json.map(|text| writeln!(stdout, "{text}")) {
+        Ok(Ok(())) => EXIT_OK,
+        _ => EXIT_ERROR,
+    }
+}
+
+/// `warren export SPEC -o FILE`.
+pub fn export(
+    args: &SpecArgs,
+    output: &Path,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let Some(compiled) = load_and_compile(args, true, stderr) else {
+        return EXIT_ERROR;
+    };
+    let text = crate::export::to_json(&compiled.definitions, args.target_version);
+    if output == Path::new("-") {
+        return match stdout.write_all(text.as_bytes()) {
+            Ok(()) => EXIT_OK,
+            Err(_) => EXIT_ERROR,
+        };
+    }
+    match crate::export::write_atomically(output, &text) {
+        Ok(()) => {
+            let _ = writeln!(
+                stderr,
+                "wrote {} ({} objects, RabbitMQ {})",
+                output.display(),
+                compiled.definitions.object_count(),
+                args.target_version
+            );
+            EXIT_OK
+        }
+        Err(err) => {
+            let _ = writeln!(stderr, "error: cannot write {}: {err}", output.display());
+            EXIT_ERROR
+        }
+    }
+}

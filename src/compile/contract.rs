@@ -1,0 +1,223 @@
+//! The consumer contract: what a consumer does when it cannot process a message.
+//!
+//! `warren compile --contract` prints it as JSON so client libraries can follow it
+//! without hard-coding names; docs/consumer-contract.md explains it for people.
+
+use serde::Serialize;
+
+use super::resolve::Ladder;
+use super::retry::{PARKING_ROUTING_KEY, RetryObjects, delay_routing_key};
+use super::services::ConsumerContext;
+use crate::spec::{OnExhausted, RetryMode};
+
+/// Header carrying how many retries a message has had, in `publish` mode. Consumers set
+/// it when they re-publish; brokers from 4.0 on ignore a re-published `x-death`, so the
+/// count cannot live there.
+pub const RETRY_COUNT_HEADER: &str = "warren-retries";
+
+/// Headers a consumer removes before re-publishing, so that the broker neither counts
+/// nor cycle-checks deaths that belong to the old copy.
+pub const HEADERS_TO_STRIP: &[&str] = &[
+    "x-death",
+    "x-first-death-queue",
+    "x-first-death-reason",
+    "x-first-death-exchange",
+    "x-last-death-queue",
+    "x-last-death-reason",
+    "x-last-death-exchange",
+];
+
+/// The contract of every consumer in a spec.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Contract {
+    /// Format version of this document.
+    pub version: u32,
+    /// Consumers in spec order.
+    pub consumers: Vec<ConsumerContract>,
+}
+
+/// One consumer's contract.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerContract {
+    /// Vhost.
+    pub vhost: String,
+    /// Service.
+    pub service: String,
+    /// Consumer.
+    pub consumer: String,
+    /// The work queue.
+    pub queue: String,
+    /// Every queue the consumer reads from (more than one in `reject-chain` mode).
+    pub consume_from: Vec<String>,
+    /// The retry ladder, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryContract>,
+}
+
+/// How a consumer retries.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetryContract {
+    /// `publish`, `reject` or `reject-chain`.
+    pub mode: String,
+    /// The consumer's own retry exchange.
+    pub exchange: String,
+    /// Retries after the first attempt; the message is handled at most `max_retries + 1` times.
+    pub max_retries: usize,
+    /// Where the retry count comes from.
+    pub count_from: String,
+    /// What to do on a failure, step by step.
+    pub on_failure: Vec<String>,
+    /// The ladder, one step per retry.
+    pub schedule: Vec<RetryStep>,
+    /// What happens after the last retry.
+    pub on_exhausted: Exhausted,
+    /// Headers to remove before re-publishing (`publish` mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub strip_headers: Vec<String>,
+}
+
+/// One retry.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetryStep {
+    /// Retry number, from 1.
+    pub retry: usize,
+    /// Tier number, from 1.
+    pub tier: usize,
+    /// Delay in milliseconds.
+    pub delay_ms: u64,
+    /// Delay as written.
+    pub delay: String,
+    /// Routing key on the retry exchange that reaches this step's delay queue.
+    pub routing_key: String,
+    /// The delay queue.
+    pub queue: String,
+}
+
+/// The end of the ladder.
+#[derive(Debug, Clone, Serialize)]
+pub struct Exhausted {
+    /// `park` or `drop`.
+    pub action: String,
+    /// Exchange to publish to when parking by hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<String>,
+    /// Routing key that reaches the parking queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+    /// The parking queue.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+}
+
+impl Contract {
+    pub(crate) fn add_plain(&mut self, context: &ConsumerContext) {
+        self.version = 1;
+        self.consumers.push(ConsumerContract {
+            vhost: context.vhost.to_string(),
+            service: context.service.to_string(),
+            consumer: context.consumer.to_string(),
+            queue: context.work_queue.clone(),
+            consume_from: vec![context.work_queue.clone()],
+            retry: None,
+        });
+    }
+
+    pub(crate) fn add_ladder(
+        &mut self,
+        context: &ConsumerContext,
+        ladder: &Ladder,
+        objects: &RetryObjects,
+    ) {
+        self.version = 1;
+        let schedule: Vec<RetryStep> = ladder
+            .schedule
+            .iter()
+            .enumerate()
+            .map(|(index, &tier)| {
+                let delay_index = match ladder.mode {
+                    RetryMode::RejectChain => index,
+                    _ => tier,
+                };
+                RetryStep {
+                    retry: index + 1,
+                    tier: tier + 1,
+                    delay_ms: ladder.delays[tier].as_millis(),
+                    delay: ladder.delays[tier].to_string(),
+                    routing_key: delay_routing_key(delay_index),
+                    queue: objects.delay_queues[delay_index].clone(),
+                }
+            })
+            .collect();
+        let max = schedule.len();
+        let park = ladder.on_exhausted == OnExhausted::Park;
+        let exhausted_step = if park {
+            format!(
+                "otherwise publish the message unchanged to exchange `{}` with routing key `{PARKING_ROUTING_KEY}`, then ack",
+                objects.exchange
+            )
+        } else {
+            "otherwise ack it: the message is dropped".to_string()
+        };
+        let (mode, count_from, on_failure, strip) = match ladder.mode {
+            RetryMode::Publish => (
+                "publish",
+                format!("header `{RETRY_COUNT_HEADER}` (absent on the first delivery = 0)"),
+                vec![
+                    format!("read n = `{RETRY_COUNT_HEADER}` (0 when absent)"),
+                    format!(
+                        "if n < {max}: publish a copy to exchange `{}` with routing key schedule[n].routing_key, header `{RETRY_COUNT_HEADER}` = n + 1, the `x-death`/`x-first-death-*`/`x-last-death-*` headers removed and every other property kept; wait for the publisher confirm, then ack",
+                        objects.exchange
+                    ),
+                    exhausted_step,
+                    "a plain reject (requeue=false) also enters the first tier, but does not count".to_string(),
+                ],
+                HEADERS_TO_STRIP.iter().map(|h| h.to_string()).collect(),
+            ),
+            RetryMode::Reject => (
+                "reject",
+                format!(
+                    "`x-death`: the `count` of the entry whose `queue` is `{}` and `reason` is `rejected` (0 when absent)",
+                    context.work_queue
+                ),
+                vec![
+                    "read n from `x-death` as `count_from` says".to_string(),
+                    format!("if n < {max}: reject with requeue=false"),
+                    exhausted_step,
+                ],
+                Vec::new(),
+            ),
+            RetryMode::RejectChain => (
+                "reject-chain",
+                "the queue the message was consumed from: `consume_from[n]` is attempt n + 1".to_string(),
+                vec![
+                    "reject with requeue=false; the broker moves the message to the next tier, and after the last retry to the parking queue (or drops it with `on_exhausted: drop`)".to_string(),
+                ],
+                Vec::new(),
+            ),
+        };
+        let mut consume_from = vec![context.work_queue.clone()];
+        consume_from.extend(objects.attempt_queues.iter().cloned());
+        self.consumers.push(ConsumerContract {
+            vhost: context.vhost.to_string(),
+            service: context.service.to_string(),
+            consumer: context.consumer.to_string(),
+            queue: context.work_queue.clone(),
+            consume_from,
+            retry: Some(RetryContract {
+                mode: mode.to_string(),
+                exchange: objects.exchange.clone(),
+                max_retries: max,
+                count_from,
+                on_failure,
+                schedule,
+                on_exhausted: Exhausted {
+                    action: if park { "park" } else { "drop" }.to_string(),
+                    exchange: park.then(|| objects.exchange.clone()),
+                    routing_key: park.then(|| PARKING_ROUTING_KEY.to_string()),
+                    queue: objects.parking.clone(),
+                },
+                strip_headers: strip,
+            }),
+        });
+    }
+}

@@ -1,0 +1,321 @@
+//! Spec → RabbitMQ definitions.
+//!
+//! The compiler walks vhosts, services and consumers, emits every exchange, queue,
+//! binding, policy, user and permission the spec implies, and remembers for each object
+//! the spec path it came from (so later stages can point back at the YAML). It fails
+//! with every problem it found, each with a path and, once resolved, a line and column.
+
+pub mod contract;
+mod names;
+mod plain;
+pub mod policies;
+pub mod policy_keys;
+mod resolve;
+mod retry;
+mod services;
+mod users;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::diagnostic::Diagnostic;
+use crate::model::{Arguments, Binding, Definitions, Exchange, Queue};
+use crate::spec::{QueueType, SpecFile, SpecPath};
+use crate::version::TargetVersion;
+
+pub use contract::Contract;
+
+/// How to compile.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The broker version the output must be valid for.
+    pub target: TargetVersion,
+    /// Read passwords from their environment variables or files and hash them. When
+    /// false, users get an empty hash (used by `validate`, which needs no secrets).
+    pub resolve_secrets: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            target: TargetVersion::DEFAULT,
+            resolve_secrets: true,
+        }
+    }
+}
+
+/// The kinds of objects the compiler produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectKind {
+    /// A vhost.
+    Vhost,
+    /// A vhost's limits.
+    VhostLimits,
+    /// An exchange.
+    Exchange,
+    /// A queue.
+    Queue,
+    /// A binding.
+    Binding,
+    /// A user policy.
+    Policy,
+    /// An operator policy.
+    OperatorPolicy,
+    /// A user.
+    User,
+    /// A user's permissions in a vhost.
+    Permission,
+    /// A user's topic permissions on an exchange.
+    TopicPermission,
+}
+
+/// Identifies one object of the output.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ObjectId {
+    /// Kind.
+    pub kind: ObjectKind,
+    /// Vhost, for vhost-scoped kinds.
+    pub vhost: Option<String>,
+    /// Name (for bindings: `source -> destination [key]`).
+    pub name: String,
+}
+
+impl fmt::Display for ObjectId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = serde_json::to_value(self.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        match &self.vhost {
+            Some(vhost) => write!(f, "{kind} {:?} in vhost {vhost:?}", self.name),
+            None => write!(f, "{kind} {:?}", self.name),
+        }
+    }
+}
+
+/// What the compiler produces.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The desired broker state.
+    pub definitions: Definitions,
+    /// For every object, the spec path that produced it.
+    pub origins: BTreeMap<ObjectId, SpecPath>,
+    /// What consumers must do on failure, per consumer.
+    pub contract: Contract,
+    /// Findings that do not stop compilation.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Compiles a loaded spec. On failure returns every error found (and the warnings),
+/// each with its location resolved.
+pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
+    let mut emitter = Emitter::new(options.clone());
+    let spec = &file.spec;
+    if spec.version != 1 {
+        emitter.diagnostics.push(
+            Diagnostic::error(
+                "unsupported-version",
+                format!("spec version {} is not supported", spec.version),
+            )
+            .at(SpecPath::root().key("version"))
+            .help("this warren reads `version: 1`"),
+        );
+    } else {
+        services::emit_all(spec, &mut emitter);
+        plain::emit_all(spec, &mut emitter);
+        users::emit_all(spec, &mut emitter);
+        names::check_references(&mut emitter);
+        policies::emit_all(spec, &mut emitter);
+    }
+    let Emitter {
+        mut definitions,
+        origins,
+        contract,
+        diagnostics,
+        ..
+    } = emitter;
+    let diagnostics = resolve_locations(file, diagnostics);
+    if diagnostics.iter().any(Diagnostic::is_error) {
+        return Err(diagnostics);
+    }
+    definitions.sort();
+    Ok(Compiled {
+        definitions,
+        origins,
+        contract,
+        warnings: diagnostics,
+    })
+}
+
+/// Fills in file positions from the spec paths, and orders findings by position.
+pub fn resolve_locations(file: &SpecFile, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    for diagnostic in &mut diagnostics {
+        if diagnostic.location.is_none()
+            && let Some(path) = &diagnostic.path
+        {
+            diagnostic.location = file.source_map.locate(path);
+        }
+    }
+    diagnostics.sort_by_key(|d| (d.location, d.severity));
+    diagnostics.dedup();
+    diagnostics
+}
+
+/// A queue the compiler made, with what the policy stage needs to know about it.
+#[derive(Debug, Clone)]
+pub(crate) struct QueueInfo {
+    pub queue_type: QueueType,
+    /// Settings a generated policy must give this queue, by policy group.
+    pub needs: Vec<PolicyNeed>,
+}
+
+/// A setting that must reach a queue through a generated policy.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PolicyNeed {
+    /// Group name: queues with the same groups share one policy.
+    pub group: String,
+    /// The keys this group sets.
+    pub definition: Arguments,
+    /// Where the setting was written.
+    pub path: SpecPath,
+}
+
+/// Collects the output while the compiler walks the spec.
+pub(crate) struct Emitter {
+    pub options: Options,
+    pub definitions: Definitions,
+    pub origins: BTreeMap<ObjectId, SpecPath>,
+    pub contract: Contract,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Queues by (vhost, name).
+    pub queues: BTreeMap<(String, String), QueueInfo>,
+}
+
+impl Emitter {
+    fn new(options: Options) -> Self {
+        Emitter {
+            options,
+            definitions: Definitions::default(),
+            origins: BTreeMap::new(),
+            contract: Contract::default(),
+            diagnostics: Vec::new(),
+            queues: BTreeMap::new(),
+        }
+    }
+
+    /// Records the origin of an object; reports a clash when two parts of the spec
+    /// produce the same object. Returns false on a clash.
+    pub fn claim(&mut self, id: ObjectId, path: &SpecPath) -> bool {
+        if let Some(first) = self.origins.get(&id) {
+            let first = first.clone();
+            self.diagnostics.push(
+                Diagnostic::error("duplicate-name", format!("{id} is defined twice"))
+                    .at(path.clone())
+                    .help(format!(
+                        "it is already defined at `{first}`: rename one of them"
+                    )),
+            );
+            return false;
+        }
+        self.origins.insert(id, path.clone());
+        true
+    }
+
+    /// Adds an exchange unless its name is taken.
+    pub fn exchange(&mut self, exchange: Exchange, path: &SpecPath) {
+        names::check_name(self, "exchange", &exchange.name, path);
+        let id = ObjectId {
+            kind: ObjectKind::Exchange,
+            vhost: Some(exchange.vhost.clone()),
+            name: exchange.name.clone(),
+        };
+        if self.claim(id, path) {
+            self.definitions.exchanges.push(exchange);
+        }
+    }
+
+    /// Adds a queue unless its name is taken.
+    pub fn queue(
+        &mut self,
+        queue: Queue,
+        queue_type: QueueType,
+        needs: Vec<PolicyNeed>,
+        path: &SpecPath,
+    ) {
+        names::check_name(self, "queue", &queue.name, path);
+        let id = ObjectId {
+            kind: ObjectKind::Queue,
+            vhost: Some(queue.vhost.clone()),
+            name: queue.name.clone(),
+        };
+        if self.claim(id, path) {
+            self.queues.insert(
+                (queue.vhost.clone(), queue.name.clone()),
+                QueueInfo { queue_type, needs },
+            );
+            self.definitions.queues.push(queue);
+        }
+    }
+
+    /// Adds a binding; two bindings that differ only by arguments are different.
+    pub fn binding(&mut self, binding: Binding, path: &SpecPath) {
+        if self.claim(binding_id(&binding), path) {
+            self.definitions.bindings.push(binding);
+        }
+    }
+
+    /// Reports an error at `path`.
+    pub fn error(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        path: SpecPath,
+    ) -> &mut Diagnostic {
+        self.diagnostics
+            .push(Diagnostic::error(code, message).at(path));
+        self.diagnostics.last_mut().expect("just pushed")
+    }
+
+    /// Reports a warning at `path`.
+    pub fn warn(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        path: SpecPath,
+    ) -> &mut Diagnostic {
+        self.diagnostics
+            .push(Diagnostic::warning(code, message).at(path));
+        self.diagnostics.last_mut().expect("just pushed")
+    }
+}
+
+/// The identity of a binding: every field, arguments included.
+pub fn binding_id(binding: &Binding) -> ObjectId {
+    let arguments = if binding.arguments.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {}",
+            Value::Object(binding.arguments.clone().into_iter().collect())
+        )
+    };
+    ObjectId {
+        kind: ObjectKind::Binding,
+        vhost: Some(binding.vhost.clone()),
+        name: format!(
+            "{} -> {} {} [{}]{arguments}",
+            binding.source, binding.destination_type, binding.destination, binding.routing_key
+        ),
+    }
+}
+
+/// Builds queue arguments with an explicit `x-queue-type`.
+pub(crate) fn queue_arguments(queue_type: QueueType) -> Arguments {
+    let mut arguments = Arguments::new();
+    arguments.insert("x-queue-type".into(), Value::from(queue_type.as_str()));
+    arguments
+}

@@ -1,0 +1,342 @@
+//! The escape hatch: plain exchanges, queues, bindings and policies written as they are.
+
+use serde_json::Value;
+
+use super::{Emitter, ObjectId, ObjectKind, policy_keys, queue_arguments};
+use crate::model::{
+    Arguments, Binding, Exchange, OPERATOR_POLICY_COMPONENT, Parameter, Policy, Queue,
+};
+use crate::spec::{ApplyTo, DestinationType, PlainPolicy, QueueType, Spec, SpecPath};
+
+/// Queue arguments the broker knows, with the queue types that accept them.
+/// (classic, quorum, stream)
+const QUEUE_ARGUMENTS: &[(&str, bool, bool, bool)] = &[
+    ("x-message-ttl", true, true, false),
+    ("x-expires", true, true, false),
+    ("x-max-length", true, true, true),
+    ("x-max-length-bytes", true, true, true),
+    ("x-overflow", true, true, false),
+    ("x-dead-letter-exchange", true, true, false),
+    ("x-dead-letter-routing-key", true, true, false),
+    ("x-dead-letter-strategy", false, true, false),
+    ("x-delivery-limit", false, true, false),
+    ("x-max-priority", true, false, false),
+    ("x-queue-mode", true, false, false),
+    ("x-queue-version", true, false, false),
+    ("x-single-active-consumer", true, true, true),
+    ("x-quorum-initial-group-size", false, true, false),
+    ("x-max-in-memory-length", false, true, false),
+    ("x-max-in-memory-bytes", false, true, false),
+    ("x-queue-leader-locator", true, true, true),
+    ("x-queue-master-locator", true, false, false),
+    ("x-max-age", false, false, true),
+    ("x-stream-max-segment-size-bytes", false, false, true),
+    ("x-initial-cluster-size", false, false, true),
+];
+
+const INTEGER_ARGUMENTS: &[&str] = &[
+    "x-message-ttl",
+    "x-expires",
+    "x-max-length",
+    "x-max-length-bytes",
+    "x-delivery-limit",
+    "x-max-priority",
+    "x-quorum-initial-group-size",
+    "x-max-in-memory-length",
+    "x-max-in-memory-bytes",
+    "x-stream-max-segment-size-bytes",
+    "x-initial-cluster-size",
+];
+
+/// Emits the escape-hatch objects of every vhost.
+pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
+    for (vhost_name, vhost) in &spec.vhosts {
+        let vhost_path = SpecPath::root().key("vhosts").key(vhost_name);
+        let default_type = vhost
+            .defaults
+            .queue_type
+            .or(spec.defaults.queue_type)
+            .unwrap_or(QueueType::Quorum);
+        for (name, exchange) in &vhost.exchanges {
+            let path = vhost_path.key("exchanges").key(name);
+            let mut arguments: Arguments = exchange.arguments.clone().into_iter().collect();
+            if let Some(alternate) = &exchange.alternate_exchange {
+                arguments.insert("alternate-exchange".into(), Value::from(alternate.clone()));
+            }
+            out.exchange(
+                Exchange {
+                    name: name.clone(),
+                    vhost: vhost_name.clone(),
+                    kind: exchange.kind.clone(),
+                    durable: exchange.durable.unwrap_or(true),
+                    auto_delete: exchange.auto_delete.unwrap_or(false),
+                    internal: exchange.internal.unwrap_or(false),
+                    arguments,
+                    extra: Default::default(),
+                },
+                &path,
+            );
+        }
+        for (name, queue) in &vhost.queues {
+            let path = vhost_path.key("queues").key(name);
+            let queue_type = queue.kind.unwrap_or(default_type);
+            let durable = queue.durable.unwrap_or(true);
+            let auto_delete = queue.auto_delete.unwrap_or(false);
+            if queue_type != QueueType::Classic && (!durable || auto_delete) {
+                out.error(
+                    "invalid-value",
+                    format!(
+                        "{} queues must be durable and cannot be auto-delete",
+                        queue_type.as_str()
+                    ),
+                    path.key(if durable { "auto_delete" } else { "durable" }),
+                )
+                .hint("remove the setting, or use `type: classic`");
+            }
+            let mut arguments = queue_arguments(queue_type);
+            for (key, value) in &queue.arguments {
+                check_queue_argument(out, key, value, queue_type, &path.key("arguments").key(key));
+                if key != "x-queue-type" {
+                    arguments.insert(key.clone(), value.clone());
+                }
+            }
+            out.queue(
+                Queue {
+                    name: name.clone(),
+                    vhost: vhost_name.clone(),
+                    durable,
+                    auto_delete,
+                    arguments,
+                    extra: Default::default(),
+                },
+                queue_type,
+                Vec::new(),
+                &path,
+            );
+        }
+        for (index, binding) in vhost.bindings.iter().enumerate() {
+            let path = vhost_path.key("bindings").index(index);
+            out.binding(
+                Binding {
+                    source: binding.source.clone(),
+                    vhost: vhost_name.clone(),
+                    destination: binding.destination.clone(),
+                    destination_type: match binding
+                        .destination_type
+                        .unwrap_or(DestinationType::Queue)
+                    {
+                        DestinationType::Queue => "queue".into(),
+                        DestinationType::Exchange => "exchange".into(),
+                    },
+                    routing_key: binding.routing_key.clone().unwrap_or_default(),
+                    arguments: binding.arguments.clone().into_iter().collect(),
+                },
+                &path,
+            );
+        }
+        for (name, policy) in &vhost.policies {
+            let path = vhost_path.key("policies").key(name);
+            if let Some(policy) = checked_policy(out, vhost_name, name, policy, false, &path) {
+                let id = ObjectId {
+                    kind: ObjectKind::Policy,
+                    vhost: Some(vhost_name.clone()),
+                    name: name.clone(),
+                };
+                if out.claim(id, &path) {
+                    out.definitions.policies.push(policy);
+                }
+            }
+        }
+        for (name, policy) in &vhost.operator_policies {
+            let path = vhost_path.key("operator_policies").key(name);
+            if let Some(policy) = checked_policy(out, vhost_name, name, policy, true, &path) {
+                let id = ObjectId {
+                    kind: ObjectKind::OperatorPolicy,
+                    vhost: Some(vhost_name.clone()),
+                    name: name.clone(),
+                };
+                if out.claim(id, &path) {
+                    out.definitions.parameters.push(Parameter {
+                        vhost: vhost_name.clone(),
+                        component: OPERATOR_POLICY_COMPONENT.into(),
+                        name: name.clone(),
+                        value: serde_json::json!({
+                            "pattern": policy.pattern,
+                            "apply-to": policy.apply_to,
+                            "definition": policy.definition,
+                            "priority": policy.priority,
+                        }),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn check_queue_argument(
+    out: &mut Emitter,
+    key: &str,
+    value: &Value,
+    queue_type: QueueType,
+    path: &SpecPath,
+) {
+    if key == "x-queue-type" {
+        out.error(
+            "invalid-value",
+            "the queue type is set with `type:`, not as an argument",
+            path.clone(),
+        )
+        .hint(format!(
+            "write `type: {}` on the queue",
+            value.as_str().unwrap_or("quorum")
+        ));
+        return;
+    }
+    if let Some((_, classic, quorum, stream)) =
+        QUEUE_ARGUMENTS.iter().find(|(name, ..)| *name == key)
+    {
+        let accepted = match queue_type {
+            QueueType::Classic => *classic,
+            QueueType::Quorum => *quorum,
+            QueueType::Stream => *stream,
+        };
+        if !accepted {
+            out.error(
+                "invalid-value",
+                format!("{} queues do not accept the argument `{key}`", queue_type.as_str()),
+                path.clone(),
+            )
+            .hint("the broker refuses to declare the queue (406 PRECONDITION_FAILED): remove the argument or change the queue type");
+        }
+        if INTEGER_ARGUMENTS.contains(&key) && value.as_i64().is_none() {
+            out.error(
+                "invalid-value",
+                format!("`{key}` must be a whole number, got {value}"),
+                path.clone(),
+            )
+            .hint("write the number without quotes, in the unit the broker uses (milliseconds for TTLs)");
+        }
+    } else if key.starts_with("x-") {
+        let known: Vec<String> = QUEUE_ARGUMENTS
+            .iter()
+            .map(|(name, ..)| name.to_string())
+            .collect();
+        if let Some(best) = crate::suggest::closest(key, &known) {
+            out.warn(
+                "unknown-argument",
+                format!("unknown queue argument `{key}`: the broker stores it and ignores it"),
+                path.clone(),
+            )
+            .hint(format!("did you mean `{best}`?"));
+        }
+    }
+}
+
+/// Validates a policy written in the spec and turns it into the output shape.
+fn checked_policy(
+    out: &mut Emitter,
+    vhost: &str,
+    name: &str,
+    policy: &PlainPolicy,
+    operator: bool,
+    path: &SpecPath,
+) -> Option<Policy> {
+    let target = out.options.target;
+    let mut ok = true;
+    if name.is_empty() {
+        out.error("invalid-name", "policy name is empty", path.clone());
+        ok = false;
+    }
+    if let Err(err) = fancy_regex::Regex::new(&policy.pattern) {
+        out.error(
+            "invalid-regex",
+            format!(
+                "pattern `{}` is not a valid regular expression: {err}",
+                policy.pattern
+            ),
+            path.key("pattern"),
+        );
+        ok = false;
+    }
+    let apply_to = policy.apply_to.unwrap_or(ApplyTo::Queues);
+    let typed = matches!(
+        apply_to,
+        ApplyTo::ClassicQueues | ApplyTo::QuorumQueues | ApplyTo::Streams
+    );
+    if typed && !target.has_queue_type_apply_to() {
+        out.error(
+            "unsupported-by-target",
+            format!(
+                "`apply_to: {}` needs RabbitMQ 3.12 or later; the target is {target}",
+                apply_to.as_str()
+            ),
+            path.key("apply_to"),
+        )
+        .hint("use `apply_to: queues`, or compile with a newer `--target-version`");
+        ok = false;
+    }
+    if policy.definition.is_empty() {
+        out.error(
+            "invalid-value",
+            "policy definition is empty",
+            path.key("definition"),
+        );
+        ok = false;
+    }
+    for (key, value) in &policy.definition {
+        let key_path = path.key("definition").key(key);
+        match policy_keys::find(key) {
+            None => {
+                let help = match crate::suggest::closest(key, &policy_keys::names()) {
+                    Some(best) => format!("did you mean `{best}`?"),
+                    None => "see the policy keys in RabbitMQ's policy guide".to_string(),
+                };
+                out.error(
+                    "invalid-policy-key",
+                    format!("`{key}` is not a policy key RabbitMQ recognises"),
+                    key_path,
+                )
+                .hint(help);
+                ok = false;
+            }
+            Some(known) => {
+                if let Err(expected) = known.check_value(value) {
+                    out.error(
+                        "invalid-value",
+                        format!("policy key `{key}` takes {expected}, got {value}"),
+                        key_path.clone(),
+                    );
+                    ok = false;
+                }
+                if operator && !known.operator {
+                    out.error(
+                        "invalid-policy-key",
+                        format!("`{key}` cannot be set by an operator policy"),
+                        key_path.clone(),
+                    )
+                    .hint("operator policies accept expires, message-ttl, max-length, max-length-bytes, overflow, delivery-limit, queue-version and the quorum in-memory limits");
+                    ok = false;
+                }
+                if known.name.starts_with("ha-") && target >= crate::version::TargetVersion::V4_0 {
+                    out.error(
+                        "unsupported-by-target",
+                        format!(
+                            "`{key}` configured classic queue mirroring, which RabbitMQ 4.0 removed"
+                        ),
+                        key_path,
+                    )
+                    .hint("use quorum queues for replicated queues");
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok.then(|| Policy {
+        vhost: vhost.to_string(),
+        name: name.to_string(),
+        pattern: policy.pattern.clone(),
+        apply_to: apply_to.as_str().to_string(),
+        definition: policy.definition.clone().into_iter().collect(),
+        priority: policy.priority.unwrap_or(0),
+    })
+}

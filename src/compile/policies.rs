@@ -1,0 +1,267 @@
+//! Generated policies: few, grouped, and never silently shadowed.
+//!
+//! Tunables (tier TTLs, delivery limits) live in policies so that changing them never
+//! recreates a queue. On the broker every policy change costs time proportional to
+//! queues × policies, so queues that need the same settings share one policy whose
+//! pattern is an anchored alternation of their escaped names: the number of policies
+//! grows with the number of distinct ladders, never with the number of queues.
+//!
+//! Only one policy applies to a queue. When a user policy from the spec matches a
+//! generated queue, its keys are merged into that queue's generated policy (which gets
+//! a higher priority), so neither side's settings are lost; a key set by both, or a user
+//! policy that would outrank the generated one, is an error.
+
+use std::collections::BTreeMap;
+
+use super::{Emitter, ObjectId, ObjectKind, policy_keys};
+use crate::model::{Arguments, Policy};
+use crate::spec::{QueueType, Spec, SpecPath};
+
+/// Prefix of every policy warren generates.
+pub const GENERATED_PREFIX: &str = "warren.";
+
+/// Default priority of generated policies.
+pub const DEFAULT_PRIORITY: i64 = 100;
+
+struct Group {
+    definition: Arguments,
+    queues: Vec<(String, QueueType)>,
+    path: SpecPath,
+}
+
+/// Emits the generated policies of every vhost.
+pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
+    let priority = spec.policy_priority.unwrap_or(DEFAULT_PRIORITY);
+    let target = out.options.target;
+    let user_policies: Vec<(Policy, Option<fancy_regex::Regex>, SpecPath)> = out
+        .definitions
+        .policies
+        .iter()
+        .map(|policy| {
+            let path = out
+                .origins
+                .get(&ObjectId {
+                    kind: ObjectKind::Policy,
+                    vhost: Some(policy.vhost.clone()),
+                    name: policy.name.clone(),
+                })
+                .cloned()
+                .unwrap_or_default();
+            (
+                policy.clone(),
+                fancy_regex::Regex::new(&policy.pattern).ok(),
+                path,
+            )
+        })
+        .collect();
+    for (policy, _, path) in &user_policies {
+        if policy.name.starts_with(GENERATED_PREFIX) {
+            out.error(
+                "invalid-name",
+                format!("policy name `{}` uses the `{GENERATED_PREFIX}` prefix, which warren keeps for the policies it generates", policy.name),
+                path.clone(),
+            )
+            .hint("rename the policy");
+        }
+    }
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
+    for ((vhost, queue), info) in &out.queues {
+        if info.needs.is_empty() {
+            continue;
+        }
+        let mut definition = Arguments::new();
+        let mut group_names: Vec<String> = Vec::new();
+        for need in &info.needs {
+            definition.extend(need.definition.clone());
+            group_names.push(need.group.clone());
+        }
+        group_names.sort();
+        let mut group_name = group_names.join("+");
+        let path = info.needs[0].path.clone();
+        let winner = user_policies
+            .iter()
+            .filter(|(policy, regex, _)| {
+                policy.vhost == *vhost
+                    && applies_to(&policy.apply_to, info.queue_type)
+                    && regex
+                        .as_ref()
+                        .is_some_and(|r| r.is_match(queue).unwrap_or(false))
+                    && policy_keys::applies_to_queue_type(
+                        policy.definition.keys(),
+                        info.queue_type,
+                        target,
+                    )
+            })
+            .max_by(|a, b| {
+                a.0.priority
+                    .cmp(&b.0.priority)
+                    .then(b.0.name.cmp(&a.0.name))
+            });
+        if let Some((user, _, user_path)) = winner {
+            if user.priority >= priority {
+                let keys: Vec<&String> = definition.keys().collect();
+                problems.push((
+                    format!(
+                        "policy `{}` (priority {}) matches queue `{queue}`, whose generated policy has priority {priority}: the queue would lose {}",
+                        user.name,
+                        user.priority,
+                        keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                    user_path.key("priority"),
+                    format!(
+                        "give `{}` a priority below {priority} (warren then merges its keys into the generated policy), or raise the top-level `policy_priority`",
+                        user.name
+                    ),
+                ));
+                continue;
+            }
+            for (key, value) in &user.definition {
+                match definition.get(key) {
+                    Some(existing) if existing != value => problems.push((
+                        format!(
+                            "policy `{}` sets `{key}: {value}` on queue `{queue}`, where warren sets `{key}: {existing}` (from `{path}`)",
+                            user.name
+                        ),
+                        user_path.key("definition").key(key),
+                        format!("remove `{key}` from `{}`, or narrow its pattern so it does not match `{queue}`", user.name),
+                    )),
+                    _ => {
+                        definition.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            group_name = format!("{group_name}+{}", user.name);
+        }
+        let group = groups
+            .entry((vhost.clone(), group_name))
+            .or_insert_with(|| Group {
+                definition: definition.clone(),
+                queues: Vec::new(),
+                path,
+            });
+        group.queues.push((queue.clone(), info.queue_type));
+    }
+    for (message, path, help) in problems {
+        out.error("policy-overlap", message, path).hint(help);
+    }
+    for ((vhost, group_name), group) in groups {
+        let name = format!("{GENERATED_PREFIX}{group_name}");
+        let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);
+        let apply_to = if all_quorum && target.has_queue_type_apply_to() {
+            "quorum_queues"
+        } else {
+            "queues"
+        };
+        let names: Vec<&str> = group.queues.iter().map(|(n, _)| n.as_str()).collect();
+        let id = ObjectId {
+            kind: ObjectKind::Policy,
+            vhost: Some(vhost.clone()),
+            name: name.clone(),
+        };
+        if out.claim(id, &group.path) {
+            out.definitions.policies.push(Policy {
+                vhost,
+                name,
+                pattern: exact_names_pattern(&names),
+                apply_to: apply_to.to_string(),
+                definition: group.definition,
+                priority,
+            });
+        }
+    }
+}
+
+/// Whether a policy's `apply-to` covers a queue of this type.
+pub fn applies_to(apply_to: &str, queue_type: QueueType) -> bool {
+    match apply_to {
+        "queues" | "all" => true,
+        "classic_queues" => queue_type == QueueType::Classic,
+        "quorum_queues" => queue_type == QueueType::Quorum,
+        "streams" => queue_type == QueueType::Stream,
+        _ => false,
+    }
+}
+
+/// Escapes the characters that are special in PCRE (the broker's regex engine).
+pub fn escape(name: &str) -> String {
+    let mut escaped = String::with_capacity(name.len());
+    for c in name.chars() {
+        if "\\.^$|?*+()[]{}".contains(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// A pattern matching exactly these names: `^(?:a|b)\.retry\.1$`, with the common
+/// suffix written once.
+pub fn exact_names_pattern(names: &[&str]) -> String {
+    let mut names: Vec<&str> = names.to_vec();
+    names.sort();
+    names.dedup();
+    if names.len() == 1 {
+        return format!("^{}$", escape(names[0]));
+    }
+    let suffix = common_suffix(&names);
+    let heads: Vec<String> = names
+        .iter()
+        .map(|name| escape(&name[..name.len() - suffix.len()]))
+        .collect();
+    format!("^(?:{}){}$", heads.join("|"), escape(suffix))
+}
+
+/// The longest common suffix that leaves every name a non-empty head, cut at a char
+/// boundary.
+fn common_suffix<'a>(names: &[&'a str]) -> &'a str {
+    let first = names[0];
+    let shortest = names.iter().map(|n| n.len()).min().unwrap_or(0);
+    let mut length = 0;
+    for (offset, _) in first.char_indices().rev() {
+        let candidate = first.len() - offset;
+        if candidate >= shortest {
+            break;
+        }
+        if names.iter().all(|n| n.ends_with(&first[offset..])) {
+            length = candidate;
+        } else {
+            break;
+        }
+    }
+    &first[first.len() - length..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_exactly_the_named_queues() {
+        let pattern = exact_names_pattern(&["orders.email.retry.1", "payments.charge.retry.1"]);
+        assert_eq!(pattern, r"^(?:orders\.email|payments\.charge)\.retry\.1$");
+        let regex = fancy_regex::Regex::new(&pattern).unwrap();
+        assert!(regex.is_match("orders.email.retry.1").unwrap());
+        assert!(regex.is_match("payments.charge.retry.1").unwrap());
+        assert!(!regex.is_match("orders.email.retry.10").unwrap());
+        assert!(!regex.is_match("xorders.email.retry.1").unwrap());
+        assert!(!regex.is_match("ordersXemail.retry.1").unwrap());
+    }
+
+    #[test]
+    fn single_names_and_special_characters_are_escaped() {
+        assert_eq!(exact_names_pattern(&["a+b (1)"]), r"^a\+b \(1\)$");
+        let pattern = exact_names_pattern(&["q.1", "q.12"]);
+        let regex = fancy_regex::Regex::new(&pattern).unwrap();
+        assert!(regex.is_match("q.1").unwrap() && regex.is_match("q.12").unwrap());
+        assert!(!regex.is_match("q.2").unwrap());
+    }
+
+    #[test]
+    fn apply_to_covers_the_right_queue_types() {
+        assert!(applies_to("queues", QueueType::Stream));
+        assert!(applies_to("quorum_queues", QueueType::Quorum));
+        assert!(!applies_to("classic_queues", QueueType::Quorum));
+        assert!(!applies_to("exchanges", QueueType::Classic));
+    }
+}

@@ -1,0 +1,267 @@
+//! Settings inheritance: top-level defaults → vhost → service → consumer.
+
+use crate::diagnostic::Diagnostic;
+use crate::spec::{
+    Defaults, DeliveryLimit, Duration, ExchangeType, OnExhausted, QueueType, Retry, RetryMode,
+    RetryNames, ReturnVia, Spec, SpecPath,
+};
+
+/// Defaults after layering, with where the retry ladder's delays were set.
+#[derive(Debug, Clone, Default)]
+pub struct Layered {
+    /// Queue type.
+    pub queue_type: Option<QueueType>,
+    /// Inner exchange type.
+    pub exchange_type: Option<ExchangeType>,
+    /// Retry settings merged field by field.
+    pub retry: Option<Retry>,
+    /// Which scope set the delays (names the policy group of the tiers).
+    pub delays_origin: Option<String>,
+    /// Where in the spec the delays were set.
+    pub delays_path: Option<SpecPath>,
+    /// Delivery limit.
+    pub delivery_limit: Option<DeliveryLimit>,
+}
+
+impl Layered {
+    /// Lays `defaults` (found at `path`, a scope called `origin`) over these settings.
+    pub fn with_defaults(
+        &self,
+        spec: &Spec,
+        defaults: &Defaults,
+        origin: &str,
+        path: &SpecPath,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Layered {
+        let mut next = self.clone();
+        next.queue_type = defaults.queue_type.or(self.queue_type);
+        next.exchange_type = defaults.exchange_type.or(self.exchange_type);
+        next.delivery_limit = defaults.delivery_limit.or(self.delivery_limit);
+        if let Some(retry) = &defaults.retry {
+            next.lay_retry(spec, retry, origin, &path.key("retry"), diagnostics);
+        }
+        next
+    }
+
+    /// Lays a `retry` block over the inherited one.
+    pub fn lay_retry(
+        &mut self,
+        spec: &Spec,
+        retry: &Retry,
+        origin: &str,
+        path: &SpecPath,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) {
+        if let Some(ladder) = &retry.ladder {
+            match spec.ladders.get(ladder) {
+                Some(named) => {
+                    if named.ladder.is_some() {
+                        diagnostics.push(
+                            Diagnostic::error(
+                                "invalid-reference",
+                                format!("ladder `{ladder}` refers to another ladder"),
+                            )
+                            .at(SpecPath::root().key("ladders").key(ladder).key("ladder"))
+                            .help("named ladders cannot build on each other: write the delays out"),
+                        );
+                    }
+                    let ladder_path = SpecPath::root().key("ladders").key(ladder);
+                    self.overlay(named, &format!("ladder.{ladder}"), &ladder_path);
+                }
+                None => {
+                    let known: Vec<String> = spec.ladders.keys().cloned().collect();
+                    let help = match crate::suggest::closest(ladder, &known) {
+                        Some(best) => format!("did you mean `{best}`?"),
+                        None if known.is_empty() => {
+                            "define it under the top-level `ladders:` key".to_string()
+                        }
+                        None => format!("defined ladders: {}", known.join(", ")),
+                    };
+                    diagnostics.push(
+                        Diagnostic::error(
+                            "invalid-reference",
+                            format!("unknown retry ladder `{ladder}`"),
+                        )
+                        .at(path.key("ladder"))
+                        .help(help),
+                    );
+                }
+            }
+        }
+        self.overlay(retry, origin, path);
+    }
+
+    fn overlay(&mut self, retry: &Retry, origin: &str, path: &SpecPath) {
+        let base = self.retry.take().unwrap_or_default();
+        if retry.delays.is_some() {
+            self.delays_origin = Some(origin.to_string());
+            self.delays_path = Some(path.key("delays"));
+        }
+        self.retry = Some(Retry {
+            enabled: retry.enabled.or(base.enabled),
+            ladder: None,
+            delays: retry.delays.clone().or(base.delays),
+            attempts_per_tier: retry.attempts_per_tier.or(base.attempts_per_tier),
+            max_retries: retry.max_retries.or(base.max_retries),
+            on_exhausted: retry.on_exhausted.or(base.on_exhausted),
+            mode: retry.mode.or(base.mode),
+            return_via: retry.return_via.or(base.return_via),
+            queue_type: retry.queue_type.or(base.queue_type),
+            names: merge_names(retry.names.as_ref(), base.names),
+        });
+    }
+}
+
+fn merge_names(top: Option<&RetryNames>, base: Option<RetryNames>) -> Option<RetryNames> {
+    match (top, base) {
+        (None, base) => base,
+        (Some(top), None) => Some(top.clone()),
+        (Some(top), Some(base)) => Some(RetryNames {
+            exchange: top.exchange.clone().or(base.exchange),
+            tiers: top.tiers.clone().or(base.tiers),
+            parking: top.parking.clone().or(base.parking),
+            attempts: top.attempts.clone().or(base.attempts),
+        }),
+    }
+}
+
+/// A consumer's retry ladder with every default applied.
+#[derive(Debug, Clone)]
+pub struct Ladder {
+    /// Tier delays.
+    pub delays: Vec<Duration>,
+    /// For retry number r (index r-1): the tier (0-based) it waits in.
+    pub schedule: Vec<usize>,
+    /// What happens after the last retry.
+    pub on_exhausted: OnExhausted,
+    /// How consumers move along the ladder.
+    pub mode: RetryMode,
+    /// Where expired messages go.
+    pub return_via: ReturnVia,
+    /// Type of the tiers and the parking queue.
+    pub queue_type: QueueType,
+    /// Name overrides.
+    pub names: RetryNames,
+    /// Policy group of the tiers (the scope that set the delays).
+    pub origin: String,
+    /// Where the delays were written.
+    pub delays_path: SpecPath,
+}
+
+/// Turns layered retry settings into a ladder, or `None` when the consumer has no
+/// retries. `path` is the consumer's path, for messages.
+pub fn ladder(
+    layered: &Layered,
+    work_queue_type: QueueType,
+    path: &SpecPath,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Ladder> {
+    let retry = layered.retry.as_ref()?;
+    if retry.enabled == Some(false) {
+        return None;
+    }
+    let retry_path = path.key("retry");
+    let Some(delays) = retry.delays.clone() else {
+        diagnostics.push(
+            Diagnostic::error("missing-key", "retry ladder has no `delays`")
+                .at(retry_path)
+                .help("add e.g. `delays: [30s, 5m, 30m]`, or `enabled: false` to turn retries off"),
+        );
+        return None;
+    };
+    let delays_path = layered.delays_path.clone().unwrap_or(retry_path.clone());
+    if delays.is_empty() {
+        diagnostics.push(
+            Diagnostic::error("invalid-value", "retry ladder has an empty `delays` list")
+                .at(delays_path)
+                .help("give at least one delay, e.g. `[30s]`, or set `enabled: false`"),
+        );
+        return None;
+    }
+    for (index, delay) in delays.iter().enumerate() {
+        if delay.as_millis() > crate::spec::duration::MAX_TTL_MS {
+            diagnostics.push(
+                Diagnostic::error(
+                    "invalid-value",
+                    format!("delay {delay} is longer than RabbitMQ's TTL limit of 10 years"),
+                )
+                .at(delays_path.index(index)),
+            );
+        }
+    }
+    let mode = retry.mode.unwrap_or(RetryMode::Publish);
+    if mode == RetryMode::Reject && delays.len() > 1 {
+        diagnostics.push(
+            Diagnostic::error(
+                "invalid-value",
+                format!(
+                    "`mode: reject` has one tier, but this ladder has {} delays",
+                    delays.len()
+                ),
+            )
+            .at(delays_path.clone())
+            .help("a rejected message always goes to the same tier: use `mode: publish` or `mode: reject-chain` for a ladder"),
+        );
+    }
+    let per_tier = retry.attempts_per_tier.unwrap_or(1);
+    if per_tier == 0 {
+        diagnostics.push(
+            Diagnostic::error("invalid-value", "`attempts_per_tier` must be at least 1")
+                .at(retry_path.key("attempts_per_tier")),
+        );
+        return None;
+    }
+    let max_retries = retry
+        .max_retries
+        .unwrap_or(per_tier.saturating_mul(delays.len() as u32));
+    if max_retries == 0 {
+        diagnostics.push(
+            Diagnostic::error("invalid-value", "`max_retries: 0` leaves nothing to retry")
+                .at(retry_path.key("max_retries"))
+                .help("remove the retry block or set `enabled: false`"),
+        );
+        return None;
+    }
+    let schedule = (0..max_retries)
+        .map(|r| ((r / per_tier) as usize).min(delays.len() - 1))
+        .collect();
+    let return_via = retry.return_via.unwrap_or(ReturnVia::WorkQueue);
+    if mode == RetryMode::RejectChain && return_via == ReturnVia::InnerExchange {
+        diagnostics.push(
+            Diagnostic::error(
+                "invalid-value",
+                "`mode: reject-chain` returns each retry to its own attempt queue, not through the inner exchange",
+            )
+            .at(retry_path.key("return_via"))
+            .help("remove `return_via`"),
+        );
+    }
+    let queue_type = retry.queue_type.unwrap_or(match work_queue_type {
+        QueueType::Stream => QueueType::Quorum,
+        other => other,
+    });
+    if queue_type == QueueType::Stream {
+        diagnostics.push(
+            Diagnostic::error(
+                "invalid-value",
+                "retry tiers cannot be streams: streams cannot dead-letter, so a message would never leave its tier",
+            )
+            .at(retry_path.key("queue_type"))
+            .help("use `quorum` or `classic`"),
+        );
+    }
+    Some(Ladder {
+        delays,
+        schedule,
+        on_exhausted: retry.on_exhausted.unwrap_or(OnExhausted::Park),
+        mode,
+        return_via,
+        queue_type,
+        names: retry.names.clone().unwrap_or_default(),
+        origin: layered
+            .delays_origin
+            .clone()
+            .unwrap_or_else(|| "defaults".to_string()),
+        delays_path,
+    })
+}

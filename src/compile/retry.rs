@@ -1,0 +1,349 @@
+//! A consumer's retry ladder: its dead exchange, delay tiers, parking queue, and the
+//! contract its consumers follow.
+
+use serde_json::Value;
+
+use super::resolve::Ladder;
+use super::services::{ConsumerContext, delivery_limit_need};
+use super::{Emitter, PolicyNeed, queue_arguments};
+use crate::model::{Arguments, Binding, Exchange, Queue};
+use crate::spec::{
+    DeliveryLimit, ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath, Unlimited,
+};
+
+/// Routing key of the parking queue on a consumer's retry exchange.
+pub const PARKING_ROUTING_KEY: &str = "parking";
+
+/// The names of one consumer's retry objects.
+#[derive(Debug, Clone)]
+pub(crate) struct RetryObjects {
+    pub exchange: String,
+    /// Delay queues: one per tier, or one per retry in `reject-chain` mode.
+    pub delay_queues: Vec<String>,
+    /// `reject-chain` only: the work queue of attempt 2, 3, …
+    pub attempt_queues: Vec<String>,
+    pub parking: Option<String>,
+}
+
+/// Works out the names, defaulting to the conventions in the spec docs.
+pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects {
+    let work = &context.work_queue;
+    let delay_count = match ladder.mode {
+        RetryMode::RejectChain => ladder.schedule.len(),
+        _ => ladder.delays.len(),
+    };
+    let delay_queues = match &ladder.names.tiers {
+        Some(tiers) if tiers.len() == delay_count => tiers.clone(),
+        _ => (1..=delay_count)
+            .map(|n| format!("{work}.retry.{n}"))
+            .collect(),
+    };
+    let attempt_queues = match ladder.mode {
+        RetryMode::RejectChain => match &ladder.names.attempts {
+            Some(attempts) if attempts.len() == ladder.schedule.len() => attempts.clone(),
+            _ => (2..=ladder.schedule.len() + 1)
+                .map(|n| format!("{work}.attempt.{n}"))
+                .collect(),
+        },
+        _ => Vec::new(),
+    };
+    RetryObjects {
+        exchange: ladder
+            .names
+            .exchange
+            .clone()
+            .unwrap_or_else(|| format!("{work}.retry")),
+        delay_queues,
+        attempt_queues,
+        parking: (ladder.on_exhausted == OnExhausted::Park).then(|| {
+            ladder
+                .names
+                .parking
+                .clone()
+                .unwrap_or_else(|| format!("{work}.parking"))
+        }),
+    }
+}
+
+/// Routing key of delay queue `index` (0-based) on the retry exchange.
+pub(crate) fn delay_routing_key(index: usize) -> String {
+    (index + 1).to_string()
+}
+
+fn dead_letter_to(exchange: &str, routing_key: Option<&str>) -> Arguments {
+    let mut arguments = Arguments::new();
+    arguments.insert("x-dead-letter-exchange".into(), Value::from(exchange));
+    if let Some(key) = routing_key {
+        arguments.insert("x-dead-letter-routing-key".into(), Value::from(key));
+    }
+    arguments
+}
+
+/// The work queue's dead-letter arguments: a rejected message enters the first tier.
+pub(crate) fn work_queue_dead_letter(context: &ConsumerContext, ladder: &Ladder) -> Arguments {
+    let objects = names(context, ladder);
+    dead_letter_to(&objects.exchange, Some(&delay_routing_key(0)))
+}
+
+/// Emits the retry exchange, delay queues, parking queue and their bindings.
+pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter) {
+    let retry_path = context.path.key("retry");
+    check_name_overrides(ladder, &retry_path, out);
+    let objects = names(context, ladder);
+    let vhost = context.vhost.to_string();
+    out.exchange(
+        Exchange {
+            name: objects.exchange.clone(),
+            vhost: vhost.clone(),
+            kind: ExchangeType::Direct.as_str().to_string(),
+            durable: true,
+            auto_delete: false,
+            internal: false,
+            arguments: Arguments::new(),
+            extra: Default::default(),
+        },
+        &retry_path,
+    );
+    let return_arguments = match ladder.return_via {
+        ReturnVia::WorkQueue => None,
+        ReturnVia::InnerExchange => return_through_inner_exchange(context, &retry_path, out),
+    };
+    for (index, queue_name) in objects.delay_queues.iter().enumerate() {
+        let tier = match ladder.mode {
+            RetryMode::RejectChain => ladder.schedule[index],
+            _ => index,
+        };
+        let mut arguments = queue_arguments(ladder.queue_type);
+        arguments.extend(match ladder.mode {
+            // Each retry returns to the next attempt's own work queue.
+            RetryMode::RejectChain => dead_letter_to("", Some(&objects.attempt_queues[index])),
+            _ => match &return_arguments {
+                Some(arguments) => arguments.clone(),
+                // Straight back to this consumer's queue only: the default exchange routes
+                // on the queue name, so no other consumer ever sees the retry.
+                None => dead_letter_to("", Some(&context.work_queue)),
+            },
+        });
+        let mut definition = Arguments::new();
+        definition.insert(
+            "message-ttl".into(),
+            Value::from(ladder.delays[tier].as_millis()),
+        );
+        let need = PolicyNeed {
+            group: format!("retry.{}.{}", ladder.origin, tier + 1),
+            definition,
+            path: ladder.delays_path.index(tier),
+        };
+        out.queue(
+            Queue {
+                name: queue_name.clone(),
+                vhost: vhost.clone(),
+                durable: true,
+                auto_delete: false,
+                arguments,
+                extra: Default::default(),
+            },
+            ladder.queue_type,
+            vec![need],
+            &retry_path.key("delays").index(tier),
+        );
+        out.binding(
+            Binding {
+                source: objects.exchange.clone(),
+                vhost: vhost.clone(),
+                destination: queue_name.clone(),
+                destination_type: "queue".into(),
+                routing_key: delay_routing_key(index),
+                arguments: Arguments::new(),
+            },
+            &retry_path,
+        );
+    }
+    for (index, queue_name) in objects.attempt_queues.iter().enumerate() {
+        let next = index + 1;
+        let arguments_dead_letter = if next < objects.delay_queues.len() {
+            dead_letter_to(&objects.exchange, Some(&delay_routing_key(next)))
+        } else if objects.parking.is_some() {
+            dead_letter_to(&objects.exchange, Some(PARKING_ROUTING_KEY))
+        } else {
+            Arguments::new()
+        };
+        let mut arguments = queue_arguments(context.work_type);
+        arguments.extend(arguments_dead_letter);
+        let needs = if context.work_type == QueueType::Quorum {
+            delivery_limit_need(
+                out,
+                context.delivery_limit,
+                true,
+                &context.path.key("delivery_limit"),
+            )
+            .into_iter()
+            .collect()
+        } else {
+            Vec::new()
+        };
+        out.queue(
+            Queue {
+                name: queue_name.clone(),
+                vhost: vhost.clone(),
+                durable: true,
+                auto_delete: false,
+                arguments,
+                extra: Default::default(),
+            },
+            context.work_type,
+            needs,
+            &retry_path.key("mode"),
+        );
+    }
+    if let Some(parking) = &objects.parking {
+        let needs = if ladder.queue_type == QueueType::Quorum {
+            // Inspecting parked messages must never drop them after 20 requeues.
+            delivery_limit_need(
+                out,
+                Some(DeliveryLimit::Keyword(Unlimited::Unlimited)),
+                true,
+                &retry_path.key("on_exhausted"),
+            )
+            .into_iter()
+            .collect()
+        } else {
+            Vec::new()
+        };
+        out.queue(
+            Queue {
+                name: parking.clone(),
+                vhost: vhost.clone(),
+                durable: true,
+                auto_delete: false,
+                arguments: queue_arguments(ladder.queue_type),
+                extra: Default::default(),
+            },
+            ladder.queue_type,
+            needs,
+            &retry_path.key("on_exhausted"),
+        );
+        out.binding(
+            Binding {
+                source: objects.exchange.clone(),
+                vhost: vhost.clone(),
+                destination: parking.clone(),
+                destination_type: "queue".into(),
+                routing_key: PARKING_ROUTING_KEY.into(),
+                arguments: Arguments::new(),
+            },
+            &retry_path,
+        );
+    }
+    if ladder.return_via == ReturnVia::InnerExchange && context.consumers_on_exchange > 1 {
+        out.warn(
+            "shared-return",
+            format!(
+                "retries return through `{}`, which {} consumers read from: every one of them gets each retry again",
+                context.inner_exchange, context.consumers_on_exchange
+            ),
+            retry_path.key("return_via"),
+        )
+        .hint("remove `return_via` so retries return to this consumer's queue only");
+    }
+    if let Some(DeliveryLimit::Count(limit)) = context.delivery_limit
+        && context.work_type == QueueType::Quorum
+    {
+        out.warn(
+                "delivery-limit-into-ladder",
+                format!(
+                    "a message requeued more than {limit} times is dead-lettered into the retry ladder, and the broker drops it when it comes back (a dead-letter cycle without a rejection)"
+                ),
+                context.path.key("delivery_limit"),
+            )
+            .hint("remove `delivery_limit` (warren then sets it to unlimited), and reject failed messages instead of requeueing them");
+    }
+    out.contract.add_ladder(context, ladder, &objects);
+}
+
+/// Dead-letter arguments that send expired messages back through the inner exchange.
+fn return_through_inner_exchange(
+    context: &ConsumerContext,
+    retry_path: &SpecPath,
+    out: &mut Emitter,
+) -> Option<Arguments> {
+    match context.inner_type {
+        // Fanout ignores the key; headers exchanges match the headers, which are kept.
+        ExchangeType::Fanout | ExchangeType::Headers => {
+            Some(dead_letter_to(context.inner_exchange, None))
+        }
+        ExchangeType::Direct | ExchangeType::Topic => {
+            let concrete: Vec<&String> = context
+                .routing_keys
+                .iter()
+                .filter(|key| !key.contains('*') && !key.contains('#'))
+                .collect();
+            if concrete.len() == 1 && context.routing_keys.len() == 1 {
+                Some(dead_letter_to(context.inner_exchange, Some(concrete[0])))
+            } else {
+                out.error(
+                    "invalid-value",
+                    format!(
+                        "`return_via: inner_exchange` needs one routing key that reaches this queue through {} exchange `{}`",
+                        context.inner_type.as_str(),
+                        context.inner_exchange
+                    ),
+                    retry_path.key("return_via"),
+                )
+                .hint("give the consumer exactly one routing key without wildcards, or remove `return_via`");
+                None
+            }
+        }
+    }
+}
+
+fn check_name_overrides(ladder: &Ladder, retry_path: &SpecPath, out: &mut Emitter) {
+    let names_path = retry_path.key("names");
+    let expected_delays = match ladder.mode {
+        RetryMode::RejectChain => ladder.schedule.len(),
+        _ => ladder.delays.len(),
+    };
+    if let Some(tiers) = &ladder.names.tiers
+        && tiers.len() != expected_delays
+    {
+        let what = match ladder.mode {
+            RetryMode::RejectChain => "retry (reject-chain has one delay queue per retry)",
+            _ => "tier",
+        };
+        out.error(
+                "invalid-value",
+                format!(
+                    "`names.tiers` has {} names, but the ladder needs {expected_delays}: one per {what}",
+                    tiers.len()
+                ),
+                names_path.key("tiers"),
+            );
+    }
+    if let Some(attempts) = &ladder.names.attempts {
+        if ladder.mode != RetryMode::RejectChain {
+            out.error(
+                "invalid-value",
+                "`names.attempts` only applies to `mode: reject-chain`",
+                names_path.key("attempts"),
+            );
+        } else if attempts.len() != ladder.schedule.len() {
+            out.error(
+                "invalid-value",
+                format!(
+                    "`names.attempts` has {} names, but the ladder makes {} retries",
+                    attempts.len(),
+                    ladder.schedule.len()
+                ),
+                names_path.key("attempts"),
+            );
+        }
+    }
+    if ladder.names.parking.is_some() && ladder.on_exhausted == OnExhausted::Drop {
+        out.error(
+            "invalid-value",
+            "`names.parking` is set, but `on_exhausted: drop` makes no parking queue",
+            names_path.key("parking"),
+        )
+        .hint("remove `names.parking`, or use `on_exhausted: park`");
+    }
+}

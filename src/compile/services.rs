@@ -1,0 +1,395 @@
+//! Vhosts, service inner exchanges, consumers' work queues and their bindings.
+
+use serde_json::Value;
+
+use super::resolve::{self, Layered};
+use super::{Emitter, ObjectId, ObjectKind, PolicyNeed, queue_arguments, retry};
+use crate::model::{
+    Arguments, Binding, Exchange, Parameter, Queue, Tags, VHOST_LIMITS_COMPONENT, Vhost,
+};
+use crate::spec::{
+    Consumer, DeliveryLimit, ExchangeType, HeaderMatchMode, QueueType, Service, Spec, SpecPath,
+};
+
+/// Emits every vhost with its services.
+pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
+    let root = SpecPath::root();
+    let mut scratch = Vec::new();
+    let top = Layered::default().with_defaults(
+        spec,
+        &spec.defaults,
+        "defaults",
+        &root.key("defaults"),
+        &mut scratch,
+    );
+    out.diagnostics.append(&mut scratch);
+    for (vhost_name, vhost) in &spec.vhosts {
+        let vhost_path = root.key("vhosts").key(vhost_name);
+        emit_vhost(vhost_name, vhost, &vhost_path, out);
+        let layered = top.with_defaults(
+            spec,
+            &vhost.defaults,
+            "vhost",
+            &vhost_path.key("defaults"),
+            &mut out.diagnostics,
+        );
+        for (service_name, service) in &vhost.services {
+            let service_path = vhost_path.key("services").key(service_name);
+            let layered = layered.with_defaults(
+                spec,
+                &service.defaults,
+                service_name,
+                &service_path.key("defaults"),
+                &mut out.diagnostics,
+            );
+            emit_service(
+                spec,
+                vhost_name,
+                service_name,
+                service,
+                &layered,
+                &service_path,
+                out,
+            );
+        }
+    }
+}
+
+fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut Emitter) {
+    if name.is_empty() {
+        out.error("invalid-name", "a vhost name cannot be empty", path.clone());
+    }
+    let id = ObjectId {
+        kind: ObjectKind::Vhost,
+        vhost: None,
+        name: name.to_string(),
+    };
+    if !out.claim(id, path) {
+        return;
+    }
+    let tags = (!vhost.tags.is_empty()).then(|| Tags::List(vhost.tags.clone()));
+    out.definitions.vhosts.push(Vhost {
+        name: name.to_string(),
+        description: vhost.description.clone(),
+        tags,
+        default_queue_type: vhost.default_queue_type.map(|t| t.as_str().to_string()),
+        metadata: None,
+        extra: Default::default(),
+    });
+    if let Some(limits) = &vhost.limits {
+        let mut value = serde_json::Map::new();
+        if let Some(max) = limits.max_queues {
+            value.insert("max-queues".into(), Value::from(max));
+        }
+        if let Some(max) = limits.max_connections {
+            value.insert("max-connections".into(), Value::from(max));
+        }
+        if !value.is_empty() {
+            out.origins.insert(
+                ObjectId {
+                    kind: ObjectKind::VhostLimits,
+                    vhost: Some(name.to_string()),
+                    name: "limits".into(),
+                },
+                path.key("limits"),
+            );
+            out.definitions.parameters.push(Parameter {
+                vhost: name.to_string(),
+                component: VHOST_LIMITS_COMPONENT.into(),
+                name: "limits".into(),
+                value: Value::Object(value),
+            });
+        }
+    }
+}
+
+/// The parts of a consumer the retry emitter needs.
+pub(crate) struct ConsumerContext<'a> {
+    pub vhost: &'a str,
+    pub service: &'a str,
+    pub consumer: &'a str,
+    pub inner_exchange: &'a str,
+    pub inner_type: ExchangeType,
+    pub routing_keys: &'a [String],
+    pub consumers_on_exchange: usize,
+    pub work_queue: String,
+    pub work_type: QueueType,
+    pub delivery_limit: Option<DeliveryLimit>,
+    pub path: SpecPath,
+}
+
+fn emit_service(
+    spec: &Spec,
+    vhost: &str,
+    service_name: &str,
+    service: &Service,
+    layered: &Layered,
+    path: &SpecPath,
+    out: &mut Emitter,
+) {
+    let exchange_name = service
+        .exchange
+        .name
+        .clone()
+        .unwrap_or_else(|| service_name.to_string());
+    let exchange_type = service
+        .exchange
+        .kind
+        .or(layered.exchange_type)
+        .unwrap_or(ExchangeType::Topic);
+    out.exchange(
+        Exchange {
+            name: exchange_name.clone(),
+            vhost: vhost.to_string(),
+            kind: exchange_type.as_str().to_string(),
+            durable: service.exchange.durable.unwrap_or(true),
+            auto_delete: false,
+            internal: false,
+            arguments: Arguments::new(),
+            extra: Default::default(),
+        },
+        &path.key("exchange"),
+    );
+    for (consumer_name, consumer) in &service.consumers {
+        let consumer_path = path.key("consumers").key(consumer_name);
+        let mut layered = layered.clone();
+        if let Some(retry) = &consumer.retry {
+            let origin = format!("{service_name}.{consumer_name}");
+            layered.lay_retry(
+                spec,
+                retry,
+                &origin,
+                &consumer_path.key("retry"),
+                &mut out.diagnostics,
+            );
+        }
+        let work_type = consumer
+            .kind
+            .or(layered.queue_type)
+            .unwrap_or(QueueType::Quorum);
+        let context = ConsumerContext {
+            vhost,
+            service: service_name,
+            consumer: consumer_name,
+            inner_exchange: &exchange_name,
+            inner_type: exchange_type,
+            routing_keys: &consumer.routing_keys,
+            consumers_on_exchange: service.consumers.len(),
+            work_queue: consumer
+                .queue
+                .clone()
+                .unwrap_or_else(|| format!("{service_name}.{consumer_name}")),
+            work_type,
+            delivery_limit: consumer.delivery_limit.or(layered.delivery_limit),
+            path: consumer_path.clone(),
+        };
+        let ladder = resolve::ladder(&layered, work_type, &consumer_path, &mut out.diagnostics);
+        if ladder.is_some() && work_type == QueueType::Stream {
+            out.error(
+                "invalid-value",
+                "a stream work queue cannot have a retry ladder: streams cannot dead-letter",
+                consumer_path.key("type"),
+            )
+            .hint("use a quorum queue for work that needs retries");
+            continue;
+        }
+        let dead_letter = ladder
+            .as_ref()
+            .map(|ladder| retry::work_queue_dead_letter(&context, ladder))
+            .unwrap_or_default();
+        emit_work_queue(&context, consumer, dead_letter, ladder.is_some(), out);
+        match ladder {
+            Some(ladder) => retry::emit(&context, &ladder, out),
+            None => out.contract.add_plain(&context),
+        }
+    }
+}
+
+/// Settings for a quorum queue's delivery limit, when a policy must set it.
+pub(crate) fn delivery_limit_need(
+    out: &Emitter,
+    limit: Option<DeliveryLimit>,
+    has_retry: bool,
+    path: &SpecPath,
+) -> Option<PolicyNeed> {
+    let effective = match limit {
+        Some(limit) => limit,
+        // Without a ladder the broker's own default applies.
+        None if !has_retry => return None,
+        // A ladder makes unlimited the default: a message dead-lettered for exceeding the
+        // limit would enter the ladder and be dropped by cycle detection on its way back.
+        None => DeliveryLimit::Keyword(crate::spec::Unlimited::Unlimited),
+    };
+    let (group, value) = match effective {
+        DeliveryLimit::Count(n) => (format!("delivery-limit.{n}"), Value::from(n)),
+        DeliveryLimit::Keyword(_) => {
+            if !out.options.target.has_default_delivery_limit() {
+                // No default limit before 4.0: nothing to set.
+                return None;
+            }
+            ("delivery-limit.unlimited".to_string(), Value::from(-1))
+        }
+    };
+    let mut definition = Arguments::new();
+    definition.insert("delivery-limit".into(), value);
+    Some(PolicyNeed {
+        group,
+        definition,
+        path: path.clone(),
+    })
+}
+
+fn emit_work_queue(
+    context: &ConsumerContext,
+    consumer: &Consumer,
+    dead_letter: Arguments,
+    has_retry: bool,
+    out: &mut Emitter,
+) {
+    let path = &context.path;
+    let mut arguments = queue_arguments(context.work_type);
+    // Where rejected messages go never changes, so it lives in queue arguments, where no
+    // user policy can shadow it.
+    arguments.extend(dead_letter);
+    let needs = if context.work_type == QueueType::Quorum {
+        delivery_limit_need(
+            out,
+            context.delivery_limit,
+            has_retry,
+            &path.key("delivery_limit"),
+        )
+        .into_iter()
+        .collect()
+    } else {
+        if consumer.delivery_limit.is_some() {
+            out.error(
+                "invalid-value",
+                format!(
+                    "`delivery_limit` only applies to quorum queues; this work queue is {}",
+                    context.work_type.as_str()
+                ),
+                path.key("delivery_limit"),
+            )
+            .hint("remove it, or make the work queue `type: quorum`");
+        }
+        Vec::new()
+    };
+    out.queue(
+        Queue {
+            name: context.work_queue.clone(),
+            vhost: context.vhost.to_string(),
+            durable: true,
+            auto_delete: false,
+            arguments,
+            extra: Default::default(),
+        },
+        context.work_type,
+        needs,
+        &path.key("queue"),
+    );
+    bind_to_inner_exchange(context, consumer, &context.work_queue, out);
+}
+
+/// Binds a queue to the consumer's inner exchange as the consumer's keys or headers say.
+pub(crate) fn bind_to_inner_exchange(
+    context: &ConsumerContext,
+    consumer: &Consumer,
+    queue: &str,
+    out: &mut Emitter,
+) {
+    let path = &context.path;
+    let binding = |routing_key: &str, arguments: Arguments| Binding {
+        source: context.inner_exchange.to_string(),
+        vhost: context.vhost.to_string(),
+        destination: queue.to_string(),
+        destination_type: "queue".into(),
+        routing_key: routing_key.to_string(),
+        arguments,
+    };
+    match context.inner_type {
+        ExchangeType::Headers => {
+            if !consumer.routing_keys.is_empty() {
+                out.error(
+                    "invalid-value",
+                    "a headers exchange routes on headers, not routing keys",
+                    path.key("routing_keys"),
+                )
+                .hint("replace `routing_keys` with `headers: { match: all, values: { … } }`");
+            }
+            let Some(headers) = &consumer.headers else {
+                out.error(
+                    "missing-key",
+                    format!(
+                        "consumer `{}` reads from headers exchange `{}` but has no `headers` match",
+                        context.consumer, context.inner_exchange
+                    ),
+                    path.clone(),
+                )
+                .hint("add `headers: { match: all, values: { type: order } }`");
+                return;
+            };
+            let mut arguments = Arguments::new();
+            let mode = match headers.mode.unwrap_or(HeaderMatchMode::All) {
+                HeaderMatchMode::All => "all",
+                HeaderMatchMode::Any => "any",
+            };
+            arguments.insert("x-match".into(), Value::from(mode));
+            for (name, value) in &headers.values {
+                if name.starts_with("x-") {
+                    out.error(
+                        "invalid-value",
+                        format!("header `{name}` starts with `x-`: a headers binding ignores such headers"),
+                        path.key("headers").key("values").key(name),
+                    )
+                    .hint("use a header name without the `x-` prefix");
+                }
+                arguments.insert(name.clone(), value.clone());
+            }
+            out.binding(binding("", arguments), &path.key("headers"));
+        }
+        other => {
+            if consumer.headers.is_some() {
+                out.error(
+                    "invalid-value",
+                    format!(
+                        "`headers` needs a headers exchange, but `{}` is {}",
+                        context.inner_exchange,
+                        other.as_str()
+                    ),
+                    path.key("headers"),
+                )
+                .hint("use `routing_keys`, or make the service exchange `type: headers`");
+            }
+            if consumer.routing_keys.is_empty() {
+                if other == ExchangeType::Fanout {
+                    out.binding(binding("", Arguments::new()), path);
+                } else {
+                    out.error(
+                        "missing-key",
+                        format!(
+                            "consumer `{}` has no `routing_keys`: nothing would reach its queue from {} exchange `{}`",
+                            context.consumer,
+                            other.as_str(),
+                            context.inner_exchange
+                        ),
+                        path.clone(),
+                    )
+                    .hint("add e.g. `routing_keys: [\"order.created\"]` (`#` matches everything on a topic exchange)");
+                }
+            }
+            for (index, key) in consumer.routing_keys.iter().enumerate() {
+                if key.len() > 255 {
+                    out.error(
+                        "invalid-value",
+                        "routing key longer than 255 bytes",
+                        path.key("routing_keys").index(index),
+                    );
+                }
+                out.binding(
+                    binding(key, Arguments::new()),
+                    &path.key("routing_keys").index(index),
+                );
+            }
+        }
+    }
+}

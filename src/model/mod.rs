@@ -1,0 +1,369 @@
+//! RabbitMQ definitions: the one type for desired state (what the compiler produces)
+//! and live state (what a broker exports).
+//!
+//! The field names and shapes follow RabbitMQ's definitions format, so a broker's own
+//! export deserializes without loss: every object keeps fields warren does not know in
+//! `extra`, and values keep their JSON types.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A map of arguments or policy keys with JSON values, sorted by key.
+pub type Arguments = BTreeMap<String, Value>;
+
+/// A whole definitions document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Definitions {
+    /// Version of the broker that exported the file (older brokers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rabbit_version: Option<String>,
+    /// Version of the broker that exported the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rabbitmq_version: Option<String>,
+    /// Users.
+    #[serde(default)]
+    pub users: Vec<User>,
+    /// Virtual hosts.
+    #[serde(default)]
+    pub vhosts: Vec<Vhost>,
+    /// Per-vhost permissions.
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    /// Per-exchange topic permissions.
+    #[serde(default)]
+    pub topic_permissions: Vec<TopicPermission>,
+    /// Runtime parameters: vhost limits, operator policies, shovels, federation…
+    #[serde(default)]
+    pub parameters: Vec<Parameter>,
+    /// Global runtime parameters.
+    #[serde(default)]
+    pub global_parameters: Vec<GlobalParameter>,
+    /// User policies.
+    #[serde(default)]
+    pub policies: Vec<Policy>,
+    /// Queues.
+    #[serde(default)]
+    pub queues: Vec<Queue>,
+    /// Exchanges.
+    #[serde(default)]
+    pub exchanges: Vec<Exchange>,
+    /// Bindings.
+    #[serde(default)]
+    pub bindings: Vec<Binding>,
+    /// Top-level fields warren does not interpret (e.g. `product_name`).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// A user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct User {
+    /// User name.
+    pub name: String,
+    /// Salted password hash, base64.
+    #[serde(default)]
+    pub password_hash: String,
+    /// Hashing module, e.g. `rabbit_password_hashing_sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hashing_algorithm: Option<String>,
+    /// Tags: a list in recent exports, a comma-separated string in older ones.
+    #[serde(default)]
+    pub tags: Tags,
+    /// User limits (`max-connections`, `max-channels`).
+    #[serde(default, skip_serializing_if = "Arguments::is_empty")]
+    pub limits: Arguments,
+    /// Fields warren does not interpret.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// Tags as written by different broker versions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Tags {
+    /// `["administrator", "monitoring"]`
+    List(Vec<String>),
+    /// `"administrator,monitoring"`
+    Text(String),
+}
+
+impl Default for Tags {
+    fn default() -> Self {
+        Tags::List(Vec::new())
+    }
+}
+
+impl Tags {
+    /// The tags as a sorted list, whichever way they were written.
+    pub fn to_list(&self) -> Vec<String> {
+        let mut tags: Vec<String> = match self {
+            Tags::List(list) => list.clone(),
+            Tags::Text(text) => text
+                .split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+        };
+        tags.sort();
+        tags.dedup();
+        tags
+    }
+}
+
+/// A virtual host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vhost {
+    /// Vhost name.
+    pub name: String,
+    /// Description (import format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Tags (import format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Tags>,
+    /// Default queue type (import format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_queue_type: Option<String>,
+    /// Metadata as exported by recent brokers (description, tags, default_queue_type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Arguments>,
+    /// Fields warren does not interpret (e.g. `limits`).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// Permissions of a user in a vhost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permission {
+    /// User name.
+    pub user: String,
+    /// Vhost name.
+    pub vhost: String,
+    /// Configure regex.
+    pub configure: String,
+    /// Write regex.
+    pub write: String,
+    /// Read regex.
+    pub read: String,
+}
+
+/// Topic permissions of a user on an exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicPermission {
+    /// User name.
+    pub user: String,
+    /// Vhost name.
+    pub vhost: String,
+    /// Topic exchange name.
+    pub exchange: String,
+    /// Write regex over routing keys.
+    pub write: String,
+    /// Read regex over routing keys.
+    pub read: String,
+}
+
+/// A vhost-scoped runtime parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Parameter {
+    /// Vhost name.
+    pub vhost: String,
+    /// Component, e.g. `vhost-limits`, `operator_policy`, `shovel`, `federation-upstream`.
+    pub component: String,
+    /// Parameter name.
+    pub name: String,
+    /// Parameter value (any JSON).
+    pub value: Value,
+}
+
+/// Component name under which vhost limits are stored.
+pub const VHOST_LIMITS_COMPONENT: &str = "vhost-limits";
+/// Component name under which operator policies are stored.
+pub const OPERATOR_POLICY_COMPONENT: &str = "operator_policy";
+
+/// A global runtime parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GlobalParameter {
+    /// Parameter name.
+    pub name: String,
+    /// Parameter value (any JSON).
+    pub value: Value,
+}
+
+/// A user policy (operator policies use the same shape inside a [`Parameter`] value).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Vhost name.
+    pub vhost: String,
+    /// Policy name.
+    pub name: String,
+    /// Regex over object names.
+    pub pattern: String,
+    /// `queues`, `classic_queues`, `quorum_queues`, `streams`, `exchanges` or `all`.
+    #[serde(rename = "apply-to", default = "default_apply_to")]
+    pub apply_to: String,
+    /// Policy keys.
+    #[serde(default)]
+    pub definition: Arguments,
+    /// Higher wins.
+    #[serde(default)]
+    pub priority: i64,
+}
+
+fn default_apply_to() -> String {
+    "all".to_string()
+}
+
+/// A queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    /// Queue name.
+    pub name: String,
+    /// Vhost name.
+    pub vhost: String,
+    /// Durable queues survive a restart.
+    #[serde(default = "yes")]
+    pub durable: bool,
+    /// Deleted when the last consumer leaves.
+    #[serde(default)]
+    pub auto_delete: bool,
+    /// `x-` arguments.
+    #[serde(default)]
+    pub arguments: Arguments,
+    /// Fields warren does not interpret (e.g. `type` in recent exports).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// An exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    /// Exchange name.
+    pub name: String,
+    /// Vhost name.
+    pub vhost: String,
+    /// Exchange type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Durable exchanges survive a restart.
+    #[serde(default = "yes")]
+    pub durable: bool,
+    /// Deleted when the last binding goes.
+    #[serde(default)]
+    pub auto_delete: bool,
+    /// Internal exchanges accept no client publishes.
+    #[serde(default)]
+    pub internal: bool,
+    /// `x-` arguments (e.g. `alternate-exchange`).
+    #[serde(default)]
+    pub arguments: Arguments,
+    /// Fields warren does not interpret.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// A binding from an exchange to a queue or exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Binding {
+    /// Source exchange.
+    pub source: String,
+    /// Vhost name.
+    pub vhost: String,
+    /// Destination name.
+    pub destination: String,
+    /// `queue` or `exchange`.
+    pub destination_type: String,
+    /// Routing key.
+    #[serde(default)]
+    pub routing_key: String,
+    /// Binding arguments; two bindings that differ only here are different bindings.
+    #[serde(default)]
+    pub arguments: Arguments,
+}
+
+impl Definitions {
+    /// Puts every list in a stable order, so output and snapshots never depend on
+    /// the order objects were produced in.
+    pub fn sort(&mut self) {
+        self.users.sort_by(|a, b| a.name.cmp(&b.name));
+        self.vhosts.sort_by(|a, b| a.name.cmp(&b.name));
+        self.permissions
+            .sort_by(|a, b| (&a.vhost, &a.user).cmp(&(&b.vhost, &b.user)));
+        self.topic_permissions.sort_by(|a, b| {
+            (&a.vhost, &a.user, &a.exchange).cmp(&(&b.vhost, &b.user, &b.exchange))
+        });
+        self.parameters.sort_by(|a, b| {
+            (&a.vhost, &a.component, &a.name).cmp(&(&b.vhost, &b.component, &b.name))
+        });
+        self.global_parameters.sort_by(|a, b| a.name.cmp(&b.name));
+        self.policies
+            .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+        self.queues
+            .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+        self.exchanges
+            .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+        self.bindings.sort_by(|a, b| {
+            let key = |x: &Binding| {
+                (
+                    x.vhost.clone(),
+                    x.source.clone(),
+                    x.destination_type.clone(),
+                    x.destination.clone(),
+                    x.routing_key.clone(),
+                    serde_json::to_string(&x.arguments).unwrap_or_default(),
+                )
+            };
+            key(a).cmp(&key(b))
+        });
+    }
+
+    /// Number of objects of every kind, for summaries.
+    pub fn object_count(&self) -> usize {
+        self.users.len()
+            + self.vhosts.len()
+            + self.permissions.len()
+            + self.topic_permissions.len()
+            + self.parameters.len()
+            + self.global_parameters.len()
+            + self.policies.len()
+            + self.queues.len()
+            + self.exchanges.len()
+            + self.bindings.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_broker_export_without_losing_fields() {
+        let export = r##"{
+          "rabbit_version": "3.10.8", "rabbitmq_version": "3.10.8", "product_name": "RabbitMQ",
+          "users": [{"name": "guest", "password_hash": "abc", "hashing_algorithm": "rabbit_password_hashing_sha256", "tags": "administrator", "limits": {}}],
+          "vhosts": [{"name": "/", "limits": [], "metadata": {"description": "Default", "tags": []}}],
+          "permissions": [{"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"}],
+          "topic_permissions": [],
+          "parameters": [{"value": {"max-queues": 10}, "vhost": "/", "component": "vhost-limits", "name": "limits"}],
+          "global_parameters": [{"name": "cluster_name", "value": "rabbit@x"}],
+          "policies": [{"vhost": "/", "name": "ttl", "pattern": "^t$", "apply-to": "queues", "definition": {"message-ttl": 5000}, "priority": 0}],
+          "queues": [{"name": "q", "vhost": "/", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "quorum"}, "type": "quorum"}],
+          "exchanges": [{"name": "x", "vhost": "/", "type": "topic", "durable": true, "auto_delete": false, "internal": false, "arguments": {}}],
+          "bindings": [{"source": "x", "vhost": "/", "destination": "q", "destination_type": "queue", "routing_key": "#", "arguments": {}}]
+        }"##;
+        let defs: Definitions = serde_json::from_str(export).unwrap();
+        assert_eq!(defs.users[0].tags.to_list(), vec!["administrator"]);
+        assert_eq!(defs.queues[0].extra["type"], "quorum");
+        assert_eq!(defs.extra["product_name"], "RabbitMQ");
+        assert_eq!(defs.policies[0].definition["message-ttl"], 5000);
+        let again: Definitions =
+            serde_json::from_str(&serde_json::to_string(&defs).unwrap()).unwrap();
+        assert_eq!(again, defs);
+    }
+}

@@ -1,0 +1,88 @@
+//! Diagnostics as text, rustc style: message, file:line:column, the source line with a
+//! caret, the spec path, and the fix.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::diagnostic::{Diagnostic, Severity};
+
+/// Writes every diagnostic, then a one-line summary when there are errors.
+pub fn render(
+    out: &mut dyn Write,
+    file: &Path,
+    source: Option<&str>,
+    diagnostics: &[Diagnostic],
+) -> io::Result<()> {
+    for diagnostic in diagnostics {
+        render_one(out, file, source, diagnostic)?;
+    }
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let warnings = diagnostics.len() - errors;
+    if errors > 0 {
+        writeln!(
+            out,
+            "{}: {errors} error{}{}; nothing was written",
+            file.display(),
+            plural(errors),
+            if warnings > 0 {
+                format!(", {warnings} warning{}", plural(warnings))
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn render_one(
+    out: &mut dyn Write,
+    file: &Path,
+    source: Option<&str>,
+    diagnostic: &Diagnostic,
+) -> io::Result<()> {
+    let severity = match diagnostic.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    writeln!(
+        out,
+        "{severity}[{}]: {}",
+        diagnostic.code, diagnostic.message
+    )?;
+    match diagnostic.location {
+        Some(location) => {
+            writeln!(
+                out,
+                "  --> {}:{}:{}",
+                file.display(),
+                location.line,
+                location.column
+            )?;
+            if let Some(line) = source.and_then(|s| s.lines().nth(location.line.saturating_sub(1)))
+            {
+                let number = location.line.to_string();
+                let gutter = " ".repeat(number.len());
+                let caret_offset: String = line
+                    .chars()
+                    .take(location.column.saturating_sub(1))
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
+                writeln!(out, "{gutter} |")?;
+                writeln!(out, "{number} | {line}")?;
+                writeln!(out, "{gutter} | {caret_offset}^")?;
+            }
+        }
+        None => writeln!(out, "  --> {}", file.display())?,
+    }
+    if let Some(path) = &diagnostic.path {
+        writeln!(out, "  = at: {path}")?;
+    }
+    if let Some(help) = &diagnostic.help {
+        writeln!(out, "  = help: {help}")?;
+    }
+    writeln!(out)
+}

@@ -1,0 +1,3 @@
+//! Everything warren prints goes through here.
+
+pub mod diagnostics;

@@ -1,0 +1,11 @@
+//! What the user writes: the spec types, their loader, and source positions.
+
+pub mod duration;
+pub mod load;
+pub mod source_map;
+pub mod types;
+
+pub use duration::Duration;
+pub use load::{SpecFile, load_file, load_str};
+pub use source_map::{Location, SourceMap, SpecPath};
+pub use types::*;

@@ -1,0 +1,319 @@
+//! Where every node of a YAML document sits in its file.
+//!
+//! The typed spec is deserialized by serde and carries no positions; checks that run
+//! after deserialization (references, names, ladders) find the line and column of the
+//! value they complain about by looking its [`SpecPath`] up in this map.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use granit_parser::{Event, Parser};
+
+/// One step of a path into the document.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Segment {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index (0-based).
+    Index(usize),
+}
+
+/// A path into the spec, e.g. `vhosts.shop.services.orders.consumers.email.retry.delays[1]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpecPath(Vec<Segment>);
+
+impl SpecPath {
+    /// The document root.
+    pub fn root() -> Self {
+        SpecPath(Vec::new())
+    }
+
+    /// This path extended by a mapping key.
+    pub fn key(&self, key: impl Into<String>) -> Self {
+        let mut segments = self.0.clone();
+        segments.push(Segment::Key(key.into()));
+        SpecPath(segments)
+    }
+
+    /// This path extended by a sequence index.
+    pub fn index(&self, index: usize) -> Self {
+        let mut segments = self.0.clone();
+        segments.push(Segment::Index(index));
+        SpecPath(segments)
+    }
+
+    /// Builds a path from dotted keys, for tests and fixed paths: `"vhosts.shop"`.
+    pub fn from_keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> Self {
+        SpecPath(
+            keys.into_iter()
+                .map(|k| Segment::Key(k.to_string()))
+                .collect(),
+        )
+    }
+
+    /// The segments of the path.
+    pub fn segments(&self) -> &[Segment] {
+        &self.0
+    }
+
+    fn parent(&self) -> Option<SpecPath> {
+        if self.0.is_empty() {
+            None
+        } else {
+            Some(SpecPath(self.0[..self.0.len() - 1].to_vec()))
+        }
+    }
+}
+
+impl fmt::Display for SpecPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("(document)");
+        }
+        for (i, segment) in self.0.iter().enumerate() {
+            match segment {
+                Segment::Index(index) => write!(f, "[{index}]")?,
+                Segment::Key(key) => {
+                    if i > 0 {
+                        f.write_str(".")?;
+                    }
+                    let plain = !key.is_empty()
+                        && key
+                            .chars()
+                            .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+                    if plain {
+                        f.write_str(key)?;
+                    } else {
+                        write!(f, "{key:?}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A 1-based line and column in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Location {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+}
+
+/// A path segment that cannot occur in YAML keys warren reads: marks key positions.
+const KEY_MARKER: &str = "\u{0}key";
+
+/// Positions of every node of one YAML document, by path.
+#[derive(Debug, Default, Clone)]
+pub struct SourceMap {
+    nodes: HashMap<SpecPath, Location>,
+}
+
+enum Frame {
+    Mapping {
+        path: SpecPath,
+        pending_key: Option<(String, Location)>,
+    },
+    Sequence {
+        path: SpecPath,
+        next_index: usize,
+    },
+    /// A complex mapping key (a collection used as a key): skipped.
+    Skip {
+        depth: usize,
+    },
+}
+
+impl SourceMap {
+    /// Maps every node of the first document in `source`. A document that does not
+    /// parse gives a partial map: the parse error itself is reported by the deserializer.
+    pub fn build(source: &str) -> SourceMap {
+        let mut map = SourceMap::default();
+        let mut stack: Vec<Frame> = Vec::new();
+        for item in Parser::new_from_str(source) {
+            let Ok((event, span)) = item else { break };
+            let location = Location {
+                line: span.start.line(),
+                column: span.start.col() + 1,
+            };
+            if let Some(Frame::Skip { depth }) = stack.last_mut() {
+                match event {
+                    Event::MappingStart(..) | Event::SequenceStart(..) => *depth += 1,
+                    Event::MappingEnd | Event::SequenceEnd => {
+                        *depth -= 1;
+                        if *depth == 0 {
+                            stack.pop();
+                            map.after_value(&mut stack);
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            match event {
+                Event::Scalar(value, ..) => {
+                    if map.take_key(&mut stack, &value, location) {
+                        continue;
+                    }
+                    if let Some((path, _)) = map.value_path(&mut stack) {
+                        map.record(path, location);
+                    }
+                    map.after_value(&mut stack);
+                }
+                Event::Alias(..) => {
+                    if map.take_key(&mut stack, "*", location) {
+                        continue;
+                    }
+                    if let Some((path, _)) = map.value_path(&mut stack) {
+                        map.record(path, location);
+                    }
+                    map.after_value(&mut stack);
+                }
+                Event::MappingStart(..) | Event::SequenceStart(..) => {
+                    let is_mapping = matches!(event, Event::MappingStart(..));
+                    if matches!(
+                        stack.last(),
+                        Some(Frame::Mapping {
+                            pending_key: None,
+                            ..
+                        })
+                    ) {
+                        stack.push(Frame::Skip { depth: 1 });
+                        continue;
+                    }
+                    let (path, key_location) = map.value_path(&mut stack).unwrap_or_default();
+                    // A collection is best pointed at by its key, when it has one.
+                    map.record(path.clone(), key_location.unwrap_or(location));
+                    stack.push(if is_mapping {
+                        Frame::Mapping {
+                            path,
+                            pending_key: None,
+                        }
+                    } else {
+                        Frame::Sequence {
+                            path,
+                            next_index: 0,
+                        }
+                    });
+                }
+                Event::MappingEnd | Event::SequenceEnd => {
+                    stack.pop();
+                    map.after_value(&mut stack);
+                }
+                Event::DocumentEnd => break,
+                _ => {}
+            }
+        }
+        map
+    }
+
+    /// If the innermost collection is a mapping waiting for a key, `text` is that key.
+    fn take_key(&mut self, stack: &mut [Frame], text: &str, location: Location) -> bool {
+        if let Some(Frame::Mapping { pending_key, .. }) = stack.last_mut()
+            && pending_key.is_none()
+        {
+            *pending_key = Some((text.to_string(), location));
+            return true;
+        }
+        false
+    }
+
+    /// The path of a value that starts now, and the location of its key if it has one.
+    fn value_path(&mut self, stack: &mut [Frame]) -> Option<(SpecPath, Option<Location>)> {
+        match stack.last_mut() {
+            None => Some((SpecPath::root(), None)),
+            Some(Frame::Mapping { path, pending_key }) => {
+                let (key, key_location) = pending_key.clone()?;
+                let child = path.key(key);
+                self.nodes.insert(child.key(KEY_MARKER), key_location);
+                Some((child, Some(key_location)))
+            }
+            Some(Frame::Sequence { path, next_index }) => Some((path.index(*next_index), None)),
+            Some(Frame::Skip { .. }) => None,
+        }
+    }
+
+    fn record(&mut self, path: SpecPath, location: Location) {
+        self.nodes.entry(path).or_insert(location);
+    }
+
+    /// Advances the parent collection once a value (scalar or whole collection) is done.
+    fn after_value(&mut self, stack: &mut [Frame]) {
+        match stack.last_mut() {
+            Some(Frame::Mapping { pending_key, .. }) => *pending_key = None,
+            Some(Frame::Sequence { next_index, .. }) => *next_index += 1,
+            _ => {}
+        }
+    }
+
+    /// Location of the node at `path`, or of its nearest ancestor that has one.
+    pub fn locate(&self, path: &SpecPath) -> Option<Location> {
+        let mut current = Some(path.clone());
+        while let Some(p) = current {
+            if let Some(location) = self.nodes.get(&p) {
+                return Some(*location);
+            }
+            current = p.parent();
+        }
+        None
+    }
+
+    /// The deepest path whose node (or key) sits exactly at `location`: used to name the
+    /// place of a deserializer error, which only knows line and column.
+    pub fn path_at(&self, location: Location) -> Option<SpecPath> {
+        self.nodes
+            .iter()
+            .filter(|(_, at)| **at == location)
+            .map(|(path, _)| match path.0.last() {
+                Some(Segment::Key(k)) if k == KEY_MARKER => path.parent().unwrap_or_default(),
+                _ => path.clone(),
+            })
+            .max_by_key(|path| path.0.len())
+    }
+
+    /// Location of the key of the mapping entry at `path` (falls back to [`Self::locate`]).
+    pub fn locate_key(&self, path: &SpecPath) -> Option<Location> {
+        self.nodes
+            .get(&path.key(KEY_MARKER))
+            .copied()
+            .or_else(|| self.locate(path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = "version: 1\nvhosts:\n  shop:\n    services:\n      orders:\n        consumers:\n          email:\n            retry: { delays: [30s, 5x] }\n";
+
+    fn at(line: usize, column: usize) -> Option<Location> {
+        Some(Location { line, column })
+    }
+
+    #[test]
+    fn locates_scalars_collections_and_keys() {
+        let map = SourceMap::build(DOC);
+        assert_eq!(map.locate(&SpecPath::from_keys(["version"])), at(1, 10));
+        let email =
+            SpecPath::from_keys(["vhosts", "shop", "services", "orders", "consumers", "email"]);
+        assert_eq!(map.locate(&email), at(7, 11));
+        let delays = email.key("retry").key("delays");
+        assert_eq!(map.locate(&delays.index(1)), at(8, 36));
+        assert_eq!(map.locate_key(&email.key("retry")), at(8, 13));
+    }
+
+    #[test]
+    fn unknown_paths_fall_back_to_the_nearest_ancestor() {
+        let map = SourceMap::build(DOC);
+        let missing = SpecPath::from_keys(["vhosts", "shop", "nothing", "here"]);
+        assert_eq!(map.locate(&missing), at(3, 3));
+    }
+
+    #[test]
+    fn renders_paths_with_indexes_and_quoted_keys() {
+        let path = SpecPath::from_keys(["vhosts", "a.b", "x"]).index(2);
+        assert_eq!(path.to_string(), "vhosts.\"a.b\".x[2]");
+    }
+}

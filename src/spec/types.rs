@@ -1,0 +1,589 @@
+//! The spec as the user writes it: plain serde types with a JSON Schema.
+//!
+//! Every struct denies unknown keys so that a typo is an error, never a silently ignored
+//! setting. Maps keep the order the user wrote them in (`IndexMap`), which keeps
+//! diagnostics in reading order; everything printed later is sorted.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::duration::Duration;
+
+/// A warren spec: the RabbitMQ topology of one team or system, as code.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Version of the spec format. Only `1` exists.
+    pub version: u32,
+    /// Name of this spec. Several specs can manage disjoint parts of one broker; the name
+    /// says which spec owns an object. Defaults to the file name without its extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Defaults inherited by every vhost, service and consumer.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Priority of the policies warren generates. User policies that match a generated
+    /// queue must have a lower priority. Default: 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_priority: Option<i64>,
+    /// Named retry ladders that consumers can refer to with `retry: { ladder: NAME }`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub ladders: IndexMap<String, Retry>,
+    /// Virtual hosts, keyed by name.
+    #[serde(default)]
+    pub vhosts: IndexMap<String, Vhost>,
+    /// Users, keyed by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub users: IndexMap<String, User>,
+}
+
+/// Settings inherited downwards: top level → vhost → service → consumer.
+/// A value set at a lower level replaces the inherited one.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// Queue type of work queues (and, unless a ladder says otherwise, of their retry
+    /// tiers and parking queue). Default: `quorum`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_type: Option<QueueType>,
+    /// Type of service inner exchanges. Default: `topic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_type: Option<ExchangeType>,
+    /// Retry ladder of consumers that do not set their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    /// Delivery limit of quorum work queues that have a retry ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_limit: Option<DeliveryLimit>,
+}
+
+/// Queue types.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    /// Replicated, durable, the right type for anything important.
+    Quorum,
+    /// Single-node queue.
+    Classic,
+    /// Append-only log; cannot dead-letter, so it cannot have a retry ladder.
+    Stream,
+}
+
+impl QueueType {
+    /// The value of the `x-queue-type` argument.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Quorum => "quorum",
+            QueueType::Classic => "classic",
+            QueueType::Stream => "stream",
+        }
+    }
+}
+
+/// Exchange types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExchangeType {
+    /// Routes to every bound queue.
+    Fanout,
+    /// Routes on exact routing key.
+    Direct,
+    /// Routes on routing-key patterns (`*`, `#`).
+    Topic,
+    /// Routes on message headers.
+    Headers,
+}
+
+impl ExchangeType {
+    /// The broker's name for the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExchangeType::Fanout => "fanout",
+            ExchangeType::Direct => "direct",
+            ExchangeType::Topic => "topic",
+            ExchangeType::Headers => "headers",
+        }
+    }
+}
+
+/// A delivery limit: a number of redeliveries, or `unlimited`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DeliveryLimit {
+    /// At most this many redeliveries before the broker dead-letters the message.
+    Count(u32),
+    /// The word `unlimited`.
+    Keyword(Unlimited),
+}
+
+/// The keyword `unlimited`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Unlimited {
+    /// No delivery limit.
+    Unlimited,
+}
+
+/// A virtual host.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Vhost {
+    /// Free-text description shown in the management UI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Tags of the vhost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Queue type the broker uses for queues declared without `x-queue-type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_queue_type: Option<QueueType>,
+    /// Vhost limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<VhostLimits>,
+    /// Defaults for the services of this vhost.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Services, keyed by name. A service owns an inner exchange that others publish to.
+    #[serde(default)]
+    pub services: IndexMap<String, Service>,
+    /// Plain exchanges (escape hatch), keyed by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub exchanges: IndexMap<String, PlainExchange>,
+    /// Plain queues (escape hatch), keyed by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub queues: IndexMap<String, PlainQueue>,
+    /// Plain bindings (escape hatch), to queues or exchanges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bindings: Vec<PlainBinding>,
+    /// User policies, keyed by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub policies: IndexMap<String, PlainPolicy>,
+    /// Operator policies, keyed by name.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub operator_policies: IndexMap<String, PlainPolicy>,
+}
+
+/// Vhost limits.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VhostLimits {
+    /// Maximum number of queues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_queues: Option<u64>,
+    /// Maximum number of client connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u64>,
+}
+
+/// A service: it owns an inner exchange and the consumers reading from it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    /// The inner exchange other services publish to.
+    #[serde(default)]
+    pub exchange: InnerExchange,
+    /// Defaults for this service's consumers.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Consumers, keyed by name: each gets its own work queue bound to the inner exchange.
+    #[serde(default)]
+    pub consumers: IndexMap<String, Consumer>,
+}
+
+/// The inner exchange of a service.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InnerExchange {
+    /// Exchange name. Default: the service name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Exchange type. Default: inherited `exchange_type`, else `topic`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ExchangeType>,
+    /// Durable exchanges survive a broker restart. Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
+}
+
+/// A consumer of a service.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Consumer {
+    /// Work queue name. Default: `<service>.<consumer>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Queue type of the work queue. Default: inherited `queue_type`, else `quorum`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<QueueType>,
+    /// Routing keys binding the work queue to the inner exchange (direct and topic
+    /// exchanges). Fanout exchanges need none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routing_keys: Vec<String>,
+    /// Header match binding the work queue to a headers inner exchange.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<HeaderMatch>,
+    /// Retry ladder. Inherits the defaults; `enabled: false` turns retries off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    /// Delivery limit of a quorum work queue. Default: `unlimited` when the consumer has a
+    /// retry ladder (see the consumer contract), the broker's default otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_limit: Option<DeliveryLimit>,
+}
+
+/// How a headers binding matches.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderMatch {
+    /// `all` headers must match, or `any` one of them. Default: `all`.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub mode: Option<HeaderMatchMode>,
+    /// Header names and the values they must have.
+    pub values: IndexMap<String, Value>,
+}
+
+/// `x-match` of a headers binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HeaderMatchMode {
+    /// Every header must match.
+    All,
+    /// One header is enough.
+    Any,
+}
+
+/// A retry ladder. Every field is optional so that a consumer can override one field of
+/// an inherited ladder.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    /// `false` turns off an inherited ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Start from this named ladder (see top-level `ladders`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<String>,
+    /// Delays of the tiers, e.g. `[30s, 5m, 30m]`: each tier is its own queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delays: Option<Vec<Duration>>,
+    /// How many retries each tier gives before the next tier. Default: 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_per_tier: Option<u32>,
+    /// Total number of retries. Default: tiers × `attempts_per_tier`. Retries past the
+    /// last tier stay on the last tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// What happens when retries run out: `park` (default) or `drop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_exhausted: Option<OnExhausted>,
+    /// How consumers move a message along the ladder. Default: `publish`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<RetryMode>,
+    /// Where a message goes when a tier's delay expires. Default: `work_queue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_via: Option<ReturnVia>,
+    /// Queue type of the tiers and the parking queue. Default: the work queue's type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_type: Option<QueueType>,
+    /// Names of the generated objects, to match an existing topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<RetryNames>,
+}
+
+/// What happens to a message whose retries ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExhausted {
+    /// Move it to the consumer's parking queue, where nothing expires it.
+    Park,
+    /// Drop it. Only when written explicitly.
+    Drop,
+}
+
+/// How a consumer moves a failed message along the ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryMode {
+    /// The consumer re-publishes a failed message to its retry exchange with the tier
+    /// as routing key and an attempt header, then acks. Any tier; works on every version.
+    /// A plain reject goes to the first tier.
+    Publish,
+    /// The consumer rejects without requeue; the message always goes to the single tier
+    /// and the attempt count is read from `x-death`. One tier only.
+    Reject,
+    /// The consumer only rejects: each attempt has its own work queue, each dead-lettering
+    /// to the next tier, so consumers need no retry code. Consumers read from every
+    /// attempt queue.
+    RejectChain,
+}
+
+/// Where a message goes after its delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReturnVia {
+    /// Straight back to the consumer's own work queue (through the default exchange).
+    WorkQueue,
+    /// Back through the service's inner exchange, as in the classic single-consumer
+    /// loop. Every queue bound to the inner exchange receives the retry again.
+    InnerExchange,
+}
+
+/// Name overrides for a consumer's retry objects.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryNames {
+    /// The retry (dead-letter) exchange. Default: `<queue>.retry`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<String>,
+    /// The delay queues, one per tier (per retry in `reject-chain` mode).
+    /// Default: `<queue>.retry.<n>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<String>>,
+    /// The parking queue. Default: `<queue>.parking`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parking: Option<String>,
+    /// The extra work queues of `reject-chain` mode, one per retry.
+    /// Default: `<queue>.attempt.<n>` for n = 2, 3, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<String>>,
+}
+
+/// A plain exchange.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlainExchange {
+    /// Exchange type: fanout, direct, topic, headers, or a plugin type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
+    /// Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_delete: Option<bool>,
+    /// Internal exchanges accept no client publishes. Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal: Option<bool>,
+    /// Exchange receiving messages this one cannot route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternate_exchange: Option<String>,
+    /// Further `x-` arguments, kept with their JSON types.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub arguments: IndexMap<String, Value>,
+}
+
+/// A plain queue.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlainQueue {
+    /// Queue type. Default: inherited `queue_type`, else `quorum`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<QueueType>,
+    /// Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<bool>,
+    /// Default: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_delete: Option<bool>,
+    /// Further `x-` arguments, kept with their JSON types.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub arguments: IndexMap<String, Value>,
+}
+
+/// A plain binding.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlainBinding {
+    /// Source exchange.
+    pub source: String,
+    /// Destination queue or exchange.
+    pub destination: String,
+    /// `queue` (default) or `exchange`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_type: Option<DestinationType>,
+    /// Routing key. Default: empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_key: Option<String>,
+    /// Binding arguments (header matches for headers exchanges).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub arguments: IndexMap<String, Value>,
+}
+
+/// Binding destination kinds.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DestinationType {
+    /// A queue.
+    Queue,
+    /// An exchange (exchange-to-exchange binding).
+    Exchange,
+}
+
+/// A user or operator policy.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlainPolicy {
+    /// Regular expression matched against object names.
+    pub pattern: String,
+    /// What the policy applies to. Default: `queues`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_to: Option<ApplyTo>,
+    /// Higher wins; only one policy applies to an object. Default: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// Policy keys and values, e.g. `max-length: 10000`.
+    pub definition: IndexMap<String, Value>,
+}
+
+/// Policy `apply-to` values.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ApplyTo {
+    /// Every queue type.
+    Queues,
+    /// Classic queues only (RabbitMQ 3.12+).
+    ClassicQueues,
+    /// Quorum queues only (RabbitMQ 3.12+).
+    QuorumQueues,
+    /// Streams only (RabbitMQ 3.12+).
+    Streams,
+    /// Exchanges.
+    Exchanges,
+    /// Queues and exchanges.
+    All,
+}
+
+impl ApplyTo {
+    /// The broker's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplyTo::Queues => "queues",
+            ApplyTo::ClassicQueues => "classic_queues",
+            ApplyTo::QuorumQueues => "quorum_queues",
+            ApplyTo::Streams => "streams",
+            ApplyTo::Exchanges => "exchanges",
+            ApplyTo::All => "all",
+        }
+    }
+}
+
+/// A user.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct User {
+    /// Where the password comes from. Never written in the spec itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<PasswordSource>,
+    /// A ready RabbitMQ password hash (base64), instead of `password`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
+    /// Hash algorithm for `password` or of `password_hash`. Default: `sha256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hashing_algorithm: Option<HashingAlgorithm>,
+    /// User tags, e.g. `management`, `monitoring`, `administrator`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Permissions per vhost.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub permissions: IndexMap<String, Permission>,
+    /// Topic permissions per vhost and exchange.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub topic_permissions: IndexMap<String, IndexMap<String, TopicPermission>>,
+}
+
+/// Where a password comes from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PasswordSource {
+    /// Read the password from this environment variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// Read the password from this file (trailing newline removed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// RabbitMQ password hashing algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HashingAlgorithm {
+    /// `rabbit_password_hashing_sha256` (RabbitMQ's default).
+    Sha256,
+    /// `rabbit_password_hashing_sha512`.
+    Sha512,
+}
+
+/// Permissions of a user in a vhost: three regular expressions over resource names.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Permission {
+    /// Declare and delete resources. Default: `""` (nothing).
+    #[serde(default)]
+    pub configure: String,
+    /// Publish to exchanges, bind queues. Default: `""`.
+    #[serde(default)]
+    pub write: String,
+    /// Consume from queues, bind from exchanges. Default: `""`.
+    #[serde(default)]
+    pub read: String,
+}
+
+/// Topic permissions of a user on one topic exchange.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TopicPermission {
+    /// Routing keys the user may publish with. Default: `""`.
+    #[serde(default)]
+    pub write: String,
+    /// Routing keys the user may bind with. Default: `""`.
+    #[serde(default)]
+    pub read: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PasswordSourceFields {
+    #[serde(default)]
+    env: Option<String>,
+    #[serde(default)]
+    file: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for PasswordSource {
+    /// Accepts `{ env: VAR }` or `{ file: PATH }`; a plain string is refused with a
+    /// message that says why, instead of serde's "expected struct".
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PasswordSource;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`{ env: VARIABLE }` or `{ file: PATH }`")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<PasswordSource, E> {
+                Err(E::custom(
+                    "a password is never written in the spec: use `password: { env: VARIABLE }`, `password: { file: PATH }` or `password_hash`",
+                ))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<PasswordSource, A::Error> {
+                let fields = PasswordSourceFields::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(PasswordSource {
+                    env: fields.env,
+                    file: fields.file,
+                })
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}

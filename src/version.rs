@@ -1,0 +1,133 @@
+//! RabbitMQ versions warren can target, and what differs between them.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A RabbitMQ release line the compiler can produce definitions for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TargetVersion {
+    /// 3.10 (Debian bookworm ships 3.10.8).
+    V3_10,
+    /// 3.12.
+    V3_12,
+    /// 3.13.
+    V3_13,
+    /// 4.0.
+    V4_0,
+    /// 4.1.
+    V4_1,
+}
+
+impl TargetVersion {
+    /// Every supported version, oldest first.
+    pub const ALL: [TargetVersion; 5] = [
+        TargetVersion::V3_10,
+        TargetVersion::V3_12,
+        TargetVersion::V3_13,
+        TargetVersion::V4_0,
+        TargetVersion::V4_1,
+    ];
+
+    /// The default target: a recent 4.x.
+    pub const DEFAULT: TargetVersion = TargetVersion::V4_1;
+
+    /// Policy `apply-to` accepts `classic_queues`, `quorum_queues` and `streams`
+    /// (3.12+; 3.10 answers 400 "apply-to 'quorum_queues' unrecognised").
+    pub fn has_queue_type_apply_to(self) -> bool {
+        self >= TargetVersion::V3_12
+    }
+
+    /// Quorum queues get a delivery limit of 20 when none is set (4.0+), and a negative
+    /// limit means unlimited.
+    pub fn has_default_delivery_limit(self) -> bool {
+        self >= TargetVersion::V4_0
+    }
+
+    /// The broker interprets an `x-death` header that a client re-publishes (3.x lines
+    /// except 3.13.0–3.13.2; never on 4.x).
+    pub fn interprets_published_x_death(self) -> bool {
+        self < TargetVersion::V4_0
+    }
+
+    /// The version for a broker that reports `version` (e.g. "3.10.8", "4.0.5"):
+    /// the newest supported line not newer than it.
+    pub fn for_broker(version: &str) -> Option<TargetVersion> {
+        let mut parts = version.split(['.', '-', '+']);
+        let major: u32 = parts.next()?.parse().ok()?;
+        let minor: u32 = parts.next()?.parse().ok()?;
+        TargetVersion::ALL
+            .iter()
+            .rev()
+            .copied()
+            .find(|target| target.major_minor() <= (major, minor))
+    }
+
+    fn major_minor(self) -> (u32, u32) {
+        match self {
+            TargetVersion::V3_10 => (3, 10),
+            TargetVersion::V3_12 => (3, 12),
+            TargetVersion::V3_13 => (3, 13),
+            TargetVersion::V4_0 => (4, 0),
+            TargetVersion::V4_1 => (4, 1),
+        }
+    }
+}
+
+impl fmt::Display for TargetVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (major, minor) = self.major_minor();
+        write!(f, "{major}.{minor}")
+    }
+}
+
+impl FromStr for TargetVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        TargetVersion::ALL
+            .iter()
+            .copied()
+            .find(|target| target.to_string() == text.trim())
+            .ok_or_else(|| {
+                let all: Vec<String> = TargetVersion::ALL.iter().map(|t| t.to_string()).collect();
+                format!(
+                    "unknown target version `{text}`: use one of {}",
+                    all.join(", ")
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_displays_every_version() {
+        for target in TargetVersion::ALL {
+            assert_eq!(target.to_string().parse::<TargetVersion>(), Ok(target));
+        }
+        assert!("3.11".parse::<TargetVersion>().is_err());
+    }
+
+    #[test]
+    fn maps_broker_versions_to_the_nearest_older_line() {
+        assert_eq!(
+            TargetVersion::for_broker("3.10.8"),
+            Some(TargetVersion::V3_10)
+        );
+        assert_eq!(
+            TargetVersion::for_broker("3.11.2"),
+            Some(TargetVersion::V3_10)
+        );
+        assert_eq!(
+            TargetVersion::for_broker("4.0.5"),
+            Some(TargetVersion::V4_0)
+        );
+        assert_eq!(
+            TargetVersion::for_broker("4.2.1"),
+            Some(TargetVersion::V4_1)
+        );
+        assert_eq!(TargetVersion::for_broker("3.8.0"), None);
+    }
+}
