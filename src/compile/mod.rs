@@ -27,6 +27,7 @@ use crate::spec::{QueueType, SpecFile, SpecPath};
 use crate::version::TargetVersion;
 
 pub use contract::Contract;
+pub use users::{hash_password, hash_with_salt};
 
 /// How to compile.
 #[derive(Debug, Clone)]

@@ -5,6 +5,8 @@
 //! export deserializes without loss: every object keeps fields warren does not know in
 //! `extra`, and values keep their JSON types.
 
+pub mod effective;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
