@@ -33,6 +33,9 @@ pub struct Diagnostic {
     /// How to fix it, when that is clear.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// Whether renderers may quote the source line (false when it holds a secret).
+    #[serde(skip)]
+    pub quote_source: bool,
 }
 
 fn path_as_string<S: serde::Serializer>(path: &Option<SpecPath>, s: S) -> Result<S::Ok, S::Error> {
@@ -52,6 +55,7 @@ impl Diagnostic {
             path: None,
             location: None,
             help: None,
+            quote_source: true,
         }
     }
 

@@ -3,10 +3,6 @@
 /// The schema, pretty-printed with a trailing newline.
 pub fn spec_schema_json() -> String {
     let mut schema = schemars::schema_for!(crate::spec::Spec);
-    schema.insert(
-        "$id".into(),
-        "https://warren.dev/schemas/warren.schema.json".into(),
-    );
     schema.insert("title".into(), "warren spec".into());
     serde_json::to_string_pretty(&schema).expect("a schema serializes")
 }

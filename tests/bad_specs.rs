@@ -134,7 +134,6 @@ fn diagnostic_text(stderr: &str) -> String {
 /// A password written in the spec must not reach a terminal or a CI log, not even in
 /// the quoted source line under the message.
 #[test]
-#[ignore = "the source excerpt under the diagnostic still quotes the password line verbatim"]
 fn clear_text_password_is_never_printed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let relative = format!("tests/bad_specs/{CLEAR_TEXT_SPEC}.yaml");

@@ -59,6 +59,22 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             .unwrap_or(QueueType::Quorum);
         for (name, exchange) in &vhost.exchanges {
             let path = vhost_path.key("exchanges").key(name);
+            let builtin: Vec<String> = ["direct", "fanout", "topic", "headers"]
+                .map(String::from)
+                .into();
+            if !builtin.contains(&exchange.kind) && !exchange.kind.starts_with("x-") {
+                let diagnostic = out.error(
+                    "invalid-value",
+                    format!("unknown exchange type `{}`", exchange.kind),
+                    path.key("type"),
+                );
+                match crate::suggest::closest(&exchange.kind, &builtin) {
+                    Some(best) => diagnostic.hint(format!("did you mean `{best}`?")),
+                    None => diagnostic.hint(
+                        "use direct, fanout, topic or headers (plugin types start with `x-`)",
+                    ),
+                };
+            }
             let mut arguments: Arguments = exchange.arguments.clone().into_iter().collect();
             if let Some(alternate) = &exchange.alternate_exchange {
                 arguments.insert("alternate-exchange".into(), Value::from(alternate.clone()));
@@ -208,10 +224,10 @@ fn check_queue_argument(
             )
             .hint("the broker refuses to declare the queue (406 PRECONDITION_FAILED): remove the argument or change the queue type");
         }
-        if INTEGER_ARGUMENTS.contains(&key) && value.as_i64().is_none() {
+        if INTEGER_ARGUMENTS.contains(&key) && value.as_u64().is_none() {
             out.error(
                 "invalid-value",
-                format!("`{key}` must be a whole number, got {value}"),
+                format!("`{key}` must be a whole number ≥ 0, got {value}"),
                 path.clone(),
             )
             .hint("write the number without quotes, in the unit the broker uses (milliseconds for TTLs)");
@@ -301,11 +317,14 @@ fn checked_policy(
             }
             Some(known) => {
                 if let Err(expected) = known.check_value(value) {
-                    out.error(
+                    let diagnostic = out.error(
                         "invalid-value",
                         format!("policy key `{key}` takes {expected}, got {value}"),
                         key_path.clone(),
                     );
+                    if value.is_string() && expected.contains("number") {
+                        diagnostic.hint("write the number without quotes (milliseconds for TTLs)");
+                    }
                     ok = false;
                 }
                 if operator && !known.operator {

@@ -32,6 +32,14 @@ struct Group {
 /// Emits the generated policies of every vhost.
 pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
     let priority = spec.policy_priority.unwrap_or(DEFAULT_PRIORITY);
+    if priority < 1 {
+        out.error(
+            "invalid-value",
+            format!("`policy_priority: {priority}` would let user policies of the default priority 0 outrank generated ones"),
+            SpecPath::root().key("policy_priority"),
+        )
+        .hint(format!("use a priority of at least 1 (the default is {DEFAULT_PRIORITY})"));
+    }
     let target = out.options.target;
     let user_policies: Vec<(Policy, Option<fancy_regex::Regex>, SpecPath)> = out
         .definitions
@@ -66,6 +74,8 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
     }
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
+    // User policies that outrank generated ones, with the queues they would take over.
+    let mut outranking: BTreeMap<(String, String), (i64, SpecPath, Vec<String>)> = BTreeMap::new();
     for ((vhost, queue), info) in &out.queues {
         if info.needs.is_empty() {
             continue;
@@ -100,20 +110,11 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             });
         if let Some((user, _, user_path)) = winner {
             if user.priority >= priority {
-                let keys: Vec<&String> = definition.keys().collect();
-                problems.push((
-                    format!(
-                        "policy `{}` (priority {}) matches queue `{queue}`, whose generated policy has priority {priority}: the queue would lose {}",
-                        user.name,
-                        user.priority,
-                        keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
-                    ),
-                    user_path.key("priority"),
-                    format!(
-                        "give `{}` a priority below {priority} (warren then merges its keys into the generated policy), or raise the top-level `policy_priority`",
-                        user.name
-                    ),
-                ));
+                outranking
+                    .entry((user.vhost.clone(), user.name.clone()))
+                    .or_insert_with(|| (user.priority, user_path.clone(), Vec::new()))
+                    .2
+                    .push(queue.clone());
                 continue;
             }
             for (key, value) in &user.definition {
@@ -141,6 +142,24 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 path,
             });
         group.queues.push((queue.clone(), info.queue_type));
+    }
+    for ((_, name), (user_priority, path, queues)) in outranking {
+        let listed: Vec<String> = queues.iter().take(5).map(|q| format!("`{q}`")).collect();
+        let more = if queues.len() > 5 {
+            format!(" and {} more", queues.len() - 5)
+        } else {
+            String::new()
+        };
+        problems.push((
+            format!(
+                "policy `{name}` (priority {user_priority}) matches {}{more}, which need warren's generated policies (priority {priority}); the broker applies only the highest, so those queues would lose their retry settings",
+                listed.join(", ")
+            ),
+            path,
+            format!(
+                "give `{name}` a priority below {priority} (warren then merges its keys into the generated policies), or raise the top-level `policy_priority` above {user_priority}"
+            ),
+        ));
     }
     for (message, path, help) in problems {
         out.error("policy-overlap", message, path).hint(help);

@@ -21,6 +21,8 @@ pub struct Layered {
     pub delays_path: Option<SpecPath>,
     /// Delivery limit.
     pub delivery_limit: Option<DeliveryLimit>,
+    /// A `ladder:` reference did not resolve (already reported): no further checks.
+    pub unresolved_ladder: bool,
 }
 
 impl Layered {
@@ -69,6 +71,7 @@ impl Layered {
                     self.overlay(named, &format!("ladder.{ladder}"), &ladder_path);
                 }
                 None => {
+                    self.unresolved_ladder = true;
                     let known: Vec<String> = spec.ladders.keys().cloned().collect();
                     let help = match crate::suggest::closest(ladder, &known) {
                         Some(best) => format!("did you mean `{best}`?"),
@@ -157,7 +160,7 @@ pub fn ladder(
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Ladder> {
     let retry = layered.retry.as_ref()?;
-    if retry.enabled == Some(false) {
+    if retry.enabled == Some(false) || layered.unresolved_ladder {
         return None;
     }
     let retry_path = path.key("retry");
@@ -207,7 +210,8 @@ pub fn ladder(
     if per_tier == 0 {
         diagnostics.push(
             Diagnostic::error("invalid-value", "`attempts_per_tier` must be at least 1")
-                .at(retry_path.key("attempts_per_tier")),
+                .at(retry_path.key("attempts_per_tier"))
+                .help("remove it (the default is 1)"),
         );
         return None;
     }
@@ -221,6 +225,21 @@ pub fn ladder(
                 .help("remove the retry block or set `enabled: false`"),
         );
         return None;
+    }
+    let reachable_tiers = (max_retries as usize).div_ceil(per_tier as usize);
+    if mode != RetryMode::RejectChain && reachable_tiers < delays.len() {
+        diagnostics.push(
+            Diagnostic::warning(
+                "unreachable-tier",
+                format!(
+                    "`max_retries: {max_retries}` never reaches the last {} of the {} tiers",
+                    delays.len() - reachable_tiers,
+                    delays.len()
+                ),
+            )
+            .at(retry_path.key("max_retries"))
+            .help("remove the unused delays, or raise `max_retries`"),
+        );
     }
     let schedule = (0..max_retries)
         .map(|r| ((r / per_tier) as usize).min(delays.len() - 1))

@@ -261,6 +261,50 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
     out.contract.add_ladder(context, ladder, &objects);
 }
 
+/// Reports once, at the work queue, when a generated name would exceed the broker's
+/// limit; the individual objects are then not emitted.
+pub(crate) fn generated_names_fit(
+    context: &ConsumerContext,
+    ladder: &Ladder,
+    out: &mut Emitter,
+) -> bool {
+    let objects = &names(context, ladder);
+    let longest = std::iter::once(&objects.exchange)
+        .chain(&objects.delay_queues)
+        .chain(&objects.attempt_queues)
+        .chain(&objects.parking)
+        .max_by_key(|name| name.len())
+        .expect("a retry exchange always exists");
+    if longest.len() <= super::names::MAX_NAME_BYTES {
+        return true;
+    }
+    let extra = longest.len().saturating_sub(context.work_queue.len());
+    let allowed = super::names::MAX_NAME_BYTES.saturating_sub(extra);
+    let shown: String = longest.chars().take(40).collect();
+    out.error(
+        "invalid-name",
+        format!(
+            "the retry objects of work queue `{}` get names of up to {} bytes (e.g. `{shown}…`); RabbitMQ allows {}",
+            short(&context.work_queue),
+            longest.len(),
+            super::names::MAX_NAME_BYTES
+        ),
+        context.path.key("queue"),
+    )
+    .hint(format!(
+        "shorten the work queue name to at most {allowed} bytes, or set shorter names under `retry.names`"
+    ));
+    false
+}
+
+fn short(name: &str) -> String {
+    if name.chars().count() <= 40 {
+        name.to_string()
+    } else {
+        format!("{}…", name.chars().take(40).collect::<String>())
+    }
+}
+
 /// Dead-letter arguments that send expired messages back through the inner exchange.
 fn return_through_inner_exchange(
     context: &ConsumerContext,
@@ -281,10 +325,21 @@ fn return_through_inner_exchange(
             if concrete.len() == 1 && context.routing_keys.len() == 1 {
                 Some(dead_letter_to(context.inner_exchange, Some(concrete[0])))
             } else {
+                let patterns: Vec<String> = context
+                    .routing_keys
+                    .iter()
+                    .filter(|key| key.contains('*') || key.contains('#'))
+                    .map(|key| format!("`{key}`"))
+                    .collect();
+                let why = if patterns.is_empty() {
+                    format!("it has {} routing keys", context.routing_keys.len())
+                } else {
+                    format!("{} is a pattern, not a key", patterns.join(", "))
+                };
                 out.error(
                     "invalid-value",
                     format!(
-                        "`return_via: inner_exchange` needs one routing key that reaches this queue through {} exchange `{}`",
+                        "`return_via: inner_exchange` needs the one concrete routing key that reaches this queue through {} exchange `{}`, but {why}",
                         context.inner_type.as_str(),
                         context.inner_exchange
                     ),
@@ -317,7 +372,8 @@ fn check_name_overrides(ladder: &Ladder, retry_path: &SpecPath, out: &mut Emitte
                     tiers.len()
                 ),
                 names_path.key("tiers"),
-            );
+            )
+            .hint("give one name per delay queue, or remove `names.tiers` to use `<queue>.retry.<n>`");
     }
     if let Some(attempts) = &ladder.names.attempts {
         if ladder.mode != RetryMode::RejectChain {

@@ -183,7 +183,8 @@ fn emit_service(
             delivery_limit: consumer.delivery_limit.or(layered.delivery_limit),
             path: consumer_path.clone(),
         };
-        let ladder = resolve::ladder(&layered, work_type, &consumer_path, &mut out.diagnostics);
+        let ladder = resolve::ladder(&layered, work_type, &consumer_path, &mut out.diagnostics)
+            .filter(|ladder| retry::generated_names_fit(&context, ladder, out));
         if ladder.is_some() && work_type == QueueType::Stream {
             out.error(
                 "invalid-value",
@@ -334,6 +335,14 @@ pub(crate) fn bind_to_inner_exchange(
                 HeaderMatchMode::Any => "any",
             };
             arguments.insert("x-match".into(), Value::from(mode));
+            if headers.values.is_empty() {
+                out.error(
+                    "invalid-value",
+                    "an empty header match binds the queue to every message of the exchange",
+                    path.key("headers").key("values"),
+                )
+                .hint("list the headers to match, e.g. `values: { type: order }`");
+            }
             for (name, value) in &headers.values {
                 if name.starts_with("x-") {
                     out.error(
@@ -359,6 +368,17 @@ pub(crate) fn bind_to_inner_exchange(
                     path.key("headers"),
                 )
                 .hint("use `routing_keys`, or make the service exchange `type: headers`");
+            }
+            if other == ExchangeType::Fanout && !consumer.routing_keys.is_empty() {
+                out.warn(
+                    "ignored-routing-keys",
+                    format!(
+                        "`{}` is a fanout exchange: it ignores routing keys",
+                        context.inner_exchange
+                    ),
+                    path.key("routing_keys"),
+                )
+                .hint("remove `routing_keys`");
             }
             if consumer.routing_keys.is_empty() {
                 if other == ExchangeType::Fanout {

@@ -62,7 +62,9 @@ fn render_one(
                 location.line,
                 location.column
             )?;
-            if let Some(line) = source.and_then(|s| s.lines().nth(location.line.saturating_sub(1)))
+            if let Some(line) = source
+                .filter(|_| diagnostic.quote_source)
+                .and_then(|s| s.lines().nth(location.line.saturating_sub(1)))
             {
                 let number = location.line.to_string();
                 let gutter = " ".repeat(number.len());

@@ -46,6 +46,13 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
         }),
         Err(err) => {
             let mut diagnostic = yaml_error_diagnostic(&err);
+            if diagnostic.message.starts_with("expected a map")
+                && points_at_list_item(&source, diagnostic.location)
+            {
+                diagnostic.help = Some(
+                    "this is a list item: write `name:` entries without the leading `- `".into(),
+                );
+            }
             diagnostic.path = diagnostic
                 .location
                 .and_then(|location| source_map.path_at(location))
@@ -55,38 +62,100 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
     }
 }
 
-/// Turns a deserializer error into a diagnostic, adding a did-you-mean for unknown keys.
+/// Turns a deserializer error into a diagnostic, adding a did-you-mean for unknown keys
+/// and plain words for the parser's structural messages.
 fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
+    use serde_saphyr::Error as E;
     let location = err.location().map(|loc| Location {
         line: loc.line() as usize,
         column: loc.column() as usize,
     });
-    let raw = err.without_snippet().to_string();
-    let message = strip_location_suffix(&raw);
-    let mut diagnostic = Diagnostic::error("syntax", message.clone());
-    diagnostic.location = location;
-    if let Some((unknown, expected)) = parse_unknown_field(&message) {
-        diagnostic.code = "unknown-key";
-        diagnostic.message = format!("unknown key `{unknown}`");
-        diagnostic.help = Some(match crate::suggest::closest(&unknown, &expected) {
-            Some(best) => format!("did you mean `{best}`?"),
-            None => format!("expected one of: {}", expected.join(", ")),
-        });
-    } else if message.contains("missing field") {
-        diagnostic.code = "missing-key";
-    } else if message.contains("unknown variant") {
-        diagnostic.code = "invalid-value";
-        if let Some((given, expected)) = parse_unknown_variant(&message) {
-            diagnostic.message = format!("invalid value `{given}`");
-            diagnostic.help = Some(match crate::suggest::closest(&given, &expected) {
-                Some(best) => format!("did you mean `{best}`? (one of: {})", expected.join(", ")),
-                None => format!("expected one of: {}", expected.join(", ")),
-            });
+    let raw = strip_location_suffix(&err.without_snippet().to_string());
+    let mut diagnostic = match err.without_snippet() {
+        E::SerdeUnknownField {
+            field, expected, ..
+        } => {
+            let expected: Vec<String> = expected.iter().map(|e| e.to_string()).collect();
+            Diagnostic::error("unknown-key", format!("unknown key `{field}`")).help(
+                match crate::suggest::closest(field, &expected) {
+                    Some(best) => format!("did you mean `{best}`?"),
+                    None => format!("expected one of: {}", expected.join(", ")),
+                },
+            )
         }
-    } else if !message.contains("while parsing") && !message.contains("scan") {
-        diagnostic.code = "invalid-value";
-    }
+        E::SerdeUnknownVariant {
+            variant, expected, ..
+        } => {
+            let expected: Vec<String> = expected.iter().map(|e| e.to_string()).collect();
+            Diagnostic::error("invalid-value", format!("invalid value `{variant}`")).help(
+                match crate::suggest::closest(variant, &expected) {
+                    Some(best) => {
+                        format!("did you mean `{best}`? (one of: {})", expected.join(", "))
+                    }
+                    None => format!("expected one of: {}", expected.join(", ")),
+                },
+            )
+        }
+        E::SerdeMissingField { field, .. } => {
+            let diagnostic = Diagnostic::error("missing-key", format!("missing key `{field}`"));
+            if *field == "version" {
+                let mut diagnostic = diagnostic.help("add `version: 1` at the top of the file");
+                diagnostic.location = Some(Location { line: 1, column: 1 });
+                return diagnostic;
+            }
+            diagnostic
+        }
+        E::DuplicateMappingKey { key, .. } => Diagnostic::error(
+            "duplicate-key",
+            match key {
+                Some(key) => format!("`{key}` appears twice in the same mapping"),
+                None => "a key appears twice in the same mapping".to_string(),
+            },
+        )
+        .help("rename one of the entries or merge them"),
+        E::Unexpected { expected, .. } => Diagnostic::error(
+            "invalid-type",
+            format!("expected {}", plain_words(expected)),
+        ),
+        E::SerdeInvalidType {
+            unexpected,
+            expected,
+            ..
+        } => Diagnostic::error(
+            "invalid-type",
+            format!("expected {}, found {unexpected}", plain_words(expected)),
+        ),
+        E::ExternalMessage { .. } | E::Eof { .. } => Diagnostic::error("yaml-syntax", raw.clone()),
+        _ if raw.contains("password is never written") => {
+            let mut diagnostic = Diagnostic::error("clear-text-password", raw.clone());
+            // The offending line holds the password: never echo it.
+            diagnostic.quote_source = false;
+            diagnostic
+        }
+        _ => Diagnostic::error("invalid-value", raw.clone()),
+    };
+    diagnostic.location = location;
     diagnostic
+}
+
+fn points_at_list_item(source: &str, location: Option<Location>) -> bool {
+    location
+        .and_then(|at| {
+            let line = source.lines().nth(at.line.checked_sub(1)?)?;
+            line.chars().nth(at.column.checked_sub(1)?)
+        })
+        .is_some_and(|c| c == '-')
+}
+
+/// Rewrites the parser's structural vocabulary in the words of a YAML author.
+fn plain_words(expected: &str) -> String {
+    match expected {
+        "mapping start" | "a mapping" | "map" => "a map (`key: value` entries)".to_string(),
+        "sequence start" | "a sequence" | "sequence" => {
+            "a list (`[a, b]` or `- a` lines)".to_string()
+        }
+        other => other.to_string(),
+    }
 }
 
 /// serde-saphyr appends " at line X column Y" to some messages; positions are shown
@@ -97,33 +166,4 @@ fn strip_location_suffix(message: &str) -> String {
         None => message,
     };
     trimmed.trim().to_string()
-}
-
-/// Extracts the names out of serde's "unknown field `x`, expected one of `a`, `b`".
-fn parse_unknown_field(message: &str) -> Option<(String, Vec<String>)> {
-    let rest = message.split("unknown field `").nth(1)?;
-    let (unknown, tail) = rest.split_once('`')?;
-    Some((unknown.to_string(), backticked(tail)))
-}
-
-/// Extracts the names out of serde's "unknown variant `x`, expected one of `a`, `b`".
-fn parse_unknown_variant(message: &str) -> Option<(String, Vec<String>)> {
-    let rest = message.split("unknown variant `").nth(1)?;
-    let (unknown, tail) = rest.split_once('`')?;
-    Some((unknown.to_string(), backticked(tail)))
-}
-
-/// The names after "expected one of" (or "expected"), with or without backticks.
-fn backticked(text: &str) -> Vec<String> {
-    let list = match text.split_once("expected one of ") {
-        Some((_, list)) => list,
-        None => match text.split_once("expected ") {
-            Some((_, list)) => list,
-            None => return Vec::new(),
-        },
-    };
-    list.split(", ")
-        .map(|name| name.trim().trim_matches('`').to_string())
-        .filter(|name| !name.is_empty())
-        .collect()
 }

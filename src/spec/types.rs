@@ -501,6 +501,7 @@ pub struct User {
 
 /// Where a password comes from.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct PasswordSource {
     /// Read the password from this environment variable.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,247 @@
+//! The `warren` binary end to end: exit codes, outputs, snapshots of what every
+//! example compiles to, and the committed JSON Schema.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const EXAMPLES: &[&str] = &["single-loop", "multi-consumer", "ladder", "shop"];
+
+const SHOP_PASSWORDS: &[(&str, &str)] = &[
+    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
+    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
+    ("SHOP_EMAIL_PASSWORD", "email-pw"),
+    ("SHOP_OPS_PASSWORD", "ops-pw"),
+];
+
+fn warren(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .envs(SHOP_PASSWORDS.iter().copied())
+        .env_remove("WARREN_TARGET_VERSION")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("warren runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+#[test]
+fn every_example_validates_for_every_target_version() {
+    for example in EXAMPLES {
+        for target in ["3.10", "3.12", "3.13", "4.0", "4.1"] {
+            let output = warren(&[
+                "validate",
+                &format!("examples/{example}.yaml"),
+                "--target-version",
+                target,
+            ]);
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{example} for {target}: {}",
+                stderr(&output)
+            );
+            assert!(stdout(&output).contains("valid"), "{example}");
+        }
+    }
+}
+
+#[test]
+fn compiled_definitions_of_every_example_are_pinned() {
+    for example in EXAMPLES {
+        for target in ["3.10", "4.1"] {
+            let output = warren(&[
+                "compile",
+                &format!("examples/{example}.yaml"),
+                "--target-version",
+                target,
+            ]);
+            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+            let definitions: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            insta::with_settings!({ snapshot_suffix => format!("{example}@{target}") }, {
+                insta::assert_json_snapshot!("compile", definitions);
+            });
+        }
+    }
+}
+
+#[test]
+fn consumer_contracts_of_every_example_are_pinned() {
+    for example in EXAMPLES {
+        let output = warren(&["compile", &format!("examples/{example}.yaml"), "--contract"]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let contract: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        insta::with_settings!({ snapshot_suffix => example.to_string() }, {
+            insta::assert_json_snapshot!("contract", contract);
+        });
+    }
+}
+
+#[test]
+fn target_version_changes_policy_apply_to_and_delivery_limits() {
+    let compile = |target: &str| -> serde_json::Value {
+        serde_json::from_slice(
+            &warren(&[
+                "compile",
+                "examples/ladder.yaml",
+                "--target-version",
+                target,
+            ])
+            .stdout,
+        )
+        .unwrap()
+    };
+    let old = compile("3.10");
+    let new = compile("4.0");
+    let apply_to = |defs: &serde_json::Value| -> Vec<String> {
+        defs["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["apply-to"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // 3.10 answers 400 to any apply-to but queues/exchanges/all.
+    assert!(apply_to(&old).iter().all(|a| a == "queues"));
+    assert!(apply_to(&new).iter().any(|a| a == "quorum_queues"));
+    // 4.0 gives quorum queues a delivery limit of 20 unless told otherwise.
+    let has_unlimited = |defs: &serde_json::Value| {
+        defs["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["definition"]["delivery-limit"] == -1)
+    };
+    assert!(!has_unlimited(&old));
+    assert!(has_unlimited(&new));
+}
+
+#[test]
+fn export_writes_the_file_atomically_and_reports_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("definitions.json");
+    let output = warren(&[
+        "export",
+        "examples/multi-consumer.yaml",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("18 objects"),
+        "{}",
+        stderr(&output)
+    );
+    let definitions: warren::model::Definitions =
+        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(definitions.queues.len(), 6);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+}
+
+#[test]
+fn a_bad_spec_writes_nothing_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bad.yaml");
+    std::fs::write(&spec, "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c: { routing_keys: [a], retry: { delays: [30] } }\n").unwrap();
+    let out = dir.path().join("definitions.json");
+    let output = warren(&[
+        "export",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!out.exists());
+    let err = stderr(&output);
+    assert!(err.contains("bad.yaml:7:53"), "{err}");
+    assert!(err.contains("duration `30` has no unit"), "{err}");
+    assert!(
+        err.contains("= at: vhosts.v.services.s.consumers.c.retry.delays[0]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn validate_needs_no_secrets_but_export_does_and_never_prints_them() {
+    let validate = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["validate", "examples/shop.yaml"])
+        .env_clear()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(validate.status.code(), Some(0), "{}", stderr(&validate));
+
+    let compile = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["compile", "examples/shop.yaml"])
+        .env_clear()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(compile.status.code(), Some(1));
+    assert!(stderr(&compile).contains("environment variable `SHOP_ORDERS_PASSWORD`"));
+
+    let output = warren(&["compile", "examples/shop.yaml"]);
+    let text = format!("{}{}", stdout(&output), stderr(&output));
+    for (_, password) in SHOP_PASSWORDS {
+        assert!(!text.contains(password), "password {password} printed");
+    }
+    assert!(text.contains("rabbit_password_hashing_sha512"));
+}
+
+#[test]
+fn usage_errors_exit_1_and_help_exits_0() {
+    assert_eq!(warren(&["frobnicate"]).status.code(), Some(1));
+    assert_eq!(
+        warren(&[
+            "compile",
+            "examples/ladder.yaml",
+            "--target-version",
+            "3.11"
+        ])
+        .status
+        .code(),
+        Some(1)
+    );
+    assert_eq!(warren(&["--help"]).status.code(), Some(0));
+    assert_eq!(
+        warren(&["validate", "does-not-exist.yaml"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn the_committed_schema_is_up_to_date() {
+    let committed = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/warren.schema.json"),
+    )
+    .expect("schemas/warren.schema.json exists");
+    let generated = stdout(&warren(&["schema"]));
+    assert!(
+        committed == generated,
+        "schemas/warren.schema.json is stale: run `cargo run -- schema > schemas/warren.schema.json`"
+    );
+}
+
+#[test]
+fn every_example_points_editors_at_the_schema() {
+    for example in EXAMPLES {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("examples/{example}.yaml")),
+        )
+        .unwrap();
+        assert!(
+            text.starts_with("# yaml-language-server: $schema=../schemas/warren.schema.json"),
+            "{example}"
+        );
+    }
+}
