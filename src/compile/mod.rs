@@ -320,3 +320,6 @@ pub(crate) fn queue_arguments(queue_type: QueueType) -> Arguments {
     arguments.insert("x-queue-type".into(), Value::from(queue_type.as_str()));
     arguments
 }
+
+#[cfg(test)]
+mod tests;
