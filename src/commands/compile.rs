@@ -26,6 +26,7 @@ fn load_and_compile(
     let options = Options {
         target: args.target_version,
         resolve_secrets,
+        ..Options::default()
     };
     match compile::compile(&file, &options) {
         Ok(compiled) => {

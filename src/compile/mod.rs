@@ -37,6 +37,9 @@ pub struct Options {
     /// Read passwords from their environment variables or files and hash them. When
     /// false, users get an empty hash (used by `validate`, which needs no secrets).
     pub resolve_secrets: bool,
+    /// Directory relative paths in the spec (password files) are read from; `compile`
+    /// sets it to the spec file's directory.
+    pub base_dir: std::path::PathBuf,
 }
 
 impl Default for Options {
@@ -44,6 +47,7 @@ impl Default for Options {
         Options {
             target: TargetVersion::DEFAULT,
             resolve_secrets: true,
+            base_dir: std::path::PathBuf::from("."),
         }
     }
 }
@@ -114,7 +118,11 @@ pub struct Compiled {
 /// Compiles a loaded spec. On failure returns every error found (and the warnings),
 /// each with its location resolved.
 pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let mut emitter = Emitter::new(options.clone());
+    let mut options = options.clone();
+    if let Some(directory) = file.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        options.base_dir = directory.to_path_buf();
+    }
+    let mut emitter = Emitter::new(options);
     let spec = &file.spec;
     if spec.version != 1 {
         emitter.diagnostics.push(

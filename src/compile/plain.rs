@@ -263,6 +263,18 @@ fn checked_policy(
         out.error("invalid-name", "policy name is empty", path.clone());
         ok = false;
     }
+    if operator && name.starts_with(super::policies::GENERATED_PREFIX) {
+        out.error(
+            "invalid-name",
+            format!(
+                "operator policy name `{name}` uses the `{}` prefix, which warren keeps for the policies it generates",
+                super::policies::GENERATED_PREFIX
+            ),
+            path.clone(),
+        )
+        .hint("rename the operator policy");
+        ok = false;
+    }
     if let Err(err) = fancy_regex::Regex::new(&policy.pattern) {
         out.error(
             "invalid-regex",
@@ -333,7 +345,7 @@ fn checked_policy(
                         format!("`{key}` cannot be set by an operator policy"),
                         key_path.clone(),
                     )
-                    .hint("operator policies accept expires, message-ttl, max-length, max-length-bytes, overflow, delivery-limit, queue-version and the quorum in-memory limits");
+                    .hint("operator policies accept expires, message-ttl, max-length, max-length-bytes, overflow, delivery-limit, queue-version, target-group-size and the quorum in-memory limits");
                     ok = false;
                 }
                 if known.name.starts_with("ha-") && target >= crate::version::TargetVersion::V4_0 {

@@ -135,12 +135,25 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             group_name = format!("{group_name}+{}", user.name);
         }
         let group = groups
-            .entry((vhost.clone(), group_name))
+            .entry((vhost.clone(), group_name.clone()))
             .or_insert_with(|| Group {
                 definition: definition.clone(),
                 queues: Vec::new(),
-                path,
+                path: path.clone(),
             });
+        if group.definition != definition {
+            // Two places in the spec map to the same group name (e.g. names with dots):
+            // sharing one policy would give one of them the other's settings.
+            problems.push((
+                format!(
+                    "the settings at `{path}` and at `{}` would share the generated policy `{GENERATED_PREFIX}{group_name}` but differ",
+                    group.path
+                ),
+                path,
+                "rename the service, consumer or ladder so their names do not run together with dots".to_string(),
+            ));
+            continue;
+        }
         group.queues.push((queue.clone(), info.queue_type));
     }
     for ((_, name), (user_priority, path, queues)) in outranking {

@@ -101,7 +101,12 @@ impl Layered {
             self.delays_path = Some(path.key("delays"));
         }
         self.retry = Some(Retry {
-            enabled: retry.enabled.or(base.enabled),
+            // Writing delays at a level turns retries on there, even under an inherited
+            // `enabled: false`.
+            enabled: retry
+                .enabled
+                .or(retry.delays.as_ref().map(|_| true))
+                .or(base.enabled),
             ladder: None,
             delays: retry.delays.clone().or(base.delays),
             attempts_per_tier: retry.attempts_per_tier.or(base.attempts_per_tier),
@@ -152,18 +157,18 @@ pub struct Ladder {
 }
 
 /// Turns layered retry settings into a ladder, or `None` when the consumer has no
-/// retries. `path` is the consumer's path, for messages.
+/// retries. `retry_path` is where the consumer's `retry` block is (or would be).
 pub fn ladder(
     layered: &Layered,
     work_queue_type: QueueType,
-    path: &SpecPath,
+    retry_path: &SpecPath,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Ladder> {
     let retry = layered.retry.as_ref()?;
     if retry.enabled == Some(false) || layered.unresolved_ladder {
         return None;
     }
-    let retry_path = path.key("retry");
+    let retry_path = retry_path.clone();
     let Some(delays) = retry.delays.clone() else {
         diagnostics.push(
             Diagnostic::error("missing-key", "retry ladder has no `delays`")

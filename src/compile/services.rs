@@ -23,6 +23,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         &mut scratch,
     );
     out.diagnostics.append(&mut scratch);
+    check_named_ladders(spec, out);
     for (vhost_name, vhost) in &spec.vhosts {
         let vhost_path = root.key("vhosts").key(vhost_name);
         emit_vhost(vhost_name, vhost, &vhost_path, out);
@@ -38,7 +39,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             let layered = layered.with_defaults(
                 spec,
                 &service.defaults,
-                service_name,
+                &format!("service.{service_name}"),
                 &service_path.key("defaults"),
                 &mut out.diagnostics,
             );
@@ -52,6 +53,32 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 out,
             );
         }
+    }
+}
+
+/// Checks every named ladder on its own, so that one nobody uses yet is still valid.
+fn check_named_ladders(spec: &Spec, out: &mut Emitter) {
+    for (name, ladder) in &spec.ladders {
+        let path = SpecPath::root().key("ladders").key(name);
+        if ladder.ladder.is_some() {
+            out.error(
+                "invalid-reference",
+                format!("ladder `{name}` refers to another ladder"),
+                path.key("ladder"),
+            )
+            .hint("named ladders cannot build on each other: write the delays out");
+            continue;
+        }
+        let layered = Layered {
+            retry: Some(ladder.clone()),
+            delays_origin: Some(format!("ladder.{name}")),
+            delays_path: Some(path.key("delays")),
+            ..Layered::default()
+        };
+        let mut found = Vec::new();
+        // Consumers re-check with their own paths; keep only what is wrong in the ladder itself.
+        resolve::ladder(&layered, QueueType::Quorum, &path, &mut found);
+        out.diagnostics.extend(found);
     }
 }
 
@@ -154,7 +181,7 @@ fn emit_service(
         let consumer_path = path.key("consumers").key(consumer_name);
         let mut layered = layered.clone();
         if let Some(retry) = &consumer.retry {
-            let origin = format!("{service_name}.{consumer_name}");
+            let origin = format!("consumer.{service_name}.{consumer_name}");
             layered.lay_retry(
                 spec,
                 retry,
@@ -183,8 +210,13 @@ fn emit_service(
             delivery_limit: consumer.delivery_limit.or(layered.delivery_limit),
             path: consumer_path.clone(),
         };
-        let ladder = resolve::ladder(&layered, work_type, &consumer_path, &mut out.diagnostics)
-            .filter(|ladder| retry::generated_names_fit(&context, ladder, out));
+        let ladder = resolve::ladder(
+            &layered,
+            work_type,
+            &consumer_path.key("retry"),
+            &mut out.diagnostics,
+        )
+        .filter(|ladder| retry::generated_names_fit(&context, ladder, out));
         if ladder.is_some() && work_type == QueueType::Stream {
             out.error(
                 "invalid-value",

@@ -17,6 +17,7 @@ fn compile_yaml(yaml: &str, target: TargetVersion) -> Result<Definitions, Vec<Di
         &Options {
             target,
             resolve_secrets: false,
+            ..Options::default()
         },
     )
     .map(|c| c.definitions)
@@ -162,7 +163,7 @@ fn user_policies_that_overlap_generated_queues_are_merged() {
     let tier = defs
         .policies
         .iter()
-        .find(|p| p.name == "warren.retry.s.c.1+cap")
+        .find(|p| p.name == "warren.retry.consumer.s.c.1+cap")
         .expect("merged policy");
     assert_eq!(tier.definition["message-ttl"], json!(1000));
     assert_eq!(tier.definition["max-length"], json!(10));
@@ -226,4 +227,49 @@ fn the_articles_single_loop_returns_through_the_inner_exchange() {
         .find(|p| p.pattern == "^dead_letter_queue$")
         .unwrap();
     assert_eq!(ttl.definition["message-ttl"], json!(60_000));
+}
+
+#[test]
+fn ladders_from_different_places_never_share_a_policy_by_accident() {
+    // A service called `vhost` and a vhost-level ladder keep their own delays.
+    let defs = ok(
+        "version: 1\nvhosts:\n  v:\n    defaults: { retry: { delays: [30s] } }\n    services:\n      vhost:\n        exchange: { type: fanout }\n        defaults: { retry: { delays: [5m] } }\n        consumers: { a: {} }\n      other:\n        exchange: { type: fanout }\n        consumers: { b: {} }\n",
+    );
+    let ttl = |queue: &str| {
+        defs.policies
+            .iter()
+            .find(|p| {
+                fancy_regex::Regex::new(&p.pattern)
+                    .unwrap()
+                    .is_match(queue)
+                    .unwrap()
+            })
+            .map(|p| p.definition["message-ttl"].clone())
+    };
+    assert_eq!(ttl("vhost.a.retry.1"), Some(json!(300_000)));
+    assert_eq!(ttl("other.b.retry.1"), Some(json!(30_000)));
+    // Names that run together with dots and differ are refused, not mixed up.
+    let clash = errors(
+        "version: 1\nvhosts:\n  v:\n    services:\n      a.b:\n        exchange: { type: fanout }\n        consumers: { c: { queue: q1, retry: { delays: [1s] } } }\n      a:\n        exchange: { type: fanout }\n        consumers: { b.c: { queue: q2, retry: { delays: [2s] } } }\n",
+    );
+    assert!(
+        clash
+            .iter()
+            .any(|d| d.message.contains("would share the generated policy"))
+    );
+}
+
+#[test]
+fn delays_written_at_a_level_turn_retries_back_on() {
+    let defs = ok(
+        "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        defaults: { retry: { enabled: false, delays: [1s] } }\n        consumers:\n          off: {}\n          on: { retry: { delays: [2s] } }\n",
+    );
+    assert!(!defs.queues.iter().any(|q| q.name == "s.off.retry.1"));
+    assert!(defs.queues.iter().any(|q| q.name == "s.on.retry.1"));
+}
+
+#[test]
+fn unused_named_ladders_are_checked_too() {
+    let found = errors("version: 1\nladders:\n  broken: { delays: [] }\nvhosts: {}\n");
+    assert!(found.iter().any(|d| d.message.contains("empty `delays`")));
 }

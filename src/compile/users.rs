@@ -93,7 +93,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                         if !out.options.resolve_secrets {
                             String::new()
                         } else {
-                            match std::fs::read_to_string(file) {
+                            match std::fs::read_to_string(out.options.base_dir.join(file)) {
                                 Ok(text) => text.trim_end_matches(['\n', '\r']).to_string(),
                                 Err(err) => {
                                     out.error(

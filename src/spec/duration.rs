@@ -27,7 +27,6 @@ impl Duration {
 
     /// Parses `250ms`, `30s`, `5m`, `1h30m`, `2d` (units may be combined, largest first).
     pub fn parse(text: &str) -> Result<Duration, String> {
-        let text = text.trim();
         if text.is_empty() {
             return Err("empty duration: write a number with a unit, e.g. `30s`".into());
         }
@@ -59,6 +58,11 @@ impl Duration {
                 "m" => (2, 60_000),
                 "s" => (3, 1_000),
                 "ms" => (4, 1),
+                "" if rest.starts_with('.') => {
+                    return Err(format!(
+                        "duration `{text}` has a fraction: write it in a smaller unit, e.g. `1500ms` for `1.5s`"
+                    ));
+                }
                 "" => {
                     return Err(format!(
                         "duration `{text}` has a number without a unit: use ms, s, m, h or d"
@@ -153,7 +157,7 @@ impl JsonSchema for Duration {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$",
+            "pattern": "^(?!$)([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$",
             "description": "A duration with units, largest first: `250ms`, `30s`, `5m`, `1h30m`, `2d`.",
             "examples": ["30s", "5m", "1h30m"]
         })
@@ -188,6 +192,8 @@ mod tests {
                 .contains("largest to smallest")
         );
         assert!(Duration::parse("").is_err());
+        assert!(Duration::parse("1.5s").unwrap_err().contains("1500ms"));
+        assert!(Duration::parse(" 30s").is_err());
         assert!(
             Duration::parse("99999999999999999999d")
                 .unwrap_err()

@@ -51,10 +51,11 @@ pub struct Defaults {
     /// Type of service inner exchanges. Default: `topic`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange_type: Option<ExchangeType>,
-    /// Retry ladder of consumers that do not set their own.
+    /// Retry ladder inherited by consumers; a consumer's own `retry` block is merged
+    /// over it key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
-    /// Delivery limit of quorum work queues that have a retry ladder.
+    /// Delivery limit of quorum work queues (with a ladder the default is `unlimited`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_limit: Option<DeliveryLimit>,
 }
@@ -506,7 +507,8 @@ pub struct PasswordSource {
     /// Read the password from this environment variable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<String>,
-    /// Read the password from this file (trailing newline removed).
+    /// Read the password from this file (trailing newline removed); a relative path is
+    /// relative to the spec file's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
 }
