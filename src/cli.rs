@@ -39,6 +39,102 @@ pub enum Command {
     },
     /// Print the JSON Schema of the spec format.
     Schema,
+    /// Show what applying a spec would change on a broker; exit 0 = no changes,
+    /// 2 = changes, 1 = error.
+    Plan {
+        /// The spec file.
+        #[arg(value_name = "SPEC")]
+        spec: PathBuf,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Save the plan to this file, for `warren apply FILE`.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Apply a saved plan, or plan a spec, show it, ask, and apply it.
+    Apply {
+        /// A plan file from `warren plan -o`, or a spec file.
+        #[arg(value_name = "PLAN_OR_SPEC")]
+        target: PathBuf,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Apply without asking (required when there is no terminal to ask on).
+        #[arg(long)]
+        auto_approve: bool,
+        /// Accept deleting or replacing queues that hold messages.
+        #[arg(long)]
+        allow_data_loss: bool,
+    },
+    /// Show the plan of a spec against a definitions file instead of a live broker.
+    Diff {
+        /// The spec file.
+        #[arg(value_name = "SPEC")]
+        spec: PathBuf,
+        /// A definitions file (e.g. a broker's export).
+        #[arg(long, value_name = "FILE")]
+        against: PathBuf,
+        #[command(flatten)]
+        plan: PlanArgs,
+    },
+}
+
+/// How to reach the broker.
+#[derive(Debug, clap::Args)]
+pub struct BrokerArgs {
+    /// Management API URL; repeat (or separate with commas) for the nodes of a cluster,
+    /// tried in order. `http://user:password@host:15672` works too.
+    #[arg(
+        long = "url",
+        value_name = "URL",
+        env = "WARREN_URL",
+        value_delimiter = ',',
+        default_value = "http://localhost:15672"
+    )]
+    pub urls: Vec<String>,
+    /// User name (default: from the URL, else `RABBITMQ_DEFAULT_USER`, else `guest`).
+    #[arg(long, value_name = "USER", env = "WARREN_USER")]
+    pub user: Option<String>,
+    /// Password (default: from the URL, else `RABBITMQ_DEFAULT_PASS`, else `guest`).
+    #[arg(
+        long,
+        value_name = "PASSWORD",
+        env = "WARREN_PASSWORD",
+        hide_env_values = true
+    )]
+    pub password: Option<String>,
+    /// PEM file of a CA to trust for HTTPS, in addition to the system's.
+    #[arg(long, value_name = "FILE", env = "WARREN_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+    /// Seconds before a request to the broker times out.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub timeout: u64,
+}
+
+/// Options shared by plan, apply and diff.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// RabbitMQ version to compile for (default: the broker's own version).
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    pub target_version: Option<TargetVersion>,
+    /// Also delete objects in the spec's vhosts that no spec manages.
+    #[arg(long)]
+    pub prune_unmanaged: bool,
+    /// Output format of the plan.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people (colored on a terminal unless NO_COLOR is set).
+    Text,
+    /// Stable JSON (docs/plan-format.md); password hashes redacted.
+    Json,
 }
 
 /// Arguments shared by the commands that read a spec.

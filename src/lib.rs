@@ -12,14 +12,19 @@
 //! definitions type for desired and live state, `render` is the only code that formats
 //! output, and `commands` turns flags into calls.
 
+pub mod apply;
+pub mod broker;
 pub mod cli;
 pub mod commands;
 pub mod compile;
 pub mod diagnostic;
+pub mod diff;
 pub mod export;
 pub mod model;
+pub mod plan;
 pub mod render;
 pub mod schema;
 pub mod spec;
+pub mod state;
 pub mod suggest;
 pub mod version;

@@ -37,6 +37,11 @@ impl TargetVersion {
         self >= TargetVersion::V3_12
     }
 
+    /// Vhosts have a default queue type (3.11+; a 3.10 broker ignores the field).
+    pub fn has_vhost_default_queue_type(self) -> bool {
+        self >= TargetVersion::V3_12
+    }
+
     /// Quorum queues get a delivery limit of 20 when none is set (4.0+), and a negative
     /// limit means unlimited.
     pub fn has_default_delivery_limit(self) -> bool {

@@ -10,7 +10,7 @@ use crate::render::diagnostics;
 use crate::spec;
 
 /// Loads and compiles, printing diagnostics; `None` when there were errors.
-fn load_and_compile(
+pub(crate) fn load_and_compile(
     args: &SpecArgs,
     resolve_secrets: bool,
     stderr: &mut dyn Write,

@@ -1,5 +1,6 @@
 //! One function per subcommand: flags in, exit code out.
 
+mod broker;
 mod compile;
 mod schema;
 
@@ -14,6 +15,8 @@ use crate::cli::{Cli, Command};
 pub const EXIT_OK: u8 = 0;
 /// Exit code: bad input, a failed check, or any error.
 pub const EXIT_ERROR: u8 = 1;
+/// Exit code of `plan` and `diff`: there are changes to apply.
+pub const EXIT_CHANGES: u8 = 2;
 
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
@@ -36,6 +39,32 @@ pub fn run() -> ExitCode {
         Command::Compile { spec, contract } => compile::compile(&spec, contract, stdout, stderr),
         Command::Export { spec, output } => compile::export(&spec, &output, stdout, stderr),
         Command::Schema => schema::print(stdout),
+        Command::Plan {
+            spec,
+            broker: connection,
+            plan,
+            output,
+        } => broker::plan(&spec, &connection, &plan, output.as_deref(), stdout, stderr),
+        Command::Apply {
+            target,
+            broker: connection,
+            plan,
+            auto_approve,
+            allow_data_loss,
+        } => broker::apply(
+            &target,
+            &connection,
+            &plan,
+            auto_approve,
+            allow_data_loss,
+            stdout,
+            stderr,
+        ),
+        Command::Diff {
+            spec,
+            against,
+            plan,
+        } => broker::diff(&spec, &against, &plan, stdout, stderr),
     };
     let _ = stdout.flush();
     ExitCode::from(code)

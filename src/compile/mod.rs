@@ -53,7 +53,9 @@ impl Default for Options {
 }
 
 /// The kinds of objects the compiler produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ObjectKind {
     /// A vhost.
@@ -79,7 +81,7 @@ pub enum ObjectKind {
 }
 
 /// Identifies one object of the output.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 pub struct ObjectId {
     /// Kind.
     pub kind: ObjectKind,
@@ -113,6 +115,9 @@ pub struct Compiled {
     pub contract: Contract,
     /// Findings that do not stop compilation.
     pub warnings: Vec<Diagnostic>,
+    /// The users' clear passwords, kept in memory only to recognise an unchanged
+    /// password on the broker. Never printed or written.
+    pub secrets: crate::diff::Secrets,
 }
 
 /// Compiles a loaded spec. On failure returns every error found (and the warnings),
@@ -145,6 +150,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         origins,
         contract,
         diagnostics,
+        secrets,
         ..
     } = emitter;
     let diagnostics = resolve_locations(file, diagnostics);
@@ -157,6 +163,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         origins,
         contract,
         warnings: diagnostics,
+        secrets,
     })
 }
 
@@ -202,6 +209,8 @@ pub(crate) struct Emitter {
     pub diagnostics: Vec<Diagnostic>,
     /// Queues by (vhost, name).
     pub queues: BTreeMap<(String, String), QueueInfo>,
+    /// Clear passwords by user.
+    pub secrets: crate::diff::Secrets,
 }
 
 impl Emitter {
@@ -213,6 +222,7 @@ impl Emitter {
             contract: Contract::default(),
             diagnostics: Vec::new(),
             queues: BTreeMap::new(),
+            secrets: Default::default(),
         }
     }
 

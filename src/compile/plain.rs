@@ -146,6 +146,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                     },
                     routing_key: binding.routing_key.clone().unwrap_or_default(),
                     arguments: binding.arguments.clone().into_iter().collect(),
+                    extra: Default::default(),
                 },
                 &path,
             );

@@ -155,6 +155,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
                 destination_type: "queue".into(),
                 routing_key: delay_routing_key(index),
                 arguments: Arguments::new(),
+                extra: Default::default(),
             },
             &retry_path,
         );
@@ -231,6 +232,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
                 destination_type: "queue".into(),
                 routing_key: PARKING_ROUTING_KEY.into(),
                 arguments: Arguments::new(),
+                extra: Default::default(),
             },
             &retry_path,
         );

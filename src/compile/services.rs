@@ -95,12 +95,27 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
         return;
     }
     let tags = (!vhost.tags.is_empty()).then(|| Tags::List(vhost.tags.clone()));
+    if vhost.default_queue_type.is_some() && !out.options.target.has_vhost_default_queue_type() {
+        out.warn(
+            "unsupported-by-target",
+            format!(
+                "RabbitMQ {} has no per-vhost default queue type: `default_queue_type` is left out",
+                out.options.target
+            ),
+            path.key("default_queue_type"),
+        )
+        .hint("warren declares every queue with an explicit type, so nothing depends on it");
+    }
     out.definitions.vhosts.push(Vhost {
         name: name.to_string(),
         description: vhost.description.clone(),
         tags,
-        default_queue_type: vhost.default_queue_type.map(|t| t.as_str().to_string()),
-        metadata: None,
+        default_queue_type: vhost
+            .default_queue_type
+            .filter(|_| out.options.target.has_vhost_default_queue_type())
+            .map(|t| t.as_str().to_string()),
+        // Some versions read the import's metadata map, others the top-level fields.
+        metadata: Some(vhost_metadata(vhost, out.options.target)),
         extra: Default::default(),
     });
     if let Some(limits) = &vhost.limits {
@@ -128,6 +143,26 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
             });
         }
     }
+}
+
+fn vhost_metadata(vhost: &crate::spec::Vhost, target: crate::version::TargetVersion) -> Arguments {
+    let mut metadata = Arguments::new();
+    if let Some(description) = &vhost.description {
+        metadata.insert("description".into(), Value::from(description.clone()));
+    }
+    if !vhost.tags.is_empty() {
+        metadata.insert("tags".into(), Value::from(vhost.tags.clone()));
+    }
+    if let Some(queue_type) = vhost
+        .default_queue_type
+        .filter(|_| target.has_vhost_default_queue_type())
+    {
+        metadata.insert(
+            "default_queue_type".into(),
+            Value::from(queue_type.as_str()),
+        );
+    }
+    metadata
 }
 
 /// The parts of a consumer the retry emitter needs.
@@ -338,6 +373,7 @@ pub(crate) fn bind_to_inner_exchange(
         destination_type: "queue".into(),
         routing_key: routing_key.to_string(),
         arguments,
+        extra: Default::default(),
     };
     match context.inner_type {
         ExchangeType::Headers => {

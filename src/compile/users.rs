@@ -108,6 +108,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                     }
                 };
                 if out.options.resolve_secrets {
+                    out.secrets.0.insert(name.clone(), secret.clone());
                     hash_password(name, &secret, algorithm)
                 } else {
                     String::new()

@@ -6,6 +6,7 @@
 //! `extra`, and values keep their JSON types.
 
 pub mod effective;
+pub mod objects;
 
 use std::collections::BTreeMap;
 
@@ -287,6 +288,10 @@ pub struct Binding {
     /// Binding arguments; two bindings that differ only here are different bindings.
     #[serde(default)]
     pub arguments: Arguments,
+    /// Fields warren does not compare (e.g. the broker's `properties_key`, needed to
+    /// delete the binding).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
 }
 
 impl Definitions {

@@ -1,3 +1,4 @@
 //! Everything warren prints goes through here.
 
 pub mod diagnostics;
+pub mod plan;

@@ -1,0 +1,190 @@
+//! Reading the broker's current state: a handful of bulk requests per vhost, run
+//! concurrently, whatever the number of objects.
+
+use serde_json::Value;
+
+use super::{BrokerError, Client, segment};
+use crate::model::{
+    Binding, Definitions, Exchange, GlobalParameter, OPERATOR_POLICY_COMPONENT, Parameter,
+    Permission, Policy, Queue, TopicPermission, User, VHOST_LIMITS_COMPONENT, Vhost,
+};
+
+/// The broker's state, as far as a spec can see it.
+#[derive(Debug, Clone, Default)]
+pub struct LiveState {
+    /// The broker's version, e.g. "3.10.8".
+    pub version: String,
+    /// Objects in the vhosts the spec declares, every user and permission, and the
+    /// global parameters.
+    pub definitions: Definitions,
+    /// Every vhost on the broker, declared or not.
+    pub all_vhosts: Vec<String>,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(path: &str, value: Value) -> Result<T, BrokerError> {
+    serde_json::from_value(value).map_err(|err| BrokerError::Decode {
+        path: path.to_string(),
+        reason: err.to_string(),
+    })
+}
+
+async fn list<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    path: String,
+) -> Result<Vec<T>, BrokerError> {
+    match client.get(&path).await? {
+        Some(Value::Array(items)) => items.into_iter().map(|item| decode(&path, item)).collect(),
+        Some(Value::Null) | None => Ok(Vec::new()),
+        Some(other) => Err(BrokerError::Decode {
+            path,
+            reason: format!("expected a list, got {}", truncate(&other.to_string())),
+        }),
+    }
+}
+
+fn truncate(text: &str) -> String {
+    text.chars().take(120).collect()
+}
+
+const QUEUE_COLUMNS: &str = "name,vhost,durable,auto_delete,arguments,type";
+const EXCHANGE_COLUMNS: &str = "name,vhost,type,durable,auto_delete,internal,arguments";
+
+impl Client {
+    /// Reads everything a plan compares, for the given vhosts.
+    pub async fn read_live(&self, vhosts: &[String]) -> Result<LiveState, BrokerError> {
+        let version = self.version().await?;
+        let (all_vhosts, users, permissions, topic_permissions, global_parameters) = tokio::try_join!(
+            list::<Vhost>(
+                self,
+                "/api/vhosts?columns=name,description,tags,default_queue_type,metadata".into()
+            ),
+            list::<User>(self, "/api/users".into()),
+            list::<Permission>(self, "/api/permissions".into()),
+            list::<TopicPermission>(self, "/api/topic-permissions".into()),
+            list::<GlobalParameter>(self, "/api/global-parameters".into()),
+        )?;
+        let mut definitions = Definitions {
+            users,
+            global_parameters,
+            ..Definitions::default()
+        };
+        let present: Vec<&Vhost> = all_vhosts
+            .iter()
+            .filter(|v| vhosts.contains(&v.name))
+            .collect();
+        definitions.permissions = permissions
+            .into_iter()
+            .filter(|p| vhosts.contains(&p.vhost))
+            .collect();
+        definitions.topic_permissions = topic_permissions
+            .into_iter()
+            .filter(|p| vhosts.contains(&p.vhost))
+            .collect();
+        let reads = present.iter().map(|vhost| self.read_vhost(&vhost.name));
+        for part in futures_join_all(reads).await {
+            let part = part?;
+            definitions.queues.extend(part.queues);
+            definitions.exchanges.extend(part.exchanges);
+            definitions.bindings.extend(part.bindings);
+            definitions.policies.extend(part.policies);
+            definitions.parameters.extend(part.parameters);
+        }
+        definitions.vhosts = present.into_iter().cloned().collect();
+        Ok(LiveState {
+            version,
+            definitions,
+            all_vhosts: all_vhosts.into_iter().map(|v| v.name).collect(),
+        })
+    }
+
+    async fn read_vhost(&self, vhost: &str) -> Result<Definitions, BrokerError> {
+        let v = segment(vhost);
+        let (queues, exchanges, bindings, policies, operator_policies, limits) = tokio::try_join!(
+            list::<Queue>(self, format!("/api/queues/{v}?columns={QUEUE_COLUMNS}")),
+            list::<Exchange>(
+                self,
+                format!("/api/exchanges/{v}?columns={EXCHANGE_COLUMNS}")
+            ),
+            list::<Binding>(self, format!("/api/bindings/{v}")),
+            list::<Policy>(self, format!("/api/policies/{v}")),
+            list::<Value>(self, format!("/api/operator-policies/{v}")),
+            list::<Value>(self, format!("/api/vhost-limits/{v}")),
+        )?;
+        let mut parameters = Vec::new();
+        for policy in operator_policies {
+            parameters.push(Parameter {
+                vhost: vhost.to_string(),
+                component: OPERATOR_POLICY_COMPONENT.into(),
+                name: policy["name"].as_str().unwrap_or_default().to_string(),
+                value: serde_json::json!({
+                    "pattern": policy["pattern"],
+                    "apply-to": policy["apply-to"],
+                    "definition": policy["definition"],
+                    "priority": policy["priority"],
+                }),
+            });
+        }
+        for limit in limits {
+            if limit["value"].as_object().is_some_and(|v| !v.is_empty()) {
+                parameters.push(Parameter {
+                    vhost: vhost.to_string(),
+                    component: VHOST_LIMITS_COMPONENT.into(),
+                    name: "limits".into(),
+                    value: limit["value"].clone(),
+                });
+            }
+        }
+        Ok(Definitions {
+            queues,
+            // The default exchange and the predefined amq.* exchanges are not the spec's.
+            exchanges: exchanges
+                .into_iter()
+                .filter(|e| !e.name.is_empty() && !e.name.starts_with("amq."))
+                .collect(),
+            // Every queue's implicit binding from the default exchange is not an object.
+            bindings: bindings
+                .into_iter()
+                .filter(|b| !b.source.is_empty())
+                .collect(),
+            policies,
+            parameters,
+            ..Definitions::default()
+        })
+    }
+
+    /// Message counts of the given queues (one request each: only for queues a plan
+    /// would delete or replace).
+    pub async fn message_counts(
+        &self,
+        queues: &[(String, String)],
+    ) -> Result<Vec<Option<u64>>, BrokerError> {
+        let reads = queues.iter().map(|(vhost, name)| async move {
+            let path = format!(
+                "/api/queues/{}/{}?columns=messages,messages_ready,messages_unacknowledged",
+                segment(vhost),
+                segment(name)
+            );
+            let value = self.get(&path).await?;
+            Ok::<_, BrokerError>(value.and_then(|v| {
+                v["messages"].as_u64().or_else(|| {
+                    Some(v["messages_ready"].as_u64()? + v["messages_unacknowledged"].as_u64()?)
+                })
+            }))
+        });
+        futures_join_all(reads).await.into_iter().collect()
+    }
+}
+
+/// Runs futures with bounded concurrency, keeping their order.
+pub(crate) async fn futures_join_all<F, T>(futures: impl IntoIterator<Item = F>) -> Vec<T>
+where
+    F: std::future::Future<Output = T>,
+{
+    use futures::StreamExt;
+    /// Concurrent requests to the management API.
+    const CONCURRENCY: usize = 8;
+    futures::stream::iter(futures)
+        .buffered(CONCURRENCY)
+        .collect()
+        .await
+}

@@ -1,0 +1,378 @@
+//! The only network code: a client for RabbitMQ's management HTTP API.
+//!
+//! Requests go to the first node that answers; a node that refuses connections or
+//! answers 5xx is retried with backoff and then skipped for the next URL, so a plan or
+//! apply survives one node of a cluster being down. Every request is counted, so
+//! commands can report how many they made.
+
+mod live;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use reqwest::{Method, StatusCode, Url};
+use serde_json::Value;
+
+pub use live::LiveState;
+pub(crate) use live::futures_join_all as live_join_all;
+
+/// Characters left as they are in a path segment (RFC 3986 unreserved).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Encodes one path segment: a vhost `/` becomes `%2F`.
+pub fn segment(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
+}
+
+/// Where and how to reach the broker.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Management API base URLs, tried in order (several nodes of one cluster).
+    pub urls: Vec<Url>,
+    /// User name.
+    pub user: String,
+    /// Password (never printed).
+    pub password: String,
+    /// Extra CA certificate (PEM) to trust for HTTPS.
+    pub ca_cert: Option<PathBuf>,
+    /// Timeout of one request.
+    pub timeout: Duration,
+}
+
+/// What can go wrong talking to the broker. Messages fit on one line and never
+/// contain a password.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// No node answered.
+    #[error("cannot reach RabbitMQ at {urls}: {reason}")]
+    Unreachable {
+        /// The URLs tried (without credentials).
+        urls: String,
+        /// The last error.
+        reason: String,
+    },
+    /// Wrong user name or password.
+    #[error(
+        "RabbitMQ refused the credentials of user `{user}` (check --user/--password or WARREN_USER/WARREN_PASSWORD)"
+    )]
+    BadCredentials {
+        /// The user.
+        user: String,
+    },
+    /// The user may not do this.
+    #[error("user `{user}` is not allowed to {method} {path} ({reason})")]
+    Forbidden {
+        /// The user.
+        user: String,
+        /// HTTP method.
+        method: String,
+        /// API path.
+        path: String,
+        /// The broker's reason.
+        reason: String,
+    },
+    /// The broker rejected a request.
+    #[error("{method} {path} failed: {status} {reason}")]
+    Api {
+        /// HTTP method.
+        method: String,
+        /// API path.
+        path: String,
+        /// HTTP status.
+        status: u16,
+        /// The broker's reason.
+        reason: String,
+    },
+    /// The client could not be set up (bad CA file, …).
+    #[error("{0}")]
+    Setup(String),
+    /// An answer that is not the JSON expected.
+    #[error("unexpected answer to GET {path}: {reason}")]
+    Decode {
+        /// API path.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// A management API client.
+pub struct Client {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+    current: AtomicUsize,
+    requests: AtomicU64,
+}
+
+const ATTEMPTS_PER_NODE: u32 = 3;
+
+impl Client {
+    /// Builds a client; fails on an unreadable or invalid CA file.
+    pub fn new(endpoint: Endpoint) -> Result<Client, BrokerError> {
+        if endpoint.urls.is_empty() {
+            return Err(BrokerError::Setup(
+                "no broker URL: give --url or set WARREN_URL".into(),
+            ));
+        }
+        let mut builder = reqwest::Client::builder()
+            .timeout(endpoint.timeout)
+            .connect_timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(16);
+        if let Some(path) = &endpoint.ca_cert {
+            let pem = std::fs::read(path).map_err(|err| {
+                BrokerError::Setup(format!(
+                    "cannot read CA certificate {}: {err}",
+                    path.display()
+                ))
+            })?;
+            let certificate = reqwest::Certificate::from_pem(&pem).map_err(|err| {
+                BrokerError::Setup(format!(
+                    "{} is not a PEM certificate: {err}",
+                    path.display()
+                ))
+            })?;
+            builder = builder.add_root_certificate(certificate);
+        }
+        let http = builder
+            .build()
+            .map_err(|err| BrokerError::Setup(format!("cannot set up HTTP: {err}")))?;
+        Ok(Client {
+            http,
+            endpoint,
+            current: AtomicUsize::new(0),
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// Number of HTTP requests made so far.
+    pub fn request_count(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// The user this client logs in as.
+    pub fn user(&self) -> &str {
+        &self.endpoint.user
+    }
+
+    fn urls_for_messages(&self) -> String {
+        self.endpoint
+            .urls
+            .iter()
+            .map(|url| {
+                let mut url = url.clone();
+                let _ = url.set_password(None);
+                let _ = url.set_username("");
+                url.to_string()
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Sends a request (`path` starts with `/api/`), trying each node in turn.
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), BrokerError> {
+        let nodes = self.endpoint.urls.len();
+        let start = self.current.load(Ordering::Relaxed);
+        let mut last_error = String::new();
+        for offset in 0..nodes {
+            let index = (start + offset) % nodes;
+            let base = &self.endpoint.urls[index];
+            let url = join(base, path);
+            for attempt in 0..ATTEMPTS_PER_NODE {
+                if attempt > 0 {
+                    tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt - 1))).await;
+                }
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                let mut request = self
+                    .http
+                    .request(method.clone(), url.clone())
+                    .basic_auth(&self.endpoint.user, Some(&self.endpoint.password));
+                if let Some(body) = body {
+                    request = request.json(body);
+                }
+                match request.send().await {
+                    Err(err) => {
+                        last_error = describe_transport_error(&err);
+                        if err.is_connect() {
+                            break; // this node is down: next node
+                        }
+                    }
+                    Ok(response) => {
+                        let status = response.status();
+                        let text = response.text().await.unwrap_or_default();
+                        if status.is_server_error() {
+                            last_error = format!("{status} {}", reason_of(&text));
+                            continue;
+                        }
+                        self.current.store(index, Ordering::Relaxed);
+                        return self.interpret(method, path, status, &text);
+                    }
+                }
+            }
+        }
+        Err(BrokerError::Unreachable {
+            urls: self.urls_for_messages(),
+            reason: last_error,
+        })
+    }
+
+    fn interpret(
+        &self,
+        method: Method,
+        path: &str,
+        status: StatusCode,
+        text: &str,
+    ) -> Result<(StatusCode, Value), BrokerError> {
+        if status.is_success() || status == StatusCode::NOT_FOUND {
+            let value = if text.trim().is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(text).unwrap_or(Value::Null)
+            };
+            return Ok((status, value));
+        }
+        let reason = reason_of(text);
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(BrokerError::Forbidden {
+                user: self.endpoint.user.clone(),
+                method: method.to_string(),
+                path: path.to_string(),
+                reason,
+            });
+        }
+        Err(BrokerError::Api {
+            method: method.to_string(),
+            path: path.to_string(),
+            status: status.as_u16(),
+            reason,
+        })
+    }
+
+    /// GET returning JSON; `None` on 404.
+    pub async fn get(&self, path: &str) -> Result<Option<Value>, BrokerError> {
+        let (status, value) = self.request(Method::GET, path, None).await?;
+        Ok((status != StatusCode::NOT_FOUND).then_some(value))
+    }
+
+    /// PUT with a JSON body; 404 is an error.
+    pub async fn put(&self, path: &str, body: &Value) -> Result<(), BrokerError> {
+        self.expect_found(Method::PUT, path, Some(body)).await
+    }
+
+    /// POST with a JSON body; 404 is an error.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<(), BrokerError> {
+        self.expect_found(Method::POST, path, Some(body)).await
+    }
+
+    /// DELETE; an object that is already gone is fine.
+    pub async fn delete(&self, path: &str) -> Result<(), BrokerError> {
+        self.request(Method::DELETE, path, None).await.map(|_| ())
+    }
+
+    async fn expect_found(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(), BrokerError> {
+        let (status, value) = self.request(method.clone(), path, body).await?;
+        if status == StatusCode::NOT_FOUND {
+            return Err(BrokerError::Api {
+                method: method.to_string(),
+                path: path.to_string(),
+                status: 404,
+                reason: reason_of(&value.to_string()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks the credentials and returns the broker's version.
+    pub async fn version(&self) -> Result<String, BrokerError> {
+        match self.request(Method::GET, "/api/whoami", None).await {
+            Err(BrokerError::Forbidden { .. }) => {
+                return Err(BrokerError::BadCredentials {
+                    user: self.endpoint.user.clone(),
+                });
+            }
+            Err(other) => return Err(other),
+            Ok(_) => {}
+        }
+        let overview = self.get("/api/overview").await?.unwrap_or(Value::Null);
+        overview["rabbitmq_version"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| BrokerError::Decode {
+                path: "/api/overview".into(),
+                reason: "no rabbitmq_version".into(),
+            })
+    }
+}
+
+fn join(base: &Url, path: &str) -> Url {
+    let mut text = base.as_str().trim_end_matches('/').to_string();
+    if text.ends_with("/api") && path.starts_with("/api/") {
+        text.truncate(text.len() - 4);
+    }
+    text.push_str(path);
+    Url::parse(&text).unwrap_or_else(|_| base.clone())
+}
+
+fn reason_of(text: &str) -> String {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v["reason"].as_str().map(str::to_string))
+        .unwrap_or_else(|| text.chars().take(200).collect())
+}
+
+fn describe_transport_error(err: &reqwest::Error) -> String {
+    if err.is_timeout() {
+        "timed out".to_string()
+    } else if err.is_connect() {
+        "connection refused or host unreachable".to_string()
+    } else {
+        // reqwest errors carry the URL, which holds no credentials (they go in a header).
+        let mut text = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(inner) = source {
+            text = format!("{text}: {inner}");
+            source = inner.source();
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_encode_slashes_and_spaces() {
+        assert_eq!(segment("/"), "%2F");
+        assert_eq!(segment("a b/c.d"), "a%20b%2Fc.d");
+    }
+
+    #[test]
+    fn joins_with_or_without_api_suffix() {
+        let base = Url::parse("http://h:15672/api/").unwrap();
+        assert_eq!(
+            join(&base, "/api/overview").as_str(),
+            "http://h:15672/api/overview"
+        );
+        let base = Url::parse("http://h:15672").unwrap();
+        assert_eq!(
+            join(&base, "/api/overview").as_str(),
+            "http://h:15672/api/overview"
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! Definitions as a map from object identity to a normalised value: the form both
+//! desired and live state take before they are compared.
+//!
+//! Normalisation removes what the broker adds or reorders without meaning anything:
+//! key order, whole numbers written as floats, tags as a comma string, an implicit
+//! `x-queue-type`, the binding's `properties_key`, vhost metadata nested or not.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::{Definitions, OPERATOR_POLICY_COMPONENT, VHOST_LIMITS_COMPONENT};
+use crate::compile::{ObjectId, ObjectKind, binding_id};
+
+/// Every object of a definitions document, by identity.
+pub type Objects = BTreeMap<ObjectId, Value>;
+
+/// Whole numbers written as floats (`60000.0`) become integers, recursively; maps are
+/// sorted by key (serde_json keeps insertion order, so they are rebuilt).
+pub fn normalize_value(value: &Value) -> Value {
+    match value {
+        Value::Number(number) => match number.as_f64() {
+            Some(f) if number.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 => json!(f as i64),
+            _ => value.clone(),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(normalize_value).collect()),
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, normalize_value(v))).collect();
+            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn id(kind: ObjectKind, vhost: Option<&str>, name: impl Into<String>) -> ObjectId {
+    ObjectId {
+        kind,
+        vhost: vhost.map(str::to_string),
+        name: name.into(),
+    }
+}
+
+fn tags_value(tags: Vec<String>) -> Value {
+    let mut tags = tags;
+    tags.sort();
+    tags.dedup();
+    json!(tags)
+}
+
+/// Enumerates the objects of `definitions`, normalised.
+pub fn objects(definitions: &Definitions) -> Objects {
+    let mut objects = Objects::new();
+    for vhost in &definitions.vhosts {
+        let metadata = vhost.metadata.clone().unwrap_or_default();
+        let description = vhost.description.clone().or_else(|| {
+            metadata
+                .get("description")
+                .and_then(|d| d.as_str())
+                .map(str::to_string)
+        });
+        let tags = vhost.tags.as_ref().map(|t| t.to_list()).or_else(|| {
+            metadata.get("tags").and_then(|t| {
+                serde_json::from_value::<super::Tags>(t.clone())
+                    .ok()
+                    .map(|t| t.to_list())
+            })
+        });
+        let default_queue_type = vhost
+            .default_queue_type
+            .clone()
+            .or_else(|| {
+                metadata
+                    .get("default_queue_type")
+                    .and_then(|d| d.as_str())
+                    .map(str::to_string)
+            })
+            .filter(|t| t != "undefined");
+        // Only the fields a side sets: a spec that leaves one out does not manage it.
+        let mut value = Map::new();
+        if let Some(description) = description {
+            value.insert("description".into(), json!(description));
+        }
+        if let Some(tags) = tags {
+            value.insert("tags".into(), tags_value(tags));
+        }
+        if let Some(default_queue_type) = default_queue_type {
+            value.insert("default_queue_type".into(), json!(default_queue_type));
+        }
+        objects.insert(
+            id(ObjectKind::Vhost, None, &vhost.name),
+            Value::Object(value),
+        );
+    }
+    for user in &definitions.users {
+        objects.insert(
+            id(ObjectKind::User, None, &user.name),
+            normalize_value(&json!({
+                "password_hash": user.password_hash,
+                "hashing_algorithm": user
+                    .hashing_algorithm
+                    .clone()
+                    .unwrap_or_else(|| "rabbit_password_hashing_sha256".into()),
+                "tags": tags_value(user.tags.to_list()),
+                "limits": user.limits,
+            })),
+        );
+    }
+    for permission in &definitions.permissions {
+        objects.insert(
+            id(
+                ObjectKind::Permission,
+                Some(&permission.vhost),
+                &permission.user,
+            ),
+            json!({
+                "user": permission.user,
+                "configure": permission.configure,
+                "write": permission.write,
+                "read": permission.read,
+            }),
+        );
+    }
+    for permission in &definitions.topic_permissions {
+        objects.insert(
+            id(
+                ObjectKind::TopicPermission,
+                Some(&permission.vhost),
+                format!("{} on {}", permission.user, permission.exchange),
+            ),
+            json!({
+                "user": permission.user,
+                "exchange": permission.exchange,
+                "write": permission.write,
+                "read": permission.read,
+            }),
+        );
+    }
+    for parameter in &definitions.parameters {
+        let (kind, name) = match parameter.component.as_str() {
+            VHOST_LIMITS_COMPONENT => (ObjectKind::VhostLimits, "limits".to_string()),
+            OPERATOR_POLICY_COMPONENT => (ObjectKind::OperatorPolicy, parameter.name.clone()),
+            _ => continue,
+        };
+        let value = if kind == ObjectKind::OperatorPolicy {
+            json!({
+                "pattern": parameter.value["pattern"],
+                "apply-to": parameter.value.get("apply-to").cloned().unwrap_or(json!("all")),
+                "definition": parameter.value["definition"],
+                "priority": parameter.value.get("priority").cloned().unwrap_or(json!(0)),
+            })
+        } else {
+            parameter.value.clone()
+        };
+        objects.insert(
+            id(kind, Some(&parameter.vhost), name),
+            normalize_value(&value),
+        );
+    }
+    for policy in &definitions.policies {
+        objects.insert(
+            id(ObjectKind::Policy, Some(&policy.vhost), &policy.name),
+            normalize_value(&json!({
+                "pattern": policy.pattern,
+                "apply-to": policy.apply_to,
+                "definition": policy.definition,
+                "priority": policy.priority,
+            })),
+        );
+    }
+    for queue in &definitions.queues {
+        let mut arguments = queue.arguments.clone();
+        let queue_type = arguments
+            .get("x-queue-type")
+            .cloned()
+            .or_else(|| queue.extra.get("type").cloned())
+            .unwrap_or(json!("classic"));
+        arguments.insert("x-queue-type".into(), queue_type);
+        objects.insert(
+            id(ObjectKind::Queue, Some(&queue.vhost), &queue.name),
+            normalize_value(&json!({
+                "durable": queue.durable,
+                "auto_delete": queue.auto_delete,
+                "arguments": arguments,
+            })),
+        );
+    }
+    for exchange in &definitions.exchanges {
+        objects.insert(
+            id(ObjectKind::Exchange, Some(&exchange.vhost), &exchange.name),
+            normalize_value(&json!({
+                "type": exchange.kind,
+                "durable": exchange.durable,
+                "auto_delete": exchange.auto_delete,
+                "internal": exchange.internal,
+                "arguments": exchange.arguments,
+            })),
+        );
+    }
+    for binding in &definitions.bindings {
+        let mut normalized = binding.clone();
+        normalized.arguments = normalize_value(&json!(binding.arguments))
+            .as_object()
+            .map(|m| m.clone().into_iter().collect())
+            .unwrap_or_default();
+        objects.insert(
+            binding_id(&normalized),
+            json!({
+                "source": binding.source,
+                "destination": binding.destination,
+                "destination_type": binding.destination_type,
+                "routing_key": binding.routing_key,
+                "arguments": normalize_value(&json!(binding.arguments)),
+            }),
+        );
+    }
+    objects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_that_are_whole_become_integers_and_maps_sort() {
+        let value = normalize_value(&json!({"b": 60000.0, "a": [1.5, 2.0]}));
+        assert_eq!(value.to_string(), r#"{"a":[1.5,2],"b":60000}"#);
+    }
+
+    #[test]
+    fn broker_and_spec_spellings_of_the_same_objects_compare_equal() {
+        let spec: Definitions = serde_json::from_value(json!({
+            "vhosts": [{"name": "v", "description": "d", "tags": ["b", "a"]}],
+            "queues": [{"name": "q", "vhost": "v", "durable": true, "auto_delete": false,
+                        "arguments": {"x-queue-type": "classic", "x-message-ttl": 1000}}],
+            "users": [{"name": "u", "password_hash": "h", "tags": ["m"]}],
+            "bindings": [{"source": "x", "vhost": "v", "destination": "q", "destination_type": "queue",
+                          "routing_key": "k", "arguments": {}}],
+        }))
+        .unwrap();
+        let broker: Definitions = serde_json::from_value(json!({
+            "vhosts": [{"name": "v", "metadata": {"description": "d", "tags": ["a", "b"]}, "tags": "a,b", "description": "d"}],
+            "queues": [{"name": "q", "vhost": "v", "durable": true, "auto_delete": false, "type": "classic",
+                        "arguments": {"x-message-ttl": 1000.0}}],
+            "users": [{"name": "u", "password_hash": "h", "hashing_algorithm": "rabbit_password_hashing_sha256", "tags": "m", "limits": {}}],
+            "bindings": [{"source": "x", "vhost": "v", "destination": "q", "destination_type": "queue",
+                          "routing_key": "k", "arguments": {}, "properties_key": "k"}],
+        }))
+        .unwrap();
+        assert_eq!(objects(&spec), objects(&broker));
+    }
+}

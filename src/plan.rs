@@ -1,0 +1,243 @@
+//! A plan: the changes, with everything needed to apply them later and to notice that
+//! the broker changed in between. Saved as JSON by `warren plan -o`, read by
+//! `warren apply PLAN`; the format is documented in docs/plan-format.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::compile::{Compiled, ObjectId, ObjectKind};
+use crate::diff::{self, Action, Change, Ownership};
+use crate::model::Definitions;
+use crate::model::objects::{Objects, objects};
+use crate::state::Record;
+
+/// Identifies a plan document.
+pub const PLAN_FORMAT: &str = "warren-plan/1";
+
+/// A plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// Always [`PLAN_FORMAT`].
+    pub format: String,
+    /// The spec's name (its ownership record is `warren.<spec>`).
+    pub spec: String,
+    /// The version the definitions were compiled for.
+    pub target_version: String,
+    /// The broker's version, when planned against a broker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_version: Option<String>,
+    /// The vhosts compared: declared by the spec or managed by it before.
+    pub vhosts: Vec<String>,
+    /// The serial of the spec's record when the plan was made (0: none).
+    pub serial: u64,
+    /// Fingerprint of the broker's state in scope when the plan was made.
+    pub live_fingerprint: String,
+    /// Every object the spec manages once the plan is applied.
+    pub managed: Vec<ObjectId>,
+    /// The changes, grouped by vhost and kind.
+    pub changes: Vec<Change>,
+    /// Objects in scope that no spec manages (left alone).
+    #[serde(default)]
+    pub unmanaged: Vec<ObjectId>,
+    /// Desired objects another spec manages: the plan cannot be applied.
+    #[serde(default)]
+    pub conflicts: Vec<Conflict>,
+    /// Counts by action.
+    pub summary: Summary,
+}
+
+/// An object another spec manages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Conflict {
+    /// The object.
+    pub id: ObjectId,
+    /// The spec that manages it.
+    pub owner: String,
+}
+
+/// Counts of a plan's changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Objects created.
+    pub create: usize,
+    /// Objects updated in place.
+    pub update: usize,
+    /// Objects deleted and created again.
+    pub replace: usize,
+    /// Objects deleted.
+    pub delete: usize,
+    /// Changes that lose messages.
+    pub data_loss: usize,
+}
+
+impl Plan {
+    /// Whether applying the plan would change anything.
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
+    /// Recounts the summary (after message counts were filled in).
+    pub fn summarize(&mut self) {
+        let mut summary = Summary::default();
+        for change in &self.changes {
+            match change.action {
+                Action::Create => summary.create += 1,
+                Action::Update => summary.update += 1,
+                Action::Replace => summary.replace += 1,
+                Action::Delete => summary.delete += 1,
+            }
+            if change.loses_data() {
+                summary.data_loss += 1;
+            }
+        }
+        self.summary = summary;
+    }
+
+    /// Queues whose message counts the plan needs: deleted or replaced.
+    pub fn queues_needing_counts(&self) -> Vec<(String, String)> {
+        self.changes
+            .iter()
+            .filter(|c| {
+                c.id.kind == ObjectKind::Queue
+                    && matches!(c.action, Action::Delete | Action::Replace)
+            })
+            .map(|c| (c.id.vhost.clone().unwrap_or_default(), c.id.name.clone()))
+            .collect()
+    }
+}
+
+/// Everything a plan is made from.
+pub struct Inputs<'a> {
+    /// Spec name.
+    pub spec: &'a str,
+    /// Target version.
+    pub target_version: String,
+    /// Broker version, if planning against a broker.
+    pub broker_version: Option<String>,
+    /// Compiled spec.
+    pub desired: &'a Compiled,
+    /// Live definitions (of at least the vhosts in scope).
+    pub live: &'a Definitions,
+    /// Every spec's record found on the broker.
+    pub records: BTreeMap<String, Record>,
+    /// The user warren logs in as (never deleted).
+    pub protected_user: Option<String>,
+    /// Delete objects no spec manages.
+    pub prune_unmanaged: bool,
+}
+
+/// The vhosts a spec's plan looks at: declared ones and ones it managed before.
+pub fn scope(desired: &Definitions, record: Option<&Record>) -> Vec<String> {
+    let mut vhosts: BTreeSet<String> = desired.vhosts.iter().map(|v| v.name.clone()).collect();
+    for id in record.map(Record::object_ids).unwrap_or_default() {
+        match (id.vhost, id.kind) {
+            (Some(vhost), _) => vhosts.insert(vhost),
+            (None, ObjectKind::Vhost) => vhosts.insert(id.name),
+            (None, _) => false,
+        };
+    }
+    vhosts.into_iter().collect()
+}
+
+/// Live objects within a scope: vhost-scoped objects of those vhosts, and users.
+pub fn live_objects(live: &Definitions, vhosts: &[String]) -> Objects {
+    objects(live)
+        .into_iter()
+        .filter(|(id, _)| match (&id.vhost, id.kind) {
+            (Some(vhost), _) => vhosts.contains(vhost),
+            (None, ObjectKind::Vhost) => vhosts.contains(&id.name),
+            (None, _) => true,
+        })
+        .collect()
+}
+
+/// A stable fingerprint of objects plus the record serial.
+pub fn fingerprint(objects: &Objects, serial: u64) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(serial.to_le_bytes());
+    for (id, value) in objects {
+        hasher.update(serde_json::to_vec(id).unwrap_or_default());
+        hasher.update(serde_json::to_vec(value).unwrap_or_default());
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Builds a plan (message counts are filled in by the caller for
+/// [`Plan::queues_needing_counts`]).
+pub fn build(inputs: Inputs<'_>) -> Plan {
+    let record = inputs.records.get(inputs.spec);
+    let vhosts = scope(&inputs.desired.definitions, record);
+    let desired = objects(&inputs.desired.definitions);
+    let live = live_objects(inputs.live, &vhosts);
+    let mut ownership = Ownership {
+        managed: record.map(Record::object_ids).unwrap_or_default(),
+        protected_user: inputs.protected_user.clone(),
+        ..Ownership::default()
+    };
+    for (spec, other) in &inputs.records {
+        if spec != inputs.spec {
+            for id in other.object_ids() {
+                ownership.others.insert(id, spec.clone());
+            }
+        }
+    }
+    let result = diff::diff(
+        &desired,
+        &live,
+        &ownership,
+        &inputs.desired.secrets,
+        inputs.prune_unmanaged,
+    );
+    let serial = record.map(|r| r.serial).unwrap_or(0);
+    let mut changes = result.changes;
+    attach_binding_handles(&mut changes, inputs.live);
+    let mut plan = Plan {
+        format: PLAN_FORMAT.to_string(),
+        spec: inputs.spec.to_string(),
+        target_version: inputs.target_version,
+        broker_version: inputs.broker_version,
+        vhosts: vhosts.clone(),
+        serial,
+        live_fingerprint: fingerprint(&live, serial),
+        managed: desired.keys().cloned().collect(),
+        changes,
+        unmanaged: result.unmanaged,
+        conflicts: result
+            .conflicts
+            .into_iter()
+            .map(|(id, owner)| Conflict { id, owner })
+            .collect(),
+        summary: Summary::default(),
+    };
+    plan.summarize();
+    plan
+}
+
+/// Bindings are deleted by their `properties_key`, which only the broker knows.
+fn attach_binding_handles(changes: &mut [Change], live: &Definitions) {
+    let handles: BTreeMap<ObjectId, String> = live
+        .bindings
+        .iter()
+        .filter_map(|binding| {
+            let key = binding.extra.get("properties_key")?.as_str()?.to_string();
+            let mut normalized = binding.clone();
+            normalized.arguments =
+                crate::model::objects::normalize_value(&serde_json::json!(binding.arguments))
+                    .as_object()
+                    .map(|m| m.clone().into_iter().collect())
+                    .unwrap_or_default();
+            Some((crate::compile::binding_id(&normalized), key))
+        })
+        .collect();
+    for change in changes.iter_mut() {
+        if change.id.kind == ObjectKind::Binding && change.action == Action::Delete {
+            change.handle = handles.get(&change.id).cloned();
+        }
+    }
+}

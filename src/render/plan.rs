@@ -1,0 +1,246 @@
+//! Plans as text (for people, colored on a terminal) and as JSON (for machines).
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use crate::compile::{ObjectId, ObjectKind};
+use crate::diff::{Action, Change};
+use crate::plan::Plan;
+
+/// Text styles; all empty when color is off.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    green: &'static str,
+    yellow: &'static str,
+    red: &'static str,
+    magenta: &'static str,
+    bold: &'static str,
+    dim: &'static str,
+    reset: &'static str,
+}
+
+impl Style {
+    /// Colors on or off.
+    pub fn new(color: bool) -> Style {
+        if color {
+            Style {
+                green: "\x1b[32m",
+                yellow: "\x1b[33m",
+                red: "\x1b[31m",
+                magenta: "\x1b[35m",
+                bold: "\x1b[1m",
+                dim: "\x1b[2m",
+                reset: "\x1b[0m",
+            }
+        } else {
+            Style {
+                green: "",
+                yellow: "",
+                red: "",
+                magenta: "",
+                bold: "",
+                dim: "",
+                reset: "",
+            }
+        }
+    }
+}
+
+fn kind_heading(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Vhost => "vhost",
+        ObjectKind::VhostLimits => "limits",
+        ObjectKind::Exchange => "exchanges",
+        ObjectKind::Queue => "queues",
+        ObjectKind::Binding => "bindings",
+        ObjectKind::Policy => "policies",
+        ObjectKind::OperatorPolicy => "operator policies",
+        ObjectKind::User => "users",
+        ObjectKind::Permission => "permissions",
+        ObjectKind::TopicPermission => "topic permissions",
+    }
+}
+
+/// Hides password hashes: a plan says "password changed" and nothing more.
+pub fn redact(value: &Value) -> Value {
+    let mut value = value.clone();
+    if let Some(object) = value.as_object_mut()
+        && object.contains_key("password_hash")
+    {
+        object.insert("password_hash".into(), Value::from("(redacted)"));
+    }
+    value
+}
+
+/// The plan as JSON with password hashes redacted (what `--format json` prints).
+pub fn redacted_json(plan: &Plan) -> Value {
+    let mut plan = plan.clone();
+    for change in &mut plan.changes {
+        change.before = change.before.as_ref().map(redact);
+        change.after = change.after.as_ref().map(redact);
+    }
+    serde_json::to_value(&plan).expect("plans serialize")
+}
+
+/// Writes the plan for people.
+pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
+    let Style {
+        green,
+        yellow,
+        red,
+        magenta,
+        bold,
+        dim,
+        reset,
+    } = style;
+    let against = match &plan.broker_version {
+        Some(version) => format!("RabbitMQ {version}, target {}", plan.target_version),
+        None => format!("a definitions file, target {}", plan.target_version),
+    };
+    writeln!(
+        out,
+        "{bold}Plan for spec `{}`{reset} ({against})",
+        plan.spec
+    )?;
+    if !plan.conflicts.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{red}{bold}Managed by another spec (this plan cannot be applied):{reset}"
+        )?;
+        for conflict in &plan.conflicts {
+            writeln!(
+                out,
+                "  {red}!{reset} {} {dim}(spec `{}`){reset}",
+                conflict.id, conflict.owner
+            )?;
+        }
+    }
+    if plan.changes.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{green}No changes.{reset} The broker matches the spec."
+        )?;
+    }
+    let mut current_scope: Option<Option<String>> = None;
+    let mut current_kind: Option<ObjectKind> = None;
+    for change in &plan.changes {
+        if current_scope.as_ref() != Some(&change.id.vhost) {
+            writeln!(out)?;
+            match &change.id.vhost {
+                Some(vhost) => writeln!(out, "{bold}vhost `{vhost}`{reset}")?,
+                None => writeln!(out, "{bold}broker-wide{reset}")?,
+            }
+            current_scope = Some(change.id.vhost.clone());
+            current_kind = None;
+        }
+        if current_kind != Some(change.id.kind) {
+            writeln!(out, "  {}:", kind_heading(change.id.kind))?;
+            current_kind = Some(change.id.kind);
+        }
+        let (sign, color) = match change.action {
+            Action::Create => ("+", green),
+            Action::Update => ("~", yellow),
+            Action::Replace => ("-/+", magenta),
+            Action::Delete => ("-", red),
+        };
+        let name = match change.id.kind {
+            ObjectKind::Vhost | ObjectKind::VhostLimits => change.id.name.clone(),
+            _ => change.id.name.clone(),
+        };
+        let mut line = format!("    {color}{sign} {name}{reset}");
+        if let Some(reason) = &change.reason {
+            let label = if change.action == Action::Replace {
+                "replace: "
+            } else {
+                ""
+            };
+            line.push_str(&format!(" {dim}({label}{reason}){reset}"));
+        }
+        if change.unmanaged {
+            line.push_str(&format!(" {dim}(unmanaged, pruned){reset}"));
+        }
+        if change.loses_data() {
+            line.push_str(&format!(
+                " {red}{bold}DATA LOSS: {} messages{reset}",
+                change.messages.unwrap_or(0)
+            ));
+        } else if let Some(0) = change.messages {
+            line.push_str(&format!(" {dim}(empty){reset}"));
+        }
+        writeln!(out, "{line}")?;
+        if change.action == Action::Update {
+            render_update(out, change, style)?;
+        }
+    }
+    if !plan.unmanaged.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{dim}Not managed by any spec, left alone ({} objects; `--prune-unmanaged` deletes them):{reset}",
+            plan.unmanaged.len()
+        )?;
+        for id in plan.unmanaged.iter().take(20) {
+            writeln!(out, "  {dim}? {}{reset}", describe_id(id))?;
+        }
+        if plan.unmanaged.len() > 20 {
+            writeln!(
+                out,
+                "  {dim}… and {} more{reset}",
+                plan.unmanaged.len() - 20
+            )?;
+        }
+    }
+    let summary = &plan.summary;
+    writeln!(out)?;
+    let loss = if summary.data_loss > 0 {
+        format!(", {red}{bold}{} losing messages{reset}", summary.data_loss)
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{loss}.",
+        summary.create, summary.update, summary.replace, summary.delete
+    )
+}
+
+fn describe_id(id: &ObjectId) -> String {
+    id.to_string()
+}
+
+/// A field-level diff of an update; passwords show as "password changed" only.
+fn render_update(out: &mut dyn Write, change: &Change, style: Style) -> io::Result<()> {
+    let (Some(before), Some(after)) = (&change.before, &change.after) else {
+        return Ok(());
+    };
+    if before.get("password_hash") != after.get("password_hash") {
+        writeln!(
+            out,
+            "        {}password changed{}",
+            style.yellow, style.reset
+        )?;
+    }
+    let before = serde_json::to_string_pretty(&redact(before)).unwrap_or_default();
+    let after = serde_json::to_string_pretty(&redact(after)).unwrap_or_default();
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    for change in diff.iter_all_changes() {
+        let (sign, color) = match change.tag() {
+            similar::ChangeTag::Delete => ("-", style.red),
+            similar::ChangeTag::Insert => ("+", style.green),
+            similar::ChangeTag::Equal => continue,
+        };
+        write!(
+            out,
+            "        {color}{sign} {}{}",
+            change.value().trim_start(),
+            style.reset
+        )?;
+        if change.missing_newline() {
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,575 @@
+//! `warren plan`, `apply` and `diff` against real RabbitMQ 3.10 and 4.0 nodes.
+//!
+//! Scenario tests share one node per version and isolate themselves by vhost and spec
+//! name; the examples test gets a fresh node, because two examples use the same vhost.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use support::{Node, NodeOptions, Version, pct};
+
+const SHOP_PASSWORDS: &[(&str, &str)] = &[
+    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
+    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
+    ("SHOP_EMAIL_PASSWORD", "email-pw"),
+    ("SHOP_OPS_PASSWORD", "ops-pw"),
+];
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn warren(node: &Node, args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+    command
+        .args(args)
+        .args([
+            "--url",
+            &node.mgmt_url,
+            "--user",
+            &node.user,
+            "--password",
+            &node.password,
+        ])
+        .envs(SHOP_PASSWORDS.iter().copied())
+        .env("NO_COLOR", "1")
+        .env_remove("WARREN_TARGET_VERSION")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    finish(command.output().expect("warren runs"))
+}
+
+fn warren_offline(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .envs(SHOP_PASSWORDS.iter().copied())
+        .env("NO_COLOR", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("warren runs");
+    finish(output)
+}
+
+fn finish(output: Output) -> Run {
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+impl Run {
+    #[track_caller]
+    fn expect(self, code: i32) -> Run {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    fn plan_json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
+    }
+}
+
+/// A spec file in a temp dir, for a vhost of its own.
+struct Spec {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Spec {
+    fn new(yaml: &str) -> Spec {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spec.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        Spec { _dir: dir, path }
+    }
+
+    fn write(&self, yaml: &str) {
+        std::fs::write(&self.path, yaml).unwrap();
+    }
+
+    fn arg(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
+fn ladder_spec(name: &str, vhost: &str, first_delay: &str, with_push: bool) -> String {
+    let push = if with_push {
+        "          push:\n            routing_keys: [\"notify.push.#\"]\n"
+    } else {
+        ""
+    };
+    format!(
+        "version: 1\nname: {name}\nladders:\n  standard:\n    delays: [{first_delay}, 5m, 30m]\nvhosts:\n  {vhost}:\n    defaults:\n      retry: {{ ladder: standard }}\n    services:\n      notifier:\n        exchange: {{ name: notifications, type: topic }}\n        consumers:\n          sms:\n            routing_keys: [\"notify.sms.#\"]\n{push}"
+    )
+}
+
+fn publish(node: &Node, vhost: &str, queue: &str, body: &str) {
+    let answer = node.post(
+        &format!("/api/exchanges/{}/amq.default/publish", pct(vhost)),
+        &json!({"properties": {"delivery_mode": 2}, "routing_key": queue, "payload": body, "payload_encoding": "string"}),
+    );
+    assert_eq!(answer["routed"], true, "publish to {queue}");
+}
+
+fn messages(node: &Node, vhost: &str, queue: &str) -> u64 {
+    let mut count = 0;
+    // Message counts are statistics: wait until they show.
+    node.wait_until(std::time::Duration::from_secs(20), || {
+        count = node
+            .get_opt(&format!("/api/queues/{}/{}", pct(vhost), pct(queue)))
+            .and_then(|q| q["messages"].as_u64())
+            .unwrap_or(0);
+        count > 0
+    });
+    count
+}
+
+fn unique(node: &Node, prefix: &str) -> String {
+    // Only the name: warren creates the vhost itself.
+    let name = node.unique_vhost(prefix);
+    node.delete(&format!("/api/vhosts/{}", pct(&name)));
+    name
+}
+
+fn changes(plan: &Value) -> Vec<(String, String, String)> {
+    plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["action"].as_str().unwrap().to_string(),
+                c["id"]["kind"].as_str().unwrap().to_string(),
+                c["id"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn examples_apply_and_then_plan_no_changes(version: Version) {
+    let node = Node::start(version, NodeOptions::default());
+    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
+        let spec = format!("examples/{example}.yaml");
+        let first = warren(&node, &["plan", &spec]).expect(2);
+        assert!(first.stdout.contains("to create"), "{}", first.stdout);
+        warren(&node, &["apply", &spec, "--auto-approve"]).expect(0);
+        let again = warren(&node, &["plan", &spec]).expect(0);
+        assert!(
+            again.stdout.contains("No changes."),
+            "{example} on {version}:\n{}",
+            again.stdout
+        );
+
+        // The broker's own export, compared offline, is also no change.
+        let export = node.get("/api/definitions");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("export.json");
+        std::fs::write(&file, serde_json::to_vec(&export).unwrap()).unwrap();
+        let offline = warren_offline(&[
+            "diff",
+            &spec,
+            "--against",
+            file.to_str().unwrap(),
+            "--target-version",
+            version.target(),
+        ]);
+        assert_eq!(
+            offline.code,
+            Some(0),
+            "{example} on {version} diff --against export:\n{}{}",
+            offline.stdout,
+            offline.stderr
+        );
+
+        // Clean up for the next example (two examples share a vhost).
+        let plan: Value =
+            serde_json::from_str(&warren(&node, &["plan", &spec, "--format", "json"]).stdout)
+                .unwrap();
+        for vhost in plan["vhosts"].as_array().unwrap() {
+            node.delete(&format!("/api/vhosts/{}", pct(vhost.as_str().unwrap())));
+        }
+        node.delete(&format!(
+            "/api/global-parameters/{}",
+            pct(&format!("warren.{}", plan["spec"].as_str().unwrap()))
+        ));
+    }
+}
+
+fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(node, "delay");
+    let spec = Spec::new(&ladder_spec(
+        &format!("delay-{vhost}"),
+        &vhost,
+        "30s",
+        false,
+    ));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    publish(
+        node,
+        &vhost,
+        "notifier.sms.retry.3",
+        "waiting in the 30m tier",
+    );
+    publish(node, &vhost, "notifier.sms", "waiting for a consumer");
+    assert_eq!(messages(node, &vhost, "notifier.sms.retry.3"), 1);
+
+    spec.write(&ladder_spec(
+        &format!("delay-{vhost}"),
+        &vhost,
+        "45s",
+        false,
+    ));
+    let plan = warren(node, &["plan", spec.arg(), "--format", "json"])
+        .expect(2)
+        .plan_json();
+    assert_eq!(
+        changes(&plan),
+        vec![(
+            "update".into(),
+            "policy".into(),
+            "warren.retry.ladder.standard.1".into()
+        )]
+    );
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    let policy = node.get(&format!(
+        "/api/policies/{}/warren.retry.ladder.standard.1",
+        pct(&vhost)
+    ));
+    assert_eq!(policy["definition"]["message-ttl"], 45_000);
+    assert_eq!(
+        messages(node, &vhost, "notifier.sms.retry.3"),
+        1,
+        "tier kept its message"
+    );
+    assert_eq!(
+        messages(node, &vhost, "notifier.sms"),
+        1,
+        "work queue kept its message"
+    );
+    warren(node, &["plan", spec.arg()]).expect(0);
+}
+
+fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(node, "remove");
+    let name = format!("remove-{vhost}");
+    let spec = Spec::new(&ladder_spec(&name, &vhost, "30s", true));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.put(
+        &format!("/api/queues/{}/handmade", pct(&vhost)),
+        &json!({"durable": true}),
+    );
+
+    spec.write(&ladder_spec(&name, &vhost, "30s", false));
+    let run = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2);
+    let plan = run.plan_json();
+    let deleted: Vec<String> = changes(&plan)
+        .into_iter()
+        .filter(|(action, _, _)| action == "delete")
+        .map(|(_, kind, name)| format!("{kind} {name}"))
+        .collect();
+    for expected in [
+        "queue notifier.push",
+        "queue notifier.push.retry.1",
+        "queue notifier.push.retry.3",
+        "queue notifier.push.parking",
+        "exchange notifier.push.retry",
+    ] {
+        assert!(
+            deleted.contains(&expected.to_string()),
+            "{expected} not deleted: {deleted:?}"
+        );
+    }
+    assert!(
+        deleted
+            .iter()
+            .any(|d| d.starts_with("binding notifications -> queue notifier.push"))
+    );
+    assert!(!deleted.iter().any(|d| d.contains("handmade")));
+    assert!(
+        plan["unmanaged"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|id| id["name"] == "handmade")
+    );
+    let text = warren(node, &["plan", spec.arg()]).expect(2).stdout;
+    assert!(text.contains("? queue \"handmade\""), "{text}");
+
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    assert!(
+        node.get_opt(&format!("/api/queues/{}/notifier.push", pct(&vhost)))
+            .is_none()
+    );
+    assert!(
+        node.get_opt(&format!("/api/queues/{}/handmade", pct(&vhost)))
+            .is_some()
+    );
+    warren(node, &["plan", spec.arg()]).expect(0);
+}
+
+fn plain_queue_spec(name: &str, vhost: &str, kind: &str) -> String {
+    format!(
+        "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    queues:\n      audit: {{ type: {kind} }}\n"
+    )
+}
+
+fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(node, "replace");
+    let name = format!("replace-{vhost}");
+    let spec = Spec::new(&plain_queue_spec(&name, &vhost, "classic"));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    publish(node, &vhost, "audit", "precious");
+    assert_eq!(messages(node, &vhost, "audit"), 1);
+
+    spec.write(&plain_queue_spec(&name, &vhost, "quorum"));
+    let text = warren(node, &["plan", spec.arg()]).expect(2).stdout;
+    assert!(text.contains("-/+ audit"), "{text}");
+    assert!(text.contains("DATA LOSS: 1 messages"), "{text}");
+    assert!(
+        text.contains("x-queue-type: \"classic\" → \"quorum\""),
+        "{text}"
+    );
+
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    assert!(
+        refused.stderr.contains("queue \"audit\" in vhost"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("holds 1 messages"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(messages(node, &vhost, "audit"), 1, "nothing was changed");
+
+    warren(
+        node,
+        &["apply", spec.arg(), "--auto-approve", "--allow-data-loss"],
+    )
+    .expect(0);
+    let queue = node.get(&format!("/api/queues/{}/audit", pct(&vhost)));
+    assert_eq!(queue["type"], "quorum");
+    warren(node, &["plan", spec.arg()]).expect(0);
+}
+
+fn stale_plans_and_held_locks_are_refused(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(node, "stale");
+    let name = format!("stale-{vhost}");
+    let spec = Spec::new(&plain_queue_spec(&name, &vhost, "quorum"));
+    let dir = tempfile::tempdir().unwrap();
+    let plan_file = dir.path().join("plan.json");
+    warren(
+        node,
+        &["plan", spec.arg(), "-o", plan_file.to_str().unwrap()],
+    )
+    .expect(2);
+    // Somebody changes the broker in between: the saved plan no longer applies.
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    let stale = warren(node, &["apply", plan_file.to_str().unwrap()]).expect(1);
+    assert!(
+        stale.stderr.contains("changed since this plan was made"),
+        "{}",
+        stale.stderr
+    );
+
+    // A fresh plan applies; a lock held by another apply blocks it.
+    spec.write(&plain_queue_spec(&name, &vhost, "quorum").replace("audit:", "audit2:"));
+    warren(
+        node,
+        &["plan", spec.arg(), "-o", plan_file.to_str().unwrap()],
+    )
+    .expect(2);
+    let record_path = format!("/api/global-parameters/{}", pct(&format!("warren.{name}")));
+    let mut record = node.get(&record_path)["value"].clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    record["lock"] =
+        json!({"holder": "ci-runner-7:4242:0badf00d", "acquired_at": now, "expires_at": now + 600});
+    node.put(
+        &record_path,
+        &json!({"name": format!("warren.{name}"), "value": record}),
+    );
+    let locked = warren(node, &["apply", plan_file.to_str().unwrap()]).expect(1);
+    assert!(
+        locked
+            .stderr
+            .contains("is locked by ci-runner-7:4242:0badf00d"),
+        "{}",
+        locked.stderr
+    );
+    record["lock"] = Value::Null;
+    node.put(
+        &record_path,
+        &json!({"name": format!("warren.{name}"), "value": record}),
+    );
+    warren(node, &["apply", plan_file.to_str().unwrap()]).expect(0);
+    warren(node, &["plan", spec.arg()]).expect(0);
+}
+
+fn another_specs_objects_are_not_taken_over(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(node, "owners");
+    let team_a = Spec::new(&plain_queue_spec(&format!("a-{vhost}"), &vhost, "quorum"));
+    warren(node, &["apply", team_a.arg(), "--auto-approve"]).expect(0);
+    let team_b = Spec::new(&plain_queue_spec(&format!("b-{vhost}"), &vhost, "quorum"));
+    let run = warren(node, &["plan", team_b.arg()]).expect(1);
+    assert!(
+        run.stdout.contains(&format!("(spec `a-{vhost}`)")),
+        "{}",
+        run.stdout
+    );
+    let refused = warren(node, &["apply", team_b.arg(), "--auto-approve"]).expect(1);
+    assert!(
+        refused.stderr.contains("another spec"),
+        "{}",
+        refused.stderr
+    );
+}
+
+fn connection_problems_are_one_line_errors(version: Version) {
+    let node = Node::shared(version);
+    let spec = "examples/ladder.yaml";
+    let wrong = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args([
+            "plan",
+            spec,
+            "--url",
+            &node.mgmt_url,
+            "--user",
+            "guest",
+            "--password",
+            "not-the-password",
+        ])
+        .output()
+        .unwrap();
+    let wrong = finish(wrong).expect(1);
+    assert_eq!(wrong.stderr.lines().count(), 1, "{}", wrong.stderr);
+    assert!(
+        wrong
+            .stderr
+            .contains("refused the credentials of user `guest`"),
+        "{}",
+        wrong.stderr
+    );
+    assert!(!wrong.stderr.contains("not-the-password"));
+
+    let unreachable = finish(
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args([
+                "plan",
+                spec,
+                "--url",
+                "http://127.0.0.1:9",
+                "--timeout",
+                "5",
+            ])
+            .output()
+            .unwrap(),
+    )
+    .expect(1);
+    assert_eq!(
+        unreachable.stderr.lines().count(),
+        1,
+        "{}",
+        unreachable.stderr
+    );
+    assert!(
+        unreachable
+            .stderr
+            .contains("cannot reach RabbitMQ at http://127.0.0.1:9/"),
+        "{}",
+        unreachable.stderr
+    );
+
+    // A cluster URL list fails over to the node that answers.
+    let failover = finish(
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args([
+                "plan",
+                spec,
+                "--url",
+                &format!("http://127.0.0.1:9,{}", node.mgmt_url),
+                "--user",
+                &node.user,
+                "--password",
+                &node.password,
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        matches!(failover.code, Some(0) | Some(2)),
+        "{}",
+        failover.stderr
+    );
+
+    // A user that may not see the vhost.
+    let vhost = node.unique_vhost("noperm");
+    node.put(
+        "/api/users/outsider",
+        &json!({"password": "outsider-pw", "tags": "management"}),
+    );
+    let spec = Spec::new(&plain_queue_spec(&format!("np-{vhost}"), &vhost, "quorum"));
+    let denied = finish(
+        Command::new(env!("CARGO_BIN_EXE_warren"))
+            .args([
+                "plan",
+                spec.arg(),
+                "--url",
+                &node.mgmt_url,
+                "--user",
+                "outsider",
+                "--password",
+                "outsider-pw",
+            ])
+            .output()
+            .unwrap(),
+    )
+    .expect(1);
+    assert_eq!(denied.stderr.lines().count(), 1, "{}", denied.stderr);
+    assert!(
+        denied.stderr.contains("user `outsider` is not allowed"),
+        "{}",
+        denied.stderr
+    );
+    assert!(!denied.stderr.contains("outsider-pw"));
+}
+
+macro_rules! per_version {
+    ($($scenario:ident),* $(,)?) => {
+        mod on_3_10 {
+            $(#[test] fn $scenario() { super::$scenario(super::Version::V3_10); })*
+        }
+        mod on_4_0 {
+            $(#[test] fn $scenario() { super::$scenario(super::Version::V4_0); })*
+        }
+    };
+}
+
+per_version!(
+    examples_apply_and_then_plan_no_changes,
+    a_delay_change_is_one_policy_update_and_leaves_queues_alone,
+    removing_a_consumer_deletes_only_what_warren_made,
+    replacing_a_queue_with_messages_needs_allow_data_loss,
+    stale_plans_and_held_locks_are_refused,
+    another_specs_objects_are_not_taken_over,
+    connection_problems_are_one_line_errors,
+);
