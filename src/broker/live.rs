@@ -12,10 +12,7 @@ use crate::model::{
 /// The broker's state, as far as a spec can see it.
 #[derive(Debug, Clone, Default)]
 pub struct LiveState {
-    /// The broker's version, e.g. "3.10.8".
-    pub version: String,
-    /// Objects in the vhosts the spec declares, every user and permission, and the
-    /// global parameters.
+    /// Objects in the given vhosts, and every user and permission.
     pub definitions: Definitions,
     /// Every vhost on the broker, declared or not.
     pub all_vhosts: Vec<String>,
@@ -50,10 +47,15 @@ const QUEUE_COLUMNS: &str = "name,vhost,durable,auto_delete,arguments,type";
 const EXCHANGE_COLUMNS: &str = "name,vhost,type,durable,auto_delete,internal,arguments";
 
 impl Client {
-    /// Reads everything a plan compares, for the given vhosts.
+    /// The global parameters (where ownership records live).
+    pub async fn global_parameters(&self) -> Result<Vec<GlobalParameter>, BrokerError> {
+        list::<GlobalParameter>(self, "/api/global-parameters".into()).await
+    }
+
+    /// Reads everything a plan compares, for the given vhosts: four broker-wide
+    /// listings and six per vhost, concurrently.
     pub async fn read_live(&self, vhosts: &[String]) -> Result<LiveState, BrokerError> {
-        let version = self.version().await?;
-        let (all_vhosts, users, permissions, topic_permissions, global_parameters) = tokio::try_join!(
+        let (all_vhosts, users, permissions, topic_permissions) = tokio::try_join!(
             list::<Vhost>(
                 self,
                 "/api/vhosts?columns=name,description,tags,default_queue_type,metadata".into()
@@ -61,11 +63,9 @@ impl Client {
             list::<User>(self, "/api/users".into()),
             list::<Permission>(self, "/api/permissions".into()),
             list::<TopicPermission>(self, "/api/topic-permissions".into()),
-            list::<GlobalParameter>(self, "/api/global-parameters".into()),
         )?;
         let mut definitions = Definitions {
             users,
-            global_parameters,
             ..Definitions::default()
         };
         let present: Vec<&Vhost> = all_vhosts
@@ -91,7 +91,6 @@ impl Client {
         }
         definitions.vhosts = present.into_iter().cloned().collect();
         Ok(LiveState {
-            version,
             definitions,
             all_vhosts: all_vhosts.into_iter().map(|v| v.name).collect(),
         })

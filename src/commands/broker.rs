@@ -151,14 +151,13 @@ async fn make_plan(
         return Ok(None);
     };
     // The vhosts in scope include those an earlier apply managed: read the records first.
-    let globals = client.read_live(&[]).await?;
-    let records = crate::state::records(&globals.definitions.global_parameters);
+    let records = crate::state::records(&client.global_parameters().await?);
     let vhosts = plan::scope(&compiled.definitions, records.get(&name));
     let live = client.read_live(&vhosts).await?;
     let mut plan = plan::build(plan::Inputs {
         spec: &name,
         target_version: target.to_string(),
-        broker_version: Some(live.version.clone()),
+        broker_version: Some(version.clone()),
         desired: &compiled,
         live: &live.definitions,
         records,

@@ -244,3 +244,89 @@ fn render_update(out: &mut dyn Write, change: &Change, style: Style) -> io::Resu
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::Change;
+    use crate::plan::{PLAN_FORMAT, Summary};
+    use serde_json::json;
+
+    fn id(kind: ObjectKind, vhost: Option<&str>, name: &str) -> ObjectId {
+        ObjectId {
+            kind,
+            vhost: vhost.map(str::to_string),
+            name: name.into(),
+        }
+    }
+
+    fn change(action: Action, id: ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
+        Change {
+            action,
+            id,
+            before,
+            after,
+            reason: None,
+            messages: None,
+            unmanaged: false,
+            handle: None,
+        }
+    }
+
+    #[test]
+    fn text_plans_group_by_vhost_and_kind_and_hide_passwords() {
+        let mut replace = change(
+            Action::Replace,
+            id(ObjectKind::Queue, Some("shop"), "audit"),
+            Some(json!({})),
+            Some(json!({})),
+        );
+        replace.reason = Some("arguments.x-queue-type: \"classic\" → \"quorum\"".into());
+        replace.messages = Some(12);
+        let mut plan = Plan {
+            format: PLAN_FORMAT.into(),
+            spec: "shop".into(),
+            target_version: "4.0".into(),
+            broker_version: Some("4.0.5".into()),
+            vhosts: vec!["shop".into()],
+            serial: 3,
+            live_fingerprint: "f".into(),
+            managed: vec![],
+            changes: vec![
+                change(
+                    Action::Update,
+                    id(ObjectKind::User, None, "orders_app"),
+                    Some(json!({"password_hash": "old", "tags": []})),
+                    Some(json!({"password_hash": "new", "tags": ["management"]})),
+                ),
+                change(
+                    Action::Update,
+                    id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
+                    Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
+                    Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
+                ),
+                replace,
+                change(
+                    Action::Create,
+                    id(ObjectKind::Queue, Some("shop"), "orders.email"),
+                    None,
+                    Some(json!({})),
+                ),
+            ],
+            unmanaged: vec![id(ObjectKind::Queue, Some("shop"), "handmade")],
+            conflicts: vec![],
+            summary: Summary::default(),
+        };
+        plan.summarize();
+        let mut out = Vec::new();
+        render_text(&mut out, &plan, Style::new(false)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.contains("\"old\"") && !text.contains("\"new\""),
+            "{text}"
+        );
+        insta::assert_snapshot!(text);
+        let json = redacted_json(&plan).to_string();
+        assert!(!json.contains("\"old\"") && json.contains("(redacted)"));
+    }
+}
