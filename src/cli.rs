@@ -69,6 +69,31 @@ pub enum Command {
         #[arg(long)]
         allow_data_loss: bool,
     },
+    /// Check a spec (or a definitions file) for topologies that lose, duplicate or
+    /// hot-loop messages; exit 1 on errors (and on warnings with `--deny warnings`).
+    Lint {
+        /// The spec file.
+        #[arg(value_name = "SPEC", required_unless_present = "definitions")]
+        spec: Option<PathBuf>,
+        /// Lint a RabbitMQ definitions file (e.g. a broker's export) instead of a spec.
+        #[arg(long, value_name = "FILE", conflicts_with = "spec")]
+        definitions: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = LintFormat::Human)]
+        format: LintFormat,
+        /// `--deny warnings` makes warnings fail the run too.
+        #[arg(long, value_enum, value_name = "WHAT")]
+        deny: Vec<Deny>,
+        /// RabbitMQ version the topology runs on (default: 4.1, or the definitions file's).
+        #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+        target_version: Option<TargetVersion>,
+    },
+    /// List the lint rules, or explain one with a bad and a good example.
+    Rules {
+        /// A rule id, e.g. `dead-letter-cycle-dropped`.
+        #[arg(value_name = "ID")]
+        id: Option<String>,
+    },
     /// Show the plan of a spec against a definitions file instead of a live broker.
     Diff {
         /// The spec file.
@@ -126,6 +151,26 @@ pub struct PlanArgs {
     /// Output format of the plan.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+/// Lint output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LintFormat {
+    /// For people: messages with the source line (like rustc).
+    Human,
+    /// GitHub Actions workflow commands (annotations on the pull request).
+    Github,
+    /// SARIF 2.1.0, for code-scanning UIs.
+    Sarif,
+    /// Stable JSON.
+    Json,
+}
+
+/// What `--deny` can make fatal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Deny {
+    /// Warnings fail the run.
+    Warnings,
 }
 
 /// Output formats.

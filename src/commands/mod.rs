@@ -2,6 +2,7 @@
 
 mod broker;
 mod compile;
+mod lint;
 mod schema;
 
 use std::io::Write;
@@ -60,6 +61,22 @@ pub fn run() -> ExitCode {
             stdout,
             stderr,
         ),
+        Command::Lint {
+            spec,
+            definitions,
+            format,
+            deny,
+            target_version,
+        } => lint::lint(
+            spec.as_deref(),
+            definitions.as_deref(),
+            format,
+            !deny.is_empty(),
+            target_version,
+            stdout,
+            stderr,
+        ),
+        Command::Rules { id } => lint::rules(id.as_deref(), stdout, stderr),
         Command::Diff {
             spec,
             against,

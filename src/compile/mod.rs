@@ -6,7 +6,7 @@
 //! with every problem it found, each with a path and, once resolved, a line and column.
 
 pub mod contract;
-mod names;
+pub mod names;
 mod plain;
 pub mod policies;
 pub mod policy_keys;

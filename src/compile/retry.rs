@@ -237,29 +237,6 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             &retry_path,
         );
     }
-    if ladder.return_via == ReturnVia::InnerExchange && context.consumers_on_exchange > 1 {
-        out.warn(
-            "shared-return",
-            format!(
-                "retries return through `{}`, which {} consumers read from: every one of them gets each retry again",
-                context.inner_exchange, context.consumers_on_exchange
-            ),
-            retry_path.key("return_via"),
-        )
-        .hint("remove `return_via` so retries return to this consumer's queue only");
-    }
-    if let Some(DeliveryLimit::Count(limit)) = context.delivery_limit
-        && context.work_type == QueueType::Quorum
-    {
-        out.warn(
-                "delivery-limit-into-ladder",
-                format!(
-                    "a message requeued more than {limit} times is dead-lettered into the retry ladder, and the broker drops it when it comes back (a dead-letter cycle without a rejection)"
-                ),
-                context.path.key("delivery_limit"),
-            )
-            .hint("remove `delivery_limit` (warren then sets it to unlimited), and reject failed messages instead of requeueing them");
-    }
     out.contract.add_ladder(context, ladder, &objects);
 }
 

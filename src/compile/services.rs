@@ -173,7 +173,6 @@ pub(crate) struct ConsumerContext<'a> {
     pub inner_exchange: &'a str,
     pub inner_type: ExchangeType,
     pub routing_keys: &'a [String],
-    pub consumers_on_exchange: usize,
     pub work_queue: String,
     pub work_type: QueueType,
     pub delivery_limit: Option<DeliveryLimit>,
@@ -236,7 +235,6 @@ fn emit_service(
             inner_exchange: &exchange_name,
             inner_type: exchange_type,
             routing_keys: &consumer.routing_keys,
-            consumers_on_exchange: service.consumers.len(),
             work_queue: consumer
                 .queue
                 .clone()

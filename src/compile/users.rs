@@ -15,14 +15,6 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             out.error("invalid-name", "user name is empty", path.clone());
             continue;
         }
-        if name == "guest" {
-            out.warn(
-                "guest-user",
-                "the `guest` user is declared: its well-known password makes it a target",
-                path.clone(),
-            )
-            .hint("create a user of your own and leave `guest` out (a broker booted from definitions creates no guest user)");
-        }
         let algorithm = user.hashing_algorithm.unwrap_or(HashingAlgorithm::Sha256);
         let password_hash = match (&user.password, &user.password_hash) {
             (Some(_), Some(_)) => {

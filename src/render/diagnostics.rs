@@ -6,12 +6,24 @@ use std::path::Path;
 
 use crate::diagnostic::{Diagnostic, Severity};
 
-/// Writes every diagnostic, then a one-line summary when there are errors.
+/// Writes every diagnostic, then a one-line summary ending in "; nothing was written"
+/// when there are errors (what every command that writes something says).
 pub fn render(
     out: &mut dyn Write,
     file: &Path,
     source: Option<&str>,
     diagnostics: &[Diagnostic],
+) -> io::Result<()> {
+    render_with(out, file, source, diagnostics, "; nothing was written")
+}
+
+/// Like [`render`], with the given ending for the summary line.
+pub fn render_with(
+    out: &mut dyn Write,
+    file: &Path,
+    source: Option<&str>,
+    diagnostics: &[Diagnostic],
+    ending: &str,
 ) -> io::Result<()> {
     for diagnostic in diagnostics {
         render_one(out, file, source, diagnostic)?;
@@ -21,7 +33,7 @@ pub fn render(
     if errors > 0 {
         writeln!(
             out,
-            "{}: {errors} error{}{}; nothing was written",
+            "{}: {errors} error{}{}{ending}",
             file.display(),
             plural(errors),
             if warnings > 0 {

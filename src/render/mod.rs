@@ -1,4 +1,5 @@
 //! Everything warren prints goes through here.
 
 pub mod diagnostics;
+pub mod lint;
 pub mod plan;

@@ -17,6 +17,9 @@ use super::duration::Duration;
 pub struct Spec {
     /// Version of the spec format. Only `1` exists.
     pub version: u32,
+    /// Lint rule levels for the whole spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<LintSettings>,
     /// Name of this spec. Several specs can manage disjoint parts of one broker; the name
     /// says which spec owns an object. Defaults to the file name without its extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,6 +136,9 @@ pub enum Unlimited {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Vhost {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// Free-text description shown in the management UI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -184,6 +190,9 @@ pub struct VhostLimits {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Service {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// The inner exchange other services publish to.
     #[serde(default)]
     pub exchange: InnerExchange,
@@ -214,6 +223,9 @@ pub struct InnerExchange {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Consumer {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// Work queue name. Default: `<service>.<consumer>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
@@ -357,6 +369,9 @@ pub struct RetryNames {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlainExchange {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// Exchange type: fanout, direct, topic, headers, or a plugin type.
     #[serde(rename = "type")]
     pub kind: String,
@@ -381,6 +396,9 @@ pub struct PlainExchange {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlainQueue {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// Queue type. Default: inherited `queue_type`, else `quorum`.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<QueueType>,
@@ -430,6 +448,9 @@ pub enum DestinationType {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlainPolicy {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// Regular expression matched against object names.
     pub pattern: String,
     /// What the policy applies to. Default: `queues`.
@@ -480,6 +501,9 @@ impl ApplyTo {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct User {
+    /// Lint rules turned off for this object and everything in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<InlineLint>,
     /// Where the password comes from. Never written in the spec itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<PasswordSource>,
@@ -589,4 +613,28 @@ impl<'de> Deserialize<'de> for PasswordSource {
         }
         deserializer.deserialize_any(Visitor)
     }
+}
+
+/// Lint rule levels for the whole spec (`warren rules` lists the ids).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LintSettings {
+    /// Rules turned off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// Rules reported as warnings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warn: Vec<String>,
+    /// Rules reported as errors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+}
+
+/// Lint rules turned off for one object and everything in it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InlineLint {
+    /// Rules turned off.
+    #[serde(default)]
+    pub allow: Vec<String>,
 }

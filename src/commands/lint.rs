@@ -1,0 +1,190 @@
+//! `warren lint` and `warren rules`.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{EXIT_ERROR, EXIT_OK};
+use crate::cli::LintFormat;
+use crate::compile::{self, Options};
+use crate::diagnostic::Diagnostic;
+use crate::lint::{self, Context, Level, RULES};
+use crate::model::Definitions;
+use crate::render;
+use crate::version::TargetVersion;
+
+/// `warren lint SPEC | --definitions FILE`.
+#[allow(clippy::too_many_arguments)]
+pub fn lint(
+    spec: Option<&Path>,
+    definitions: Option<&Path>,
+    format: LintFormat,
+    deny_warnings: bool,
+    target: Option<TargetVersion>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let (file, source, diagnostics) = match (spec, definitions) {
+        (Some(path), _) => {
+            let target = target.unwrap_or(TargetVersion::DEFAULT);
+            let (source, diagnostics) = lint_spec(path, target);
+            (path, source, diagnostics)
+        }
+        (None, Some(path)) => match lint_definitions(path, target) {
+            Ok(diagnostics) => (path, None, diagnostics),
+            Err(message) => {
+                let _ = writeln!(stderr, "error: {message}");
+                return EXIT_ERROR;
+            }
+        },
+        (None, None) => {
+            let _ = writeln!(stderr, "error: give a spec file or --definitions FILE");
+            return EXIT_ERROR;
+        }
+    };
+    let written = match format {
+        LintFormat::Human => {
+            let result =
+                render::diagnostics::render_with(stdout, file, source.as_deref(), &diagnostics, "");
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            if errors == 0 {
+                let warnings = diagnostics.len();
+                let _ = writeln!(
+                    stdout,
+                    "{}: {}",
+                    file.display(),
+                    if warnings == 0 {
+                        "no problems found".to_string()
+                    } else {
+                        format!("{warnings} warning{}", if warnings == 1 { "" } else { "s" })
+                    }
+                );
+            }
+            result
+        }
+        LintFormat::Github => render::lint::github(stdout, file, &diagnostics),
+        LintFormat::Json => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&render::lint::json_document(file, &diagnostics))
+                .expect("JSON")
+        ),
+        LintFormat::Sarif => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&render::lint::sarif_document(file, &diagnostics))
+                .expect("JSON")
+        ),
+    };
+    if written.is_err() {
+        return EXIT_ERROR;
+    }
+    let failing = diagnostics.iter().any(|d| d.is_error() || deny_warnings);
+    if failing { EXIT_ERROR } else { EXIT_OK }
+}
+
+/// Loads, compiles and lints a spec; compile errors are reported like findings.
+pub fn lint_spec(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
+    let file = match crate::spec::load_file(path) {
+        Ok(file) => file,
+        Err(diagnostics) => return (std::fs::read_to_string(path).ok(), diagnostics),
+    };
+    let options = Options {
+        target,
+        // Linting needs no secrets.
+        resolve_secrets: false,
+        ..Options::default()
+    };
+    let diagnostics = match compile::compile(&file, &options) {
+        Err(diagnostics) => diagnostics,
+        Ok(compiled) => {
+            let context = Context::for_spec(&file.spec, &compiled, target);
+            let mut found = compiled.warnings.clone();
+            found.extend(lint::run(&context));
+            compile::resolve_locations(&file, found)
+        }
+    };
+    (Some(file.source), diagnostics)
+}
+
+fn lint_definitions(path: &Path, target: Option<TargetVersion>) -> Result<Vec<Diagnostic>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let definitions: Definitions = serde_json::from_str(&text).map_err(|err| {
+        format!(
+            "{} is not a RabbitMQ definitions file: {err}",
+            path.display()
+        )
+    })?;
+    let target = target
+        .or_else(|| {
+            definitions
+                .rabbitmq_version
+                .as_deref()
+                .or(definitions.rabbit_version.as_deref())
+                .and_then(TargetVersion::for_broker)
+        })
+        .unwrap_or(TargetVersion::DEFAULT);
+    let context = Context::for_definitions(&definitions, target);
+    let mut diagnostics = lint::run(&context);
+    diagnostics.sort_by(|a, b| (a.severity, &a.message).cmp(&(b.severity, &b.message)));
+    Ok(diagnostics)
+}
+
+/// `warren rules [ID]`.
+pub fn rules(id: Option<&str>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+    let level = |level: Level| match level {
+        Level::Deny => "error",
+        Level::Warn => "warning",
+        Level::Allow => "off",
+    };
+    match id {
+        None => {
+            let width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
+            for rule in RULES {
+                let _ = writeln!(
+                    stdout,
+                    "{:width$}  {:7}  {}",
+                    rule.id,
+                    level(rule.level),
+                    rule.summary
+                );
+            }
+            let _ = writeln!(
+                stdout,
+                "\n`warren rules ID` explains a rule with a bad and a good example."
+            );
+            EXIT_OK
+        }
+        Some(id) => match lint::rule(id) {
+            Some(rule) => {
+                let _ = writeln!(stdout, "{} ({} by default)\n", rule.id, level(rule.level));
+                let _ = writeln!(stdout, "{}\n", rule.summary);
+                let _ = writeln!(stdout, "{}\n", rule.explanation);
+                let _ = writeln!(stdout, "Reported:\n\n{}\n", indent(rule.bad));
+                let _ = writeln!(stdout, "Fixed:\n\n{}", indent(rule.good));
+                let _ = writeln!(
+                    stdout,
+                    "Turn it off for one object with `lint: {{ allow: [{0}] }}` on it, or for the whole spec with a top-level `lint: {{ allow: [{0}] }}`.",
+                    rule.id
+                );
+                EXIT_OK
+            }
+            None => {
+                let ids: Vec<String> = RULES.iter().map(|r| r.id.to_string()).collect();
+                let hint = crate::suggest::closest(id, &ids)
+                    .map(|best| format!("; did you mean `{best}`?"))
+                    .unwrap_or_default();
+                let _ = writeln!(stderr, "error: no lint rule `{id}`{hint}");
+                EXIT_ERROR
+            }
+        },
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}

@@ -1,0 +1,297 @@
+//! The linter: rules that catch topologies which silently lose, duplicate or hot-loop
+//! messages, run over compiled definitions (from a spec, or a broker's export).
+//!
+//! Each rule lives in its own file under `rules/` with its id, default level, an
+//! explanation and a bad and a good example; [`RULES`] is the registry. Findings point
+//! at the spec path (and so the line and column) of the object they concern.
+
+pub mod facts;
+mod rules;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::compile::{Compiled, Contract, ObjectId};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{Definitions, Policy};
+use crate::spec::{Spec, SpecPath};
+use crate::version::TargetVersion;
+
+pub use rules::RULES;
+
+/// How a rule reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Not reported.
+    Allow,
+    /// Reported; fails the run only with `--deny warnings`.
+    Warn,
+    /// Reported; fails the run.
+    Deny,
+}
+
+/// A lint rule.
+pub struct Rule {
+    /// Stable id, e.g. `dead-letter-cycle-dropped`.
+    pub id: &'static str,
+    /// Level unless the spec says otherwise.
+    pub level: Level,
+    /// One line: what it catches.
+    pub summary: &'static str,
+    /// Why it matters and what to do.
+    pub explanation: &'static str,
+    /// A spec the rule reports.
+    pub bad: &'static str,
+    /// The same spec, fixed.
+    pub good: &'static str,
+    /// The check.
+    pub check: fn(&Context) -> Vec<Finding>,
+}
+
+/// What a rule found.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// What is wrong.
+    pub message: String,
+    /// The object concerned (its spec path is looked up), if any.
+    pub object: Option<ObjectId>,
+    /// A spec path, when the finding is about the spec itself.
+    pub path: Option<SpecPath>,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+impl Finding {
+    /// A finding about an object.
+    pub fn on(object: ObjectId, message: impl Into<String>) -> Finding {
+        Finding {
+            message: message.into(),
+            object: Some(object),
+            path: None,
+            help: None,
+        }
+    }
+
+    /// A finding about a place in the spec.
+    pub fn at(path: SpecPath, message: impl Into<String>) -> Finding {
+        Finding {
+            message: message.into(),
+            object: None,
+            path: Some(path),
+            help: None,
+        }
+    }
+
+    /// Adds a fix hint.
+    pub fn help(mut self, help: impl Into<String>) -> Finding {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// Everything rules look at.
+pub struct Context<'a> {
+    /// The definitions (compiled from the spec, or read from a file).
+    pub definitions: &'a Definitions,
+    /// The spec, when linting one.
+    pub spec: Option<&'a Spec>,
+    /// The consumer contract, when linting a spec.
+    pub contract: Option<&'a Contract>,
+    /// Where each object came from in the spec.
+    pub origins: Option<&'a BTreeMap<ObjectId, SpecPath>>,
+    /// The target version.
+    pub target: TargetVersion,
+    /// Operator policies in policy shape.
+    pub operator_policies: Vec<Policy>,
+}
+
+impl<'a> Context<'a> {
+    /// A context over a compiled spec.
+    pub fn for_spec(spec: &'a Spec, compiled: &'a Compiled, target: TargetVersion) -> Context<'a> {
+        Context {
+            definitions: &compiled.definitions,
+            spec: Some(spec),
+            contract: Some(&compiled.contract),
+            origins: Some(&compiled.origins),
+            target,
+            operator_policies: facts::operator_policies(&compiled.definitions),
+        }
+    }
+
+    /// A context over a definitions file.
+    pub fn for_definitions(definitions: &'a Definitions, target: TargetVersion) -> Context<'a> {
+        Context {
+            definitions,
+            spec: None,
+            contract: None,
+            origins: None,
+            target,
+            operator_policies: facts::operator_policies(definitions),
+        }
+    }
+
+    /// The effective settings of every queue.
+    pub fn queue_facts(&self) -> Vec<facts::QueueFacts<'_>> {
+        facts::queue_facts(self.definitions, &self.operator_policies, self.target)
+    }
+}
+
+/// The rule with this id.
+pub fn rule(id: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.id == id)
+}
+
+/// Levels after the spec's `lint:` settings; unknown ids are reported.
+fn levels(spec: Option<&Spec>, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<&'static str, Level> {
+    let mut levels: BTreeMap<&'static str, Level> = RULES.iter().map(|r| (r.id, r.level)).collect();
+    let Some(settings) = spec.and_then(|s| s.lint.as_ref()) else {
+        return levels;
+    };
+    for (key, ids, level) in [
+        ("allow", &settings.allow, Level::Allow),
+        ("warn", &settings.warn, Level::Warn),
+        ("deny", &settings.deny, Level::Deny),
+    ] {
+        for (index, id) in ids.iter().enumerate() {
+            match rule(id) {
+                Some(rule) => {
+                    levels.insert(rule.id, level);
+                }
+                None => diagnostics.push(unknown_rule(
+                    id,
+                    SpecPath::root().key("lint").key(key).index(index),
+                )),
+            }
+        }
+    }
+    levels
+}
+
+fn unknown_rule(id: &str, path: SpecPath) -> Diagnostic {
+    let ids: Vec<String> = RULES.iter().map(|r| r.id.to_string()).collect();
+    let help = match crate::suggest::closest(id, &ids) {
+        Some(best) => format!("did you mean `{best}`? (`warren rules` lists them)"),
+        None => "`warren rules` lists the rule ids".to_string(),
+    };
+    Diagnostic::error("unknown-rule", format!("unknown lint rule `{id}`"))
+        .at(path)
+        .help(help)
+}
+
+/// Inline `lint: { allow: [...] }` blocks, by the path of the object that holds them.
+fn inline_allows(spec: &Spec, diagnostics: &mut Vec<Diagnostic>) -> Vec<(SpecPath, String)> {
+    let mut found = Vec::new();
+    let mut add = |path: SpecPath,
+                   lint: &Option<crate::spec::InlineLint>,
+                   diagnostics: &mut Vec<Diagnostic>| {
+        if let Some(lint) = lint {
+            for (index, id) in lint.allow.iter().enumerate() {
+                if rule(id).is_none() {
+                    diagnostics.push(unknown_rule(id, path.key("lint").key("allow").index(index)));
+                }
+                found.push((path.clone(), id.clone()));
+            }
+        }
+    };
+    for (name, user) in &spec.users {
+        add(
+            SpecPath::root().key("users").key(name),
+            &user.lint,
+            diagnostics,
+        );
+    }
+    for (vhost_name, vhost) in &spec.vhosts {
+        let vhost_path = SpecPath::root().key("vhosts").key(vhost_name);
+        add(vhost_path.clone(), &vhost.lint, diagnostics);
+        for (name, service) in &vhost.services {
+            let service_path = vhost_path.key("services").key(name);
+            add(service_path.clone(), &service.lint, diagnostics);
+            for (consumer_name, consumer) in &service.consumers {
+                add(
+                    service_path.key("consumers").key(consumer_name),
+                    &consumer.lint,
+                    diagnostics,
+                );
+            }
+        }
+        for (name, exchange) in &vhost.exchanges {
+            add(
+                vhost_path.key("exchanges").key(name),
+                &exchange.lint,
+                diagnostics,
+            );
+        }
+        for (name, queue) in &vhost.queues {
+            add(vhost_path.key("queues").key(name), &queue.lint, diagnostics);
+        }
+        for (name, policy) in &vhost.policies {
+            add(
+                vhost_path.key("policies").key(name),
+                &policy.lint,
+                diagnostics,
+            );
+        }
+        for (name, policy) in &vhost.operator_policies {
+            add(
+                vhost_path.key("operator_policies").key(name),
+                &policy.lint,
+                diagnostics,
+            );
+        }
+    }
+    found
+}
+
+fn is_within(path: &SpecPath, ancestor: &SpecPath) -> bool {
+    path.segments().starts_with(ancestor.segments())
+}
+
+/// Runs every rule; returns diagnostics (code = rule id) sorted by position once the
+/// caller resolves locations.
+pub fn run(context: &Context) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let levels = levels(context.spec, &mut diagnostics);
+    let allows = context
+        .spec
+        .map(|spec| inline_allows(spec, &mut diagnostics))
+        .unwrap_or_default();
+    for rule in RULES {
+        let level = levels[rule.id];
+        if level == Level::Allow {
+            continue;
+        }
+        for finding in (rule.check)(context) {
+            let path = finding.path.clone().or_else(|| {
+                let object = finding.object.as_ref()?;
+                context.origins?.get(object).cloned()
+            });
+            if let Some(path) = &path
+                && allows
+                    .iter()
+                    .any(|(at, id)| id == rule.id && is_within(path, at))
+            {
+                continue;
+            }
+            let message = match (&finding.object, &path) {
+                (Some(object), None) => format!("{} ({object})", finding.message),
+                _ => finding.message.clone(),
+            };
+            diagnostics.push(Diagnostic {
+                severity: if level == Level::Deny {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                code: rule.id,
+                message,
+                path,
+                location: None,
+                help: finding.help.clone(),
+                quote_source: true,
+            });
+        }
+    }
+    diagnostics
+}

@@ -1,0 +1,32 @@
+//! A dead-letter cycle without any TTL: rejected messages come straight back.
+
+use super::graph::Graph;
+use crate::lint::{Context, Finding, Level, Rule};
+
+pub const RULE: Rule = Rule {
+    id: "dead-letter-hot-loop",
+    level: Level::Deny,
+    summary: "a dead-letter cycle has no TTL anywhere: a rejected message comes straight back",
+    explanation: "A loop of dead-letter exchanges with no message TTL on any of its queues hands a rejected message back at once, as fast as a reject with requeue: it hammers the failing service instead of waiting. Put a delay queue (a queue with a message TTL and no consumers) on the path back.",
+    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      again: { type: fanout }\n    queues:\n      work: { arguments: { x-dead-letter-exchange: again } }\n    bindings:\n      - { source: again, destination: work }\n",
+    good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      again: { type: fanout }\n      wait: { type: fanout }\n    queues:\n      work: { arguments: { x-dead-letter-exchange: wait } }\n      delay: { arguments: { x-message-ttl: 30000, x-dead-letter-exchange: again } }\n    bindings:\n      - { source: wait, destination: delay }\n      - { source: again, destination: work }\n",
+    check,
+};
+
+fn check(context: &Context) -> Vec<Finding> {
+    let graph = Graph::new(context);
+    graph
+        .cycles_among(|fact| fact.message_ttl.is_none())
+        .into_iter()
+        .map(|cycle| {
+            Finding::on(
+                graph.id(cycle[0]),
+                format!(
+                    "dead letters cycle through {} with no message TTL anywhere: a rejected message comes straight back",
+                    graph.names(&cycle)
+                ),
+            )
+            .help("send dead letters through a delay queue with a message TTL (a retry tier) before they return")
+        })
+        .collect()
+}

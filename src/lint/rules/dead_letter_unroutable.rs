@@ -1,0 +1,42 @@
+//! A queue's dead letters reach its dead-letter exchange but no queue.
+
+use super::graph::{Graph, queue_id};
+use crate::lint::{Context, Finding, Level, Rule};
+
+pub const RULE: Rule = Rule {
+    id: "dead-letter-unroutable",
+    level: Level::Deny,
+    summary: "a queue's dead-letter routing key matches no binding: its dead letters are dropped",
+    explanation: "Dead-lettering publishes without `mandatory`: a dead letter that the dead-letter exchange routes to no queue is gone, with no error anywhere. Bind a queue for the dead-letter routing key, fix the key, or give the dead-letter exchange an `alternate-exchange` that catches what it cannot route.",
+    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      parked: {}\n      work:\n        arguments: { x-dead-letter-exchange: dlx, x-dead-letter-routing-key: parked }\n    bindings:\n      - { source: dlx, destination: parked, routing_key: parking }\n",
+    good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      parked: {}\n      work:\n        arguments: { x-dead-letter-exchange: dlx, x-dead-letter-routing-key: parking }\n    bindings:\n      - { source: dlx, destination: parked, routing_key: parking }\n",
+    check,
+};
+
+fn check(context: &Context) -> Vec<Finding> {
+    let graph = Graph::new(context);
+    let mut findings = Vec::new();
+    for (fact, route) in graph.facts.iter().zip(&graph.routes) {
+        let Some(route) = route else { continue };
+        if route.missing_exchange.is_some() || !route.queues.is_empty() {
+            continue;
+        }
+        let exchange = fact.dead_letter_exchange.clone().unwrap_or_default();
+        let key = match &fact.dead_letter_routing_key {
+            Some(key) => format!("routing key `{key}`"),
+            None => "any routing key (the exchange has no bindings)".to_string(),
+        };
+        findings.push(
+            Finding::on(
+                queue_id(fact),
+                format!(
+                    "dead letters of queue `{}` go to exchange `{}` with {key}, which reaches no queue: they are dropped",
+                    fact.queue.name,
+                    if exchange.is_empty() { "(default)" } else { &exchange }
+                ),
+            )
+            .help("bind a queue for that key, fix the key, or add an alternate exchange to the dead-letter exchange"),
+        );
+    }
+    findings
+}

@@ -1,0 +1,37 @@
+//! The delayed-message plugin's exchange type.
+
+use crate::compile::{ObjectId, ObjectKind};
+use crate::lint::{Context, Finding, Level, Rule};
+
+pub const RULE: Rule = Rule {
+    id: "delayed-message-exchange",
+    level: Level::Warn,
+    summary: "an `x-delayed-message` exchange keeps delayed messages on one node only",
+    explanation: "The rabbitmq_delayed_message_exchange plugin stores delayed messages in a node-local, unreplicated table: they are lost with the node or when the plugin is disabled, `mandatory` is not supported, and delays over about 49.7 days are delivered at once. For retries, use delay queues (warren's retry ladders) instead.",
+    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      later: { type: x-delayed-message, arguments: { x-delayed-type: direct } }\n",
+    good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: direct }\n        consumers:\n          c: { routing_keys: [job], retry: { delays: [30s, 5m] } }\n",
+    check,
+};
+
+fn check(context: &Context) -> Vec<Finding> {
+    context
+        .definitions
+        .exchanges
+        .iter()
+        .filter(|e| e.kind == "x-delayed-message")
+        .map(|e| {
+            Finding::on(
+                ObjectId {
+                    kind: ObjectKind::Exchange,
+                    vhost: Some(e.vhost.clone()),
+                    name: e.name.clone(),
+                },
+                format!(
+                    "exchange `{}` keeps delayed messages on one node, unreplicated",
+                    e.name
+                ),
+            )
+            .help("for retries, use a retry ladder of delay queues")
+        })
+        .collect()
+}

@@ -1,0 +1,104 @@
+//! The dead-letter graph: an edge from each queue to every queue its dead letters can
+//! reach (through its dead-letter exchange, exchange-to-exchange bindings and
+//! alternate exchanges).
+
+use std::collections::BTreeMap;
+
+use crate::compile::{ObjectId, ObjectKind};
+use crate::lint::Context;
+use crate::lint::facts::{QueueFacts, Route, Router, cycles};
+
+/// Queues, their facts, and where their dead letters go.
+pub struct Graph<'a> {
+    /// Facts per queue (index = node).
+    pub facts: Vec<QueueFacts<'a>>,
+    /// Dead-letter route per queue (`None`: no dead-letter exchange).
+    pub routes: Vec<Option<Route>>,
+    /// Edges per queue.
+    pub edges: Vec<Vec<usize>>,
+}
+
+impl<'a> Graph<'a> {
+    /// Builds the graph.
+    pub fn new(context: &'a Context<'a>) -> Graph<'a> {
+        let facts = context.queue_facts();
+        let router = Router::new(context.definitions);
+        let index: BTreeMap<(&str, &str), usize> = facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ((f.queue.vhost.as_str(), f.queue.name.as_str()), i))
+            .collect();
+        let mut routes = Vec::with_capacity(facts.len());
+        let mut edges = Vec::with_capacity(facts.len());
+        for fact in &facts {
+            let route = fact.dead_letter_exchange.as_ref().map(|exchange| {
+                router.route(
+                    &fact.queue.vhost,
+                    exchange,
+                    fact.dead_letter_routing_key.as_deref(),
+                )
+            });
+            let targets = route
+                .iter()
+                .flat_map(|r| r.queues.iter())
+                .filter_map(|name| {
+                    index
+                        .get(&(fact.queue.vhost.as_str(), name.as_str()))
+                        .copied()
+                })
+                .collect();
+            routes.push(route);
+            edges.push(targets);
+        }
+        Graph {
+            facts,
+            routes,
+            edges,
+        }
+    }
+
+    /// Cycles among the queues for which `keep` holds (edges between kept queues only).
+    pub fn cycles_among(&self, keep: impl Fn(&QueueFacts) -> bool) -> Vec<Vec<usize>> {
+        let kept: Vec<bool> = self.facts.iter().map(&keep).collect();
+        let edges: Vec<Vec<usize>> = self
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(v, targets)| {
+                if !kept[v] {
+                    return Vec::new();
+                }
+                targets.iter().copied().filter(|w| kept[*w]).collect()
+            })
+            .collect();
+        cycles(&edges)
+    }
+
+    /// Every cycle of the graph.
+    pub fn all_cycles(&self) -> Vec<Vec<usize>> {
+        cycles(&self.edges)
+    }
+
+    /// The id of queue `node`.
+    pub fn id(&self, node: usize) -> ObjectId {
+        queue_id(&self.facts[node])
+    }
+
+    /// Names of the queues of a cycle, for messages.
+    pub fn names(&self, nodes: &[usize]) -> String {
+        nodes
+            .iter()
+            .map(|n| format!("`{}`", self.facts[*n].queue.name))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+}
+
+/// The id of a queue.
+pub fn queue_id(fact: &QueueFacts) -> ObjectId {
+    ObjectId {
+        kind: ObjectKind::Queue,
+        vhost: Some(fact.queue.vhost.clone()),
+        name: fact.queue.name.clone(),
+    }
+}

@@ -1,0 +1,34 @@
+//! The well-known `guest` user.
+
+use crate::compile::{ObjectId, ObjectKind};
+use crate::lint::{Context, Finding, Level, Rule};
+
+pub const RULE: Rule = Rule {
+    id: "guest-user",
+    level: Level::Warn,
+    summary: "the `guest` user is declared",
+    explanation: "`guest` is the user every RabbitMQ installation starts with, and its name (and often its password) is the first thing an attacker tries. Declare users of your own; a broker booted from definitions creates no guest user.",
+    bad: "version: 1\nvhosts:\n  v: {}\nusers:\n  guest:\n    password: { env: GUEST_PASSWORD }\n    permissions:\n      v: { configure: '.*', write: '.*', read: '.*' }\n",
+    good: "version: 1\nvhosts:\n  v: {}\nusers:\n  deployer:\n    password: { env: DEPLOYER_PASSWORD }\n    permissions:\n      v: { configure: '.*', write: '.*', read: '.*' }\n",
+    check,
+};
+
+fn check(context: &Context) -> Vec<Finding> {
+    context
+        .definitions
+        .users
+        .iter()
+        .filter(|u| u.name == "guest")
+        .map(|_| {
+            Finding::on(
+                ObjectId {
+                    kind: ObjectKind::User,
+                    vhost: None,
+                    name: "guest".into(),
+                },
+                "the `guest` user is declared: its well-known name makes it a target",
+            )
+            .help("declare a user of your own and leave `guest` out")
+        })
+        .collect()
+}
