@@ -234,3 +234,17 @@ fn rules_explain_themselves_and_unknown_ids_fail() {
     assert!(run.stdout.contains("Reported:") && run.stdout.contains("Fixed:"));
     assert_eq!(warren(&["rules", "dead-letter-cycle"]).code, Some(1));
 }
+
+#[test]
+fn every_rule_is_documented() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/lint.md")).unwrap();
+    let rules = warren(&["rules"]).stdout;
+    for line in rules.lines().take_while(|l| !l.is_empty()) {
+        let id = line.split_whitespace().next().unwrap();
+        assert!(
+            doc.contains(&format!("| `{id}` |")),
+            "docs/lint.md lacks rule {id}"
+        );
+    }
+}
