@@ -88,6 +88,24 @@ pub enum Command {
         #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
         target_version: Option<TargetVersion>,
     },
+    /// Write a spec from a live broker (or a definitions file), to adopt an existing
+    /// broker: applying it to the same broker plans no changes.
+    Import {
+        /// Read this definitions file instead of a broker.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        /// Import only these vhosts (repeatable; default: all).
+        #[arg(long = "vhost", value_name = "VHOST")]
+        vhosts: Vec<String>,
+        /// The spec's name (its ownership record on the broker).
+        #[arg(long, value_name = "NAME", default_value = "imported")]
+        name: String,
+        /// Where to write the spec; `-` for standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// List the lint rules, or explain one with a bad and a good example.
     Rules {
         /// A rule id, e.g. `dead-letter-cycle-dropped`.

@@ -20,6 +20,7 @@ pub mod compile;
 pub mod diagnostic;
 pub mod diff;
 pub mod export;
+pub mod import;
 pub mod lint;
 pub mod model;
 pub mod plan;

@@ -192,6 +192,37 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
             offline.stderr
         );
 
+        // Adopting the broker: a spec imported from it plans as no change, under the
+        // same name (nothing it manages is left out) and with nothing unmanaged.
+        let imported = dir.path().join("imported.yaml");
+        let name = spec_name(&node, &spec);
+        let vhosts = vhosts_of(&node, &spec);
+        let mut args = vec![
+            "import",
+            "--name",
+            name.as_str(),
+            "-o",
+            imported.to_str().unwrap(),
+        ];
+        for vhost in &vhosts {
+            args.extend(["--vhost", vhost.as_str()]);
+        }
+        let import = warren(&node, &args);
+        assert_eq!(import.code, Some(0), "{}", import.stderr);
+        let replanned = warren(&node, &["plan", imported.to_str().unwrap()]);
+        assert_eq!(
+            replanned.code,
+            Some(0),
+            "{example} on {version}: imported spec plans changes:\n{}\n{}",
+            replanned.stdout,
+            std::fs::read_to_string(&imported).unwrap()
+        );
+        assert!(
+            !replanned.stdout.contains("Not managed"),
+            "{}",
+            replanned.stdout
+        );
+
         // Clean up for the next example (two examples share a vhost).
         let plan: Value =
             serde_json::from_str(&warren(&node, &["plan", &spec, "--format", "json"]).stdout)
@@ -204,6 +235,26 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
             pct(&format!("warren.{}", plan["spec"].as_str().unwrap()))
         ));
     }
+}
+
+fn plan_document(node: &Node, spec: &str) -> Value {
+    serde_json::from_str(&warren(node, &["plan", spec, "--format", "json"]).stdout).unwrap()
+}
+
+fn vhosts_of(node: &Node, spec: &str) -> Vec<String> {
+    plan_document(node, spec)["vhosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn spec_name(node: &Node, spec: &str) -> String {
+    plan_document(node, spec)["spec"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version) {

@@ -18,7 +18,7 @@ use crate::version::TargetVersion;
 
 /// Turns the connection flags into an endpoint: credentials from the flags, else from
 /// the URL, else from RabbitMQ's container variables, else guest/guest.
-fn endpoint(args: &BrokerArgs) -> Result<Endpoint, String> {
+pub(super) fn endpoint(args: &BrokerArgs) -> Result<Endpoint, String> {
     let mut urls = Vec::new();
     let mut url_user = None;
     let mut url_password = None;
@@ -86,7 +86,7 @@ fn redact_url(text: &str) -> String {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -214,6 +214,10 @@ pub fn plan(
         Ok(None) => return EXIT_ERROR,
         Err(err) => return fail(stderr, &err.to_string()),
     };
+    // For benchmarks (bench/run): how many HTTP requests the plan made.
+    if std::env::var_os("WARREN_REQUEST_COUNT").is_some_and(|v| v == "1") {
+        let _ = writeln!(stderr, "requests: {}", client.request_count());
+    }
     if print_plan(&plan, args.format, stdout).is_err() {
         return EXIT_ERROR;
     }
@@ -232,7 +236,7 @@ pub fn plan(
     exit_for_plan(&plan)
 }
 
-fn fail(stderr: &mut dyn Write, message: &str) -> u8 {
+pub(super) fn fail(stderr: &mut dyn Write, message: &str) -> u8 {
     let _ = writeln!(stderr, "error: {message}");
     EXIT_ERROR
 }

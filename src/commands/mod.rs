@@ -2,6 +2,7 @@
 
 mod broker;
 mod compile;
+mod import;
 mod lint;
 mod schema;
 
@@ -73,6 +74,21 @@ pub fn run() -> ExitCode {
             format,
             !deny.is_empty(),
             target_version,
+            stdout,
+            stderr,
+        ),
+        Command::Import {
+            from,
+            broker: connection,
+            vhosts,
+            name,
+            output,
+        } => import::import(
+            from.as_deref(),
+            &connection,
+            &vhosts,
+            &name,
+            &output,
             stdout,
             stderr,
         ),

@@ -25,7 +25,7 @@ pub struct Spec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Defaults inherited by every vhost, service and consumer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
     /// Priority of the policies warren generates. User policies that match a generated
     /// queue must have a lower priority. Default: 100.
@@ -61,6 +61,16 @@ pub struct Defaults {
     /// Delivery limit of quorum work queues (with a ladder the default is `unlimited`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_limit: Option<DeliveryLimit>,
+}
+
+impl Defaults {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.queue_type.is_none()
+            && self.exchange_type.is_none()
+            && self.retry.is_none()
+            && self.delivery_limit.is_none()
+    }
 }
 
 /// Queue types.
@@ -152,10 +162,10 @@ pub struct Vhost {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<VhostLimits>,
     /// Defaults for the services of this vhost.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
     /// Services, keyed by name. A service owns an inner exchange that others publish to.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub services: IndexMap<String, Service>,
     /// Plain exchanges (escape hatch), keyed by name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
@@ -197,7 +207,7 @@ pub struct Service {
     #[serde(default)]
     pub exchange: InnerExchange,
     /// Defaults for this service's consumers.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
     /// Consumers, keyed by name: each gets its own work queue bound to the inner exchange.
     #[serde(default)]

@@ -1,0 +1,110 @@
+//! `warren import`: a spec written from definitions reproduces them exactly.
+
+use std::process::Command;
+
+const SHOP_PASSWORDS: &[(&str, &str)] = &[
+    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
+    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
+    ("SHOP_EMAIL_PASSWORD", "email-pw"),
+    ("SHOP_OPS_PASSWORD", "ops-pw"),
+];
+
+fn warren(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(args)
+        .envs(SHOP_PASSWORDS.iter().copied())
+        .env("NO_COLOR", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("warren runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Imports `definitions` and checks that the spec compiles and diffs as no change,
+/// with nothing left unmanaged.
+fn round_trip(definitions: &str, target: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("imported.yaml");
+    let (code, _, stderr) = warren(&[
+        "import",
+        "--from",
+        definitions,
+        "-o",
+        spec.to_str().unwrap(),
+        "--name",
+        "adopted",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+    let (code, stdout, stderr) = warren(&[
+        "diff",
+        spec.to_str().unwrap(),
+        "--against",
+        definitions,
+        "--target-version",
+        target,
+    ]);
+    assert_eq!(
+        code,
+        Some(0),
+        "{definitions}:\n{stdout}{stderr}\n{}",
+        std::fs::read_to_string(&spec).unwrap()
+    );
+    assert!(!stdout.contains("Not managed"), "{stdout}");
+    std::fs::read_to_string(spec).unwrap()
+}
+
+#[test]
+fn every_example_survives_export_then_import() {
+    let dir = tempfile::tempdir().unwrap();
+    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
+        for target in ["3.10", "4.0"] {
+            let file = dir.path().join(format!("{example}-{target}.json"));
+            let (code, _, stderr) = warren(&[
+                "export",
+                &format!("examples/{example}.yaml"),
+                "-o",
+                file.to_str().unwrap(),
+                "--target-version",
+                target,
+            ]);
+            assert_eq!(code, Some(0), "{stderr}");
+            let spec = round_trip(file.to_str().unwrap(), target);
+            assert!(
+                spec.contains("retry:"),
+                "{example}: no ladder recognised:\n{spec}"
+            );
+        }
+    }
+}
+
+#[test]
+fn edge_cases_of_real_definitions_files_import_exactly() {
+    let spec = round_trip("tests/definitions/edge-cases.json", "3.10");
+    assert!(spec.contains("tenant/eu"));
+    assert!(spec.contains("ünïcode"));
+    assert!(
+        spec.contains("5000000000"),
+        "numbers above 2^32 keep their value:\n{spec}"
+    );
+    assert!(spec.contains("destination_type: exchange"));
+    assert!(spec.contains("password_hash"));
+}
+
+#[test]
+fn a_file_that_is_not_definitions_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"queues": [{"vhost": "v"}]}"#).unwrap();
+    let (code, _, stderr) = warren(&["import", "--from", bad.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("is not a RabbitMQ definitions file") && stderr.contains("name"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
