@@ -201,7 +201,8 @@ async fn apply_locked(
     plan: &Plan,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
-    let live = client.read_live(&plan.vhosts).await?;
+    let mut live = client.read_live(&plan.vhosts).await?;
+    live.definitions.global_parameters = client.global_parameters().await?;
     let now = fingerprint(&live_objects(&live.definitions, &plan.vhosts), plan.serial);
     if now != plan.live_fingerprint {
         return Err(ApplyError::Stale(
@@ -276,6 +277,7 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
         .filter(|c| matches!(c.action, Action::Create | Action::Replace))
         .collect();
     let delete_order = [
+        GlobalParameter,
         Policy,
         OperatorPolicy,
         Binding,
@@ -317,6 +319,7 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
                     VhostLimits,
                     Policy,
                     OperatorPolicy,
+                    GlobalParameter,
                 ],
             ),
         },
@@ -331,6 +334,12 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
 /// The definitions-format entry of an object, and the section it goes in.
 pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
     let vhost = id.vhost.clone().unwrap_or_default();
+    if id.kind == ObjectKind::GlobalParameter {
+        return (
+            "global_parameters",
+            json!({"name": id.name, "value": value}),
+        );
+    }
     let mut entry = value.clone();
     let object = entry.as_object_mut().expect("objects are JSON objects");
     match id.kind {
@@ -380,12 +389,14 @@ pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
             object.insert("vhost".into(), json!(vhost));
             ("bindings", entry)
         }
+        ObjectKind::GlobalParameter => unreachable!("handled above"),
     }
 }
 
 /// Creates objects through the definitions import, in chunks under the body limit.
 async fn import(client: &Client, changes: &[&Change]) -> Result<(), BrokerError> {
-    const SECTIONS: [&str; 9] = [
+    const SECTIONS: [&str; 10] = [
+        "global_parameters",
         "users",
         "vhosts",
         "permissions",
@@ -523,7 +534,13 @@ fn requests_for(change: &Change) -> Vec<(&'static str, String, Option<Value>)> {
                     "hashing_algorithm": after["hashing_algorithm"],
                     "tags": tags_text(&after["tags"]),
                 });
-                vec![("PUT", format!("/api/users/{n}"), Some(body))]
+                let mut requests = vec![("PUT", format!("/api/users/{n}"), Some(body))];
+                requests.extend(limit_requests(
+                    &format!("/api/user-limits/{n}"),
+                    change.before.as_ref().map(|b| &b["limits"]),
+                    &after["limits"],
+                ));
+                requests
             }
         }
         ObjectKind::Vhost => {
@@ -533,6 +550,17 @@ fn requests_for(change: &Change) -> Vec<(&'static str, String, Option<Value>)> {
                 let mut body = after;
                 body["tags"] = json!(tags_text(&body["tags"]));
                 vec![("PUT", format!("/api/vhosts/{n}"), Some(body))]
+            }
+        }
+        ObjectKind::GlobalParameter => {
+            if removing {
+                vec![("DELETE", format!("/api/global-parameters/{n}"), None)]
+            } else {
+                vec![(
+                    "PUT",
+                    format!("/api/global-parameters/{n}"),
+                    Some(json!({"name": change.id.name, "value": after})),
+                )]
             }
         }
         ObjectKind::VhostLimits => {
@@ -561,6 +589,34 @@ fn requests_for(change: &Change) -> Vec<(&'static str, String, Option<Value>)> {
             requests
         }
     }
+}
+
+/// PUTs for the limits in `after`, DELETEs for those only in `before`.
+fn limit_requests(
+    base: &str,
+    before: Option<&Value>,
+    after: &Value,
+) -> Vec<(&'static str, String, Option<Value>)> {
+    let mut requests = Vec::new();
+    if let Some(Value::Object(map)) = before {
+        for key in map.keys() {
+            if after.get(key).is_none() {
+                requests.push(("DELETE", format!("{base}/{}", segment(key)), None));
+            }
+        }
+    }
+    if let Value::Object(map) = after {
+        for (key, value) in map {
+            if before.and_then(|b| b.get(key)) != Some(value) {
+                requests.push((
+                    "PUT",
+                    format!("{base}/{}", segment(key)),
+                    Some(json!({ "value": value })),
+                ));
+            }
+        }
+    }
+    requests
 }
 
 fn tags_text(tags: &Value) -> String {

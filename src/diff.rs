@@ -169,7 +169,7 @@ pub fn diff(
         }
         let in_scope = match id.kind {
             ObjectKind::User => scope_users.contains(id.name.as_str()),
-            ObjectKind::Vhost => false,
+            ObjectKind::Vhost | ObjectKind::GlobalParameter => false,
             _ => true,
         };
         if !in_scope || protected {

@@ -62,6 +62,7 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
         ladders: IndexMap::new(),
         vhosts: IndexMap::new(),
         users: IndexMap::new(),
+        global_parameters: IndexMap::new(),
     };
     let mut vhost_names: Vec<&String> = definitions
         .vhosts
@@ -698,6 +699,10 @@ fn import_users(definitions: &Definitions, spec: &mut Spec, notes: &mut Notes) {
             password_hash: Some(user.password_hash.clone()),
             hashing_algorithm: algorithm,
             tags: user.tags.to_list(),
+            limits: (!user.limits.is_empty()).then(|| crate::spec::UserLimits {
+                max_connections: user.limits.get("max-connections").and_then(|v| v.as_u64()),
+                max_channels: user.limits.get("max-channels").and_then(|v| v.as_u64()),
+            }),
             ..User::default()
         };
         for permission in definitions

@@ -623,4 +623,38 @@ per_version!(
     stale_plans_and_held_locks_are_refused,
     another_specs_objects_are_not_taken_over,
     connection_problems_are_one_line_errors,
+    user_limits_and_global_parameters_converge,
 );
+
+fn user_limits_and_global_parameters_converge(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(&node, "limits");
+    let name = format!("limits-{vhost}");
+    let spec_text = |channels: u64| {
+        format!(
+            "version: 1\nname: {name}\nglobal_parameters:\n  {name}-setting: {{ owner: platform, replicas: 3 }}\nvhosts:\n  {vhost}: {{}}\nusers:\n  {vhost}-app:\n    password_hash: \"\"\n    limits: {{ max_connections: 10, max_channels: {channels} }}\n    permissions:\n      {vhost}: {{ configure: '^$', write: '^$', read: '.*' }}\n"
+        )
+    };
+    let spec = Spec::new(&spec_text(100));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(node, &["plan", spec.arg()]).expect(0);
+    let limits = node.get(&format!("/api/user-limits/{vhost}-app"));
+    assert_eq!(limits[0]["value"]["max-channels"], 100, "{limits}");
+    let parameter = node.get(&format!("/api/global-parameters/{name}-setting"));
+    assert_eq!(parameter["value"]["replicas"], 3);
+
+    spec.write(&spec_text(50));
+    let plan = warren(node, &["plan", spec.arg(), "--format", "json"])
+        .expect(2)
+        .plan_json();
+    assert_eq!(
+        changes(&plan),
+        vec![("update".into(), "user".into(), format!("{vhost}-app"))]
+    );
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    assert_eq!(
+        node.get(&format!("/api/user-limits/{vhost}-app"))[0]["value"]["max-channels"],
+        50
+    );
+    warren(node, &["plan", spec.arg()]).expect(0);
+}

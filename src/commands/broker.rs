@@ -151,9 +151,11 @@ async fn make_plan(
         return Ok(None);
     };
     // The vhosts in scope include those an earlier apply managed: read the records first.
-    let records = crate::state::records(&client.global_parameters().await?);
+    let global_parameters = client.global_parameters().await?;
+    let records = crate::state::records(&global_parameters);
     let vhosts = plan::scope(&compiled.definitions, records.get(&name));
-    let live = client.read_live(&vhosts).await?;
+    let mut live = client.read_live(&vhosts).await?;
+    live.definitions.global_parameters = global_parameters;
     let mut plan = plan::build(plan::Inputs {
         spec: &name,
         target_version: target.to_string(),

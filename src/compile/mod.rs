@@ -78,6 +78,8 @@ pub enum ObjectKind {
     Permission,
     /// A user's topic permissions on an exchange.
     TopicPermission,
+    /// A global runtime parameter.
+    GlobalParameter,
 }
 
 /// Identifies one object of the output.
@@ -142,6 +144,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         services::emit_all(spec, &mut emitter);
         plain::emit_all(spec, &mut emitter);
         users::emit_all(spec, &mut emitter);
+        emit_global_parameters(spec, &mut emitter);
         names::check_references(&mut emitter);
         policies::emit_all(spec, &mut emitter);
     }
@@ -165,6 +168,34 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         warnings: diagnostics,
         secrets,
     })
+}
+
+fn emit_global_parameters(spec: &crate::spec::Spec, out: &mut Emitter) {
+    for (name, value) in &spec.global_parameters {
+        let path = SpecPath::root().key("global_parameters").key(name);
+        if name.starts_with(crate::state::RECORD_PREFIX) {
+            out.error(
+                "invalid-name",
+                format!("global parameter `{name}` uses the `warren.` prefix, which holds warren's ownership records"),
+                path,
+            )
+            .hint("rename the parameter");
+            continue;
+        }
+        let id = ObjectId {
+            kind: ObjectKind::GlobalParameter,
+            vhost: None,
+            name: name.clone(),
+        };
+        if out.claim(id, &path) {
+            out.definitions
+                .global_parameters
+                .push(crate::model::GlobalParameter {
+                    name: name.clone(),
+                    value: value.clone(),
+                });
+        }
+    }
 }
 
 /// Fills in file positions from the spec paths, and orders findings by position.

@@ -122,7 +122,20 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             password_hash,
             hashing_algorithm: Some(algorithm_module(algorithm).to_string()),
             tags: Tags::List(tags),
-            limits: Default::default(),
+            limits: user
+                .limits
+                .as_ref()
+                .map(|limits| {
+                    let mut map = crate::model::Arguments::new();
+                    if let Some(max) = limits.max_connections {
+                        map.insert("max-connections".into(), serde_json::Value::from(max));
+                    }
+                    if let Some(max) = limits.max_channels {
+                        map.insert("max-channels".into(), serde_json::Value::from(max));
+                    }
+                    map
+                })
+                .unwrap_or_default(),
             extra: Default::default(),
         });
         for (vhost, permission) in &user.permissions {

@@ -157,6 +157,15 @@ pub fn objects(definitions: &Definitions) -> Objects {
             normalize_value(&value),
         );
     }
+    for parameter in &definitions.global_parameters {
+        if parameter.name.starts_with(crate::state::RECORD_PREFIX) {
+            continue; // ownership records are not objects of any spec
+        }
+        objects.insert(
+            id(ObjectKind::GlobalParameter, None, &parameter.name),
+            normalize_value(&parameter.value),
+        );
+    }
     for policy in &definitions.policies {
         objects.insert(
             id(ObjectKind::Policy, Some(&policy.vhost), &policy.name),

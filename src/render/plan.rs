@@ -59,6 +59,7 @@ fn kind_heading(kind: ObjectKind) -> &'static str {
         ObjectKind::User => "users",
         ObjectKind::Permission => "permissions",
         ObjectKind::TopicPermission => "topic permissions",
+        ObjectKind::GlobalParameter => "global parameters",
     }
 }
 

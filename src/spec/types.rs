@@ -40,6 +40,10 @@ pub struct Spec {
     /// Users, keyed by name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub users: IndexMap<String, User>,
+    /// Global runtime parameters (any JSON value), keyed by name. Names starting with
+    /// `warren.` are reserved for ownership records.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub global_parameters: IndexMap<String, serde_json::Value>,
 }
 
 /// Settings inherited downwards: top level → vhost → service → consumer.
@@ -532,6 +536,21 @@ pub struct User {
     /// Topic permissions per vhost and exchange.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub topic_permissions: IndexMap<String, IndexMap<String, TopicPermission>>,
+    /// Per-user limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<UserLimits>,
+}
+
+/// Limits of one user.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserLimits {
+    /// Maximum number of connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u64>,
+    /// Maximum number of channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_channels: Option<u64>,
 }
 
 /// Where a password comes from.
