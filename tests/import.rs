@@ -108,3 +108,27 @@ fn a_file_that_is_not_definitions_is_a_clear_error() {
     );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+/// `tests/definitions/corpus/` holds definitions files shaped like the ones public
+/// projects ship (compose setups, Helm charts, library fixtures, broker exports); the
+/// folder's README says what each one stands for.
+#[test]
+fn the_definitions_corpus_imports_exactly() {
+    let mut files: Vec<_> = std::fs::read_dir("tests/definitions/corpus")
+        .expect("the corpus folder exists")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "the corpus holds {} files", files.len());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let definitions: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let version = definitions["rabbitmq_version"]
+            .as_str()
+            .or_else(|| definitions["rabbit_version"].as_str())
+            .unwrap_or_else(|| panic!("{}: no broker version", file.display()));
+        let target = if version.starts_with("3.") { "3.10" } else { "4.0" };
+        round_trip(file.to_str().unwrap(), target);
+    }
+}
