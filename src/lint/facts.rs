@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::compile::policies::applies_to;
 use crate::compile::policy_keys;
-use crate::model::effective::queue_type;
+use crate::model::effective::{PatternMatcher, queue_type};
 use crate::model::{Definitions, OPERATOR_POLICY_COMPONENT, Policy, Queue};
 use crate::spec::QueueType;
 use crate::version::TargetVersion;
@@ -52,13 +52,6 @@ fn lowest(values: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
     values.into_iter().flatten().min()
 }
 
-fn regex_matches(pattern: &str, name: &str) -> bool {
-    fancy_regex::Regex::new(pattern)
-        .ok()
-        .and_then(|r| r.is_match(name).ok())
-        .unwrap_or(false)
-}
-
 /// Operator policies stored as parameters, in policy shape.
 pub fn operator_policies(definitions: &Definitions) -> Vec<Policy> {
     definitions
@@ -79,18 +72,26 @@ pub fn operator_policies(definitions: &Definitions) -> Vec<Policy> {
         .collect()
 }
 
+/// Policies with their patterns compiled once.
+fn compiled(policies: &[Policy]) -> Vec<(&Policy, PatternMatcher)> {
+    policies
+        .iter()
+        .map(|p| (p, PatternMatcher::new(&p.pattern)))
+        .collect()
+}
+
 fn winner<'p>(
-    policies: impl Iterator<Item = &'p Policy>,
+    policies: &[(&'p Policy, PatternMatcher)],
     queue: &Queue,
     kind: QueueType,
     target: TargetVersion,
 ) -> (Option<&'p Policy>, Vec<&'p Policy>) {
     let matching: Vec<&Policy> = policies
-        .filter(|p| {
-            p.vhost == queue.vhost
-                && applies_to(&p.apply_to, kind)
-                && regex_matches(&p.pattern, &queue.name)
+        .iter()
+        .filter(|(p, matcher)| {
+            p.vhost == queue.vhost && applies_to(&p.apply_to, kind) && matcher.is_match(&queue.name)
         })
+        .map(|(p, _)| *p)
         .collect();
     let winner = matching
         .iter()
@@ -106,13 +107,15 @@ pub fn queue_facts<'a>(
     operators: &[Policy],
     target: TargetVersion,
 ) -> Vec<QueueFacts<'a>> {
+    let policies = compiled(&definitions.policies);
+    let operators = compiled(operators);
     definitions
         .queues
         .iter()
         .map(|queue| {
             let kind = queue_type(queue);
-            let (policy, matching) = winner(definitions.policies.iter(), queue, kind, target);
-            let (operator, _) = winner(operators.iter(), queue, kind, target);
+            let (policy, matching) = winner(&policies, queue, kind, target);
+            let (operator, _) = winner(&operators, queue, kind, target);
             let argument = |key: &str| queue.arguments.get(key);
             let from_policy = |key: &str| policy.and_then(|p| p.definition.get(key));
             let from_operator = |key: &str| operator.and_then(|p| p.definition.get(key));

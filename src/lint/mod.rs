@@ -105,6 +105,8 @@ pub struct Context<'a> {
     pub target: TargetVersion,
     /// Operator policies in policy shape.
     pub operator_policies: Vec<Policy>,
+    /// The dead-letter graph, built once and shared by the rules.
+    graph: std::cell::OnceCell<rules::graph::Graph<'a>>,
 }
 
 impl<'a> Context<'a> {
@@ -117,6 +119,7 @@ impl<'a> Context<'a> {
             origins: Some(&compiled.origins),
             target,
             operator_policies: facts::operator_policies(&compiled.definitions),
+            graph: std::cell::OnceCell::new(),
         }
     }
 
@@ -129,12 +132,18 @@ impl<'a> Context<'a> {
             origins: None,
             target,
             operator_policies: facts::operator_policies(definitions),
+            graph: std::cell::OnceCell::new(),
         }
     }
 
     /// The effective settings of every queue.
-    pub fn queue_facts(&self) -> Vec<facts::QueueFacts<'_>> {
+    pub fn queue_facts(&self) -> Vec<facts::QueueFacts<'a>> {
         facts::queue_facts(self.definitions, &self.operator_policies, self.target)
+    }
+
+    /// The dead-letter graph of the definitions (built on first use).
+    pub(crate) fn graph(&self) -> &rules::graph::Graph<'a> {
+        self.graph.get_or_init(|| rules::graph::Graph::new(self))
     }
 }
 

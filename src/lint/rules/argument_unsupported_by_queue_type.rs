@@ -1,6 +1,6 @@
 //! Queue arguments or properties the queue type refuses.
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 use crate::spec::QueueType;
 
@@ -41,7 +41,7 @@ const NOT_FOR_STREAMS: &[&str] = &[
 ];
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut findings = Vec::new();
     for fact in &graph.facts {
         let kind = fact.queue_type;

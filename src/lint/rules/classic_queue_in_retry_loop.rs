@@ -1,6 +1,5 @@
 //! Classic (single-node) queues carrying retries.
 
-use super::graph::Graph;
 use crate::lint::{Context, Finding, Level, Rule};
 use crate::spec::QueueType;
 
@@ -15,7 +14,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     graph
         .all_cycles()
         .into_iter()

@@ -1,6 +1,5 @@
 //! Multi-hop dead-letter cycles on RabbitMQ 3.13.
 
-use super::graph::Graph;
 use crate::lint::{Context, Finding, Level, Rule};
 use crate::version::TargetVersion;
 
@@ -18,7 +17,7 @@ fn check(context: &Context) -> Vec<Finding> {
     if context.target != TargetVersion::V3_13 {
         return Vec::new();
     }
-    let graph = Graph::new(context);
+    let graph = context.graph();
     graph
         .all_cycles()
         .into_iter()

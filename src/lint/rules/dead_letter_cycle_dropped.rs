@@ -1,6 +1,5 @@
 //! A dead-letter cycle where every hop is automatic: the broker drops the messages.
 
-use super::graph::Graph;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +13,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     graph
         .cycles_among(|fact| fact.message_ttl.is_some())
         .into_iter()

@@ -1,6 +1,6 @@
 //! A queue dead-letters to an exchange that does not exist.
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut findings = Vec::new();
     for (fact, route) in graph.facts.iter().zip(&graph.routes) {
         if let Some(missing) = route.as_ref().and_then(|r| r.missing_exchange.as_ref()) {

@@ -1,6 +1,5 @@
 //! A dead-letter cycle without any TTL: rejected messages come straight back.
 
-use super::graph::Graph;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +13,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     graph
         .cycles_among(|fact| fact.message_ttl.is_none())
         .into_iter()

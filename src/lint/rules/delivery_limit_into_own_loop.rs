@@ -1,6 +1,5 @@
 //! A quorum queue's delivery limit dead-letters into its own retry loop.
 
-use super::graph::Graph;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +13,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut findings = Vec::new();
     for cycle in graph.all_cycles() {
         for &node in &cycle {

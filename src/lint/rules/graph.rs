@@ -20,7 +20,7 @@ pub struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     /// Builds the graph.
-    pub fn new(context: &'a Context<'a>) -> Graph<'a> {
+    pub fn new(context: &Context<'a>) -> Graph<'a> {
         let facts = context.queue_facts();
         let router = Router::new(context.definitions);
         let index: BTreeMap<(&str, &str), usize> = facts

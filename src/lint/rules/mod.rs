@@ -10,7 +10,7 @@ mod dead_letter_unroutable;
 mod delay_queue_expires;
 mod delayed_message_exchange;
 mod delivery_limit_into_own_loop;
-mod graph;
+pub(crate) mod graph;
 mod guest_user;
 mod ladder;
 mod name_differs_only_by_case;

@@ -1,6 +1,6 @@
 //! Operator policies that change retry queues behind the spec's back.
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let in_loop: Vec<bool> = {
         let mut marks = vec![false; graph.facts.len()];
         for cycle in graph.all_cycles() {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -16,7 +16,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut reported = BTreeSet::new();
     let mut findings = Vec::new();
     for fact in &graph.facts {

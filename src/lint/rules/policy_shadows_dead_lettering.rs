@@ -1,6 +1,6 @@
 //! A higher-priority policy without dead-lettering shadows the one that sets it.
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 
 pub const RULE: Rule = Rule {
@@ -14,7 +14,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut findings = Vec::new();
     for fact in &graph.facts {
         if fact.queue.arguments.contains_key("x-dead-letter-exchange") {

@@ -1,6 +1,6 @@
 //! A policy that would apply to a queue is skipped because of one key its type lacks.
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::compile::policy_keys;
 use crate::lint::{Context, Finding, Level, Rule};
 
@@ -15,7 +15,7 @@ pub const RULE: Rule = Rule {
 };
 
 fn check(context: &Context) -> Vec<Finding> {
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut findings = Vec::new();
     for fact in &graph.facts {
         let winner_priority = fact.policy.map(|p| p.priority);

@@ -1,6 +1,6 @@
 //! Quorum queues with no delivery limit on versions without a default.
 
-use super::graph::{Graph, queue_id};
+use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 use crate::spec::QueueType;
 
@@ -18,7 +18,7 @@ fn check(context: &Context) -> Vec<Finding> {
     if context.target.has_default_delivery_limit() {
         return Vec::new();
     }
-    let graph = Graph::new(context);
+    let graph = context.graph();
     let mut in_loop = vec![false; graph.facts.len()];
     for cycle in graph.all_cycles() {
         for node in cycle {
