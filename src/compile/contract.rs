@@ -15,6 +15,13 @@ use crate::spec::{OnExhausted, RetryMode};
 /// count cannot live there.
 pub const RETRY_COUNT_HEADER: &str = "warren-retries";
 
+/// Header keeping the routing key a message was first published with, in `publish` mode.
+/// A re-published message travels with the tier's routing key and comes back from the
+/// tier with the work queue's name as its key, so without this header a retried (and
+/// a parked) message has lost the key it was routed by, e.g. `notify.sms.urgent`.
+/// Consumers set it on the first re-publish and keep it afterwards.
+pub const ORIGINAL_ROUTING_KEY_HEADER: &str = "warren-routing-key";
+
 /// Headers a consumer removes before re-publishing, so that the broker neither counts
 /// nor cycle-checks deaths that belong to the old copy.
 pub const HEADERS_TO_STRIP: &[&str] = &[
@@ -74,6 +81,9 @@ pub struct RetryContract {
     /// Headers to remove before re-publishing (`publish` mode).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub strip_headers: Vec<String>,
+    /// Header that keeps the original routing key across re-publishes (`publish` mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_routing_key_header: Option<String>,
 }
 
 /// One retry.
@@ -158,6 +168,7 @@ impl Contract {
         } else {
             "otherwise ack it: the message is dropped".to_string()
         };
+        let publish = ladder.mode == RetryMode::Publish;
         let (mode, count_from, on_failure, strip) = match ladder.mode {
             RetryMode::Publish => (
                 "publish",
@@ -165,7 +176,7 @@ impl Contract {
                 vec![
                     format!("read n = `{RETRY_COUNT_HEADER}` (0 when absent)"),
                     format!(
-                        "if n < {max}: publish a copy to exchange `{}` with routing key schedule[n].routing_key, header `{RETRY_COUNT_HEADER}` = n + 1, the `x-death`/`x-first-death-*`/`x-last-death-*` headers removed and every other property kept; wait for the publisher confirm, then ack",
+                        "if n < {max}: publish a copy to exchange `{}` with routing key schedule[n].routing_key, header `{RETRY_COUNT_HEADER}` = n + 1, header `{ORIGINAL_ROUTING_KEY_HEADER}` = the delivery's routing key if the header is absent, the `x-death`/`x-first-death-*`/`x-last-death-*` headers removed and every other property kept; wait for the publisher confirm, then ack",
                         objects.exchange
                     ),
                     exhausted_step,
@@ -217,7 +228,50 @@ impl Contract {
                     queue: objects.parking.clone(),
                 },
                 strip_headers: strip,
+                original_routing_key_header: publish
+                    .then(|| ORIGINAL_ROUTING_KEY_HEADER.to_string()),
             }),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::compile::{Options, compile};
+    use crate::spec::load_str;
+
+    fn contract(mode: &str) -> serde_json::Value {
+        let yaml = format!(
+            "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c:\n            routing_keys: [a.b]\n            retry: {{ delays: [1s, 2s], mode: {mode} }}\n"
+        );
+        let file = load_str(Path::new("test.yaml"), yaml).unwrap();
+        let compiled = compile(
+            &file,
+            &Options {
+                resolve_secrets: false,
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|d| panic!("{d:#?}"));
+        serde_json::to_value(&compiled.contract).unwrap()["consumers"][0]["retry"].clone()
+    }
+
+    #[test]
+    fn publish_mode_keeps_the_original_routing_key_in_a_header() {
+        let retry = contract("publish");
+        assert_eq!(retry["original_routing_key_header"], "warren-routing-key");
+        let step = retry["on_failure"][1].as_str().unwrap();
+        assert!(
+            step.contains("`warren-routing-key` = the delivery's routing key"),
+            "{step}"
+        );
+        // The broker keeps the key in `x-death` in the reject modes.
+        assert!(
+            contract("reject-chain")
+                .get("original_routing_key_header")
+                .is_none()
+        );
     }
 }
