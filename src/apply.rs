@@ -278,6 +278,7 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
         .collect();
     let delete_order = [
         GlobalParameter,
+        Parameter,
         Policy,
         OperatorPolicy,
         Binding,
@@ -320,6 +321,7 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
                     Policy,
                     OperatorPolicy,
                     GlobalParameter,
+                    Parameter,
                 ],
             ),
         },
@@ -338,6 +340,13 @@ pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
         return (
             "global_parameters",
             json!({"name": id.name, "value": value}),
+        );
+    }
+    if id.kind == ObjectKind::Parameter {
+        let (component, name) = id.name.split_once('/').unwrap_or(("", &id.name));
+        return (
+            "parameters",
+            json!({"vhost": vhost, "component": component, "name": name, "value": value}),
         );
     }
     let mut entry = value.clone();
@@ -389,7 +398,7 @@ pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
             object.insert("vhost".into(), json!(vhost));
             ("bindings", entry)
         }
-        ObjectKind::GlobalParameter => unreachable!("handled above"),
+        ObjectKind::GlobalParameter | ObjectKind::Parameter => unreachable!("handled above"),
     }
 }
 
@@ -550,6 +559,23 @@ fn requests_for(change: &Change) -> Vec<(&'static str, String, Option<Value>)> {
                 let mut body = after;
                 body["tags"] = json!(tags_text(&body["tags"]));
                 vec![("PUT", format!("/api/vhosts/{n}"), Some(body))]
+            }
+        }
+        ObjectKind::Parameter => {
+            let (component, name) = change
+                .id
+                .name
+                .split_once('/')
+                .unwrap_or(("", &change.id.name));
+            let path = format!(
+                "/api/parameters/{}/{v}/{}",
+                segment(component),
+                segment(name)
+            );
+            if removing {
+                vec![("DELETE", path, None)]
+            } else {
+                vec![("PUT", path, Some(json!({"value": after})))]
             }
         }
         ObjectKind::GlobalParameter => {

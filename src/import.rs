@@ -618,7 +618,10 @@ fn import_vhost(
             }
             OPERATOR_POLICY_COMPONENT => {
                 let value = &parameter.value;
-                let definition = value["definition"].as_object().map(|m| m.clone().into_iter().collect()).unwrap_or_default();
+                let definition = value["definition"]
+                    .as_object()
+                    .map(|m| m.clone().into_iter().collect())
+                    .unwrap_or_default();
                 vhost.operator_policies.insert(
                     parameter.name.clone(),
                     plain_policy(
@@ -630,10 +633,22 @@ fn import_vhost(
                     ),
                 );
             }
-            other => notes.0.push(format!(
-                "vhost `{vhost_name}`: runtime parameter `{}` ({other}) is not imported: warren does not manage that component yet",
-                parameter.name
-            )),
+            "policy" => {}
+            component => {
+                let value = normalize_value(&parameter.value);
+                let redacted = crate::render::plan::redact_uris(&value);
+                if redacted != value {
+                    notes.0.push(format!(
+                        "vhost `{vhost_name}`: {component} `{}` holds URI credentials; they are written as `***`: replace the URI with `{{ env: VARIABLE }}`",
+                        parameter.name
+                    ));
+                }
+                vhost
+                    .parameters
+                    .entry(component.to_string())
+                    .or_default()
+                    .insert(parameter.name.clone(), redacted);
+            }
         }
     }
     vhost

@@ -624,11 +624,12 @@ per_version!(
     another_specs_objects_are_not_taken_over,
     connection_problems_are_one_line_errors,
     user_limits_and_global_parameters_converge,
+    runtime_parameters_keep_their_credentials_out_of_plans,
 );
 
 fn user_limits_and_global_parameters_converge(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(&node, "limits");
+    let vhost = unique(node, "limits");
     let name = format!("limits-{vhost}");
     let spec_text = |channels: u64| {
         format!(
@@ -657,4 +658,76 @@ fn user_limits_and_global_parameters_converge(version: Version) {
         50
     );
     warren(node, &["plan", spec.arg()]).expect(0);
+}
+
+fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
+    let node = Node::shared(version);
+    let vhost = unique(node, "params");
+    let name = format!("params-{vhost}");
+    let upstream_password = format!("up-{vhost}-secret");
+    let spec_text = |expires: u64| {
+        format!(
+            "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    parameters:\n      federation-upstream:\n        origin:\n          uri: {{ env: UPSTREAM_URI }}\n          expires: {expires}\n"
+        )
+    };
+    let spec = Spec::new(&spec_text(3_600_000));
+    let run = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
+        command
+            .args(args)
+            .args([
+                "--url",
+                &node.mgmt_url,
+                "--user",
+                &node.user,
+                "--password",
+                &node.password,
+            ])
+            .env(
+                "UPSTREAM_URI",
+                format!(
+                    "amqp://federator:{upstream_password}@127.0.0.1:{}",
+                    node.amqp_port
+                ),
+            )
+            .env("NO_COLOR", "1");
+        finish(command.output().unwrap())
+    };
+    let first = run(&["plan", spec.arg()]).expect(2);
+    assert!(
+        first.stdout.contains("+ federation-upstream/origin"),
+        "{}",
+        first.stdout
+    );
+    run(&["apply", spec.arg(), "--auto-approve"]).expect(0);
+    let stored = node.get(&format!(
+        "/api/parameters/federation-upstream/{}/origin",
+        pct(&vhost)
+    ));
+    assert!(
+        stored["value"]["uri"]
+            .as_str()
+            .unwrap()
+            .contains(&upstream_password),
+        "the broker gets the real URI"
+    );
+    run(&["plan", spec.arg()]).expect(0);
+
+    spec.write(&spec_text(7_200_000));
+    let changed = run(&["plan", spec.arg()]).expect(2);
+    assert!(
+        changed.stdout.contains("~ federation-upstream/origin"),
+        "{}",
+        changed.stdout
+    );
+    let json = run(&["plan", spec.arg(), "--format", "json"]).expect(2);
+    for output in [&changed.stdout, &changed.stderr, &json.stdout] {
+        assert!(
+            !output.contains(&upstream_password),
+            "credentials printed:\n{output}"
+        );
+    }
+    assert!(json.stdout.contains("federator:***@"), "{}", json.stdout);
+    run(&["apply", spec.arg(), "--auto-approve"]).expect(0);
+    run(&["plan", spec.arg()]).expect(0);
 }

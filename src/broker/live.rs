@@ -55,7 +55,7 @@ impl Client {
     /// Reads everything a plan compares, for the given vhosts: four broker-wide
     /// listings and six per vhost, concurrently.
     pub async fn read_live(&self, vhosts: &[String]) -> Result<LiveState, BrokerError> {
-        let (all_vhosts, users, permissions, topic_permissions) = tokio::try_join!(
+        let (all_vhosts, users, permissions, topic_permissions, parameters) = tokio::try_join!(
             list::<Vhost>(
                 self,
                 "/api/vhosts?columns=name,description,tags,default_queue_type,metadata".into()
@@ -63,6 +63,7 @@ impl Client {
             list::<User>(self, "/api/users".into()),
             list::<Permission>(self, "/api/permissions".into()),
             list::<TopicPermission>(self, "/api/topic-permissions".into()),
+            list::<Parameter>(self, "/api/parameters".into()),
         )?;
         let mut definitions = Definitions {
             users,
@@ -80,6 +81,17 @@ impl Client {
             .into_iter()
             .filter(|p| vhosts.contains(&p.vhost))
             .collect();
+        // Shovels, federation upstreams…; limits and operator policies are read per vhost.
+        let runtime: Vec<Parameter> = parameters
+            .into_iter()
+            .filter(|p| vhosts.contains(&p.vhost))
+            .filter(|p| {
+                !matches!(
+                    p.component.as_str(),
+                    "vhost-limits" | "operator_policy" | "policy"
+                )
+            })
+            .collect();
         let reads = present.iter().map(|vhost| self.read_vhost(&vhost.name));
         for part in futures_join_all(reads).await {
             let part = part?;
@@ -89,6 +101,7 @@ impl Client {
             definitions.policies.extend(part.policies);
             definitions.parameters.extend(part.parameters);
         }
+        definitions.parameters.extend(runtime);
         definitions.vhosts = present.into_iter().cloned().collect();
         Ok(LiveState {
             definitions,

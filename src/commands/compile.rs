@@ -70,10 +70,11 @@ pub fn compile(
     let json = if contract {
         serde_json::to_string_pretty(&compiled.contract)
     } else {
-        serde_json::to_string_pretty(&crate::export::document(
+        // Printed output never shows URI credentials; `export` writes them for the broker.
+        serde_json::to_string_pretty(&crate::render::plan::redact_uris(&crate::export::document(
             &compiled.definitions,
             args.target_version,
-        ))
+        )))
     };
     match json.map(|text| writeln!(stdout, "{text}")) {
         Ok(Ok(())) => EXIT_OK,

@@ -80,6 +80,8 @@ pub enum ObjectKind {
     TopicPermission,
     /// A global runtime parameter.
     GlobalParameter,
+    /// A vhost runtime parameter (shovel, federation upstream, …), named `component/name`.
+    Parameter,
 }
 
 /// Identifies one object of the output.

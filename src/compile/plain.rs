@@ -164,6 +164,37 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 }
             }
         }
+        for (component, parameters) in &vhost.parameters {
+            if matches!(
+                component.as_str(),
+                "vhost-limits" | "operator_policy" | "policy"
+            ) {
+                out.error(
+                    "invalid-value",
+                    format!("component `{component}` is written with its own key"),
+                    vhost_path.key("parameters").key(component),
+                )
+                .hint("use `limits`, `operator_policies` or `policies`");
+                continue;
+            }
+            for (name, value) in parameters {
+                let path = vhost_path.key("parameters").key(component).key(name);
+                let value = resolve_env_values(out, value, &path);
+                let id = ObjectId {
+                    kind: ObjectKind::Parameter,
+                    vhost: Some(vhost_name.clone()),
+                    name: format!("{component}/{name}"),
+                };
+                if out.claim(id, &path) {
+                    out.definitions.parameters.push(Parameter {
+                        vhost: vhost_name.clone(),
+                        component: component.clone(),
+                        name: name.clone(),
+                        value,
+                    });
+                }
+            }
+        }
         for (name, policy) in &vhost.operator_policies {
             let path = vhost_path.key("operator_policies").key(name);
             if let Some(policy) = checked_policy(out, vhost_name, name, policy, true, &path) {
@@ -187,6 +218,44 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 }
             }
         }
+    }
+}
+
+/// Replaces every `{ env: VARIABLE }` inside a parameter value by the variable's
+/// content (an empty string when secrets are not resolved).
+fn resolve_env_values(out: &mut Emitter, value: &Value, path: &SpecPath) -> Value {
+    match value {
+        Value::Object(map) if map.len() == 1 && map.get("env").is_some_and(Value::is_string) => {
+            let variable = map["env"].as_str().unwrap_or_default();
+            if !out.options.resolve_secrets {
+                return Value::from("");
+            }
+            match std::env::var(variable) {
+                Ok(text) if !text.is_empty() => Value::from(text),
+                _ => {
+                    out.error(
+                        "missing-secret",
+                        format!("environment variable `{variable}` is not set"),
+                        path.key("env"),
+                    )
+                    .hint(format!("export {variable}=… before running warren"));
+                    Value::from("")
+                }
+            }
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), resolve_env_values(out, v, &path.key(k.clone()))))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| resolve_env_values(out, v, &path.index(i)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

@@ -140,7 +140,11 @@ pub fn objects(definitions: &Definitions) -> Objects {
         let (kind, name) = match parameter.component.as_str() {
             VHOST_LIMITS_COMPONENT => (ObjectKind::VhostLimits, "limits".to_string()),
             OPERATOR_POLICY_COMPONENT => (ObjectKind::OperatorPolicy, parameter.name.clone()),
-            _ => continue,
+            "policy" => continue,
+            component => (
+                ObjectKind::Parameter,
+                format!("{component}/{}", parameter.name),
+            ),
         };
         let value = if kind == ObjectKind::OperatorPolicy {
             json!({

@@ -186,6 +186,12 @@ pub struct Vhost {
     /// Operator policies, keyed by name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub operator_policies: IndexMap<String, PlainPolicy>,
+    /// Runtime parameters by component and name, e.g. `shovel`, `federation-upstream`,
+    /// `federation-upstream-set`. Values are JSON; a value written `{ env: VARIABLE }`
+    /// anywhere inside is read from that environment variable (for URIs holding
+    /// credentials), and credentials in URIs are never printed.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub parameters: IndexMap<String, IndexMap<String, serde_json::Value>>,
 }
 
 /// Vhost limits.

@@ -241,8 +241,11 @@ impl Node {
             for sub in ["mnesia", "log", "home"] {
                 fs::create_dir_all(dir.join(sub)).map_err(|e| e.to_string())?;
             }
-            fs::write(dir.join("enabled_plugins"), "[rabbitmq_management].\n")
-                .map_err(|e| e.to_string())?;
+            fs::write(
+                dir.join("enabled_plugins"),
+                "[rabbitmq_management,rabbitmq_shovel,rabbitmq_federation].\n",
+            )
+            .map_err(|e| e.to_string())?;
             let mut conf = format!(
                 "listeners.tcp.default = 127.0.0.1:{amqp_port}\n\
                  management.tcp.ip = 127.0.0.1\n\

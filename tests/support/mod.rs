@@ -5,6 +5,7 @@
 //! allowance.
 #![allow(dead_code, unused_imports)]
 
+pub mod amqp;
 pub mod broker;
 
 pub use broker::{Node, NodeOptions, Version, pct, rabbit_password_hash, wait_until};

@@ -1,0 +1,955 @@
+//! The retry topologies warren compiles, exercised end to end on real RabbitMQ 3.10
+//! and 4.0 nodes with a real AMQP client that follows the consumer contract.
+//!
+//! Each scenario applies a test copy of an example (short delays, a vhost and spec
+//! name of its own) to the shared node of its version with the `warren` binary, reads
+//! the consumer contract with `warren compile --contract`, and runs consumers from
+//! `tests/support/amqp.rs`. Times are measured: a delivery comes at least `delay`
+//! after the previous one; upper bounds are generous (seconds).
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lapin::types::{AMQPValue, FieldTable, LongString};
+use serde_json::json;
+use support::amqp::{
+    self, Action, Client, Contract, Decide, Event, Log, eventually, message, spawn_consumer,
+};
+use support::{Node, Version, pct};
+
+/// Upper bound for anything that should happen "soon" (never tight).
+const SOON: Duration = Duration::from_secs(20);
+
+/// A spec file in a temp dir.
+struct Spec {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Spec {
+    fn new(yaml: &str) -> Spec {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spec.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        Spec { _dir: dir, path }
+    }
+
+    /// An example with its text substituted (`from` → `to`, each must occur).
+    #[track_caller]
+    fn example(file: &str, substitutions: &[(&str, &str)]) -> Spec {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(file);
+        let mut text = std::fs::read_to_string(path).unwrap();
+        for (from, to) in substitutions {
+            assert!(text.contains(from), "{file} has no `{from}`");
+            text = text.replace(from, to);
+        }
+        Spec::new(&text)
+    }
+
+    fn write(&self, yaml: &str) {
+        std::fs::write(&self.path, yaml).unwrap();
+    }
+}
+
+/// A vhost name not used yet on `node` (warren creates the vhost).
+fn fresh_vhost(node: &Node, prefix: &str) -> String {
+    let name = node.unique_vhost(prefix);
+    node.delete(&format!("/api/vhosts/{}", pct(&name)));
+    name
+}
+
+/// `warren apply SPEC --auto-approve` against `node`, then lets the node's user in.
+#[track_caller]
+fn apply(node: &Node, spec: &Spec, vhosts: &[&str]) -> Duration {
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_warren"))
+        .args(["apply", spec.path.to_str().unwrap(), "--auto-approve"])
+        .args(["--url", &node.mgmt_url, "--user", &node.user])
+        .args(["--password", &node.password])
+        .env("NO_COLOR", "1")
+        .env_remove("WARREN_TARGET_VERSION")
+        .output()
+        .expect("warren runs");
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "warren apply failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for vhost in vhosts {
+        node.put(
+            &format!("/api/permissions/{}/{}", pct(vhost), pct(&node.user)),
+            &json!({"configure": ".*", "write": ".*", "read": ".*"}),
+        );
+    }
+    took
+}
+
+/// Every queue of `vhost` with its ready message count (exact, via passive declare).
+fn queue_depths(
+    node: &Node,
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    vhost: &str,
+) -> BTreeMap<String, u32> {
+    let names: Vec<String> = node
+        .get(&format!("/api/queues/{}?columns=name", pct(vhost)))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap().to_string())
+        .collect();
+    rt.block_on(async {
+        let mut depths = BTreeMap::new();
+        for name in names {
+            let n = client.ready(&name).await;
+            depths.insert(name, n);
+        }
+        depths
+    })
+}
+
+/// Queues of `vhost` that hold messages.
+fn non_empty(depths: &BTreeMap<String, u32>) -> BTreeMap<String, u32> {
+    depths
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+fn always(ok: bool) -> Decide {
+    Arc::new(move |_, _| ok)
+}
+
+/// Waits until `log` has `n` events, then a little longer to see that no more come.
+#[track_caller]
+fn wait_for_events(
+    rt: &tokio::runtime::Runtime,
+    log: &Log,
+    n: usize,
+    quiet: Duration,
+) -> Vec<Event> {
+    let reached = rt.block_on(eventually(SOON, || log.len() >= n));
+    assert!(
+        reached,
+        "expected {n} deliveries, got {}: {:#?}",
+        log.len(),
+        summary(&log.events())
+    );
+    std::thread::sleep(quiet);
+    let events = log.events();
+    assert_eq!(
+        events.len(),
+        n,
+        "more deliveries than expected: {:#?}",
+        summary(&events)
+    );
+    events
+}
+
+fn summary(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} retries={} {:?}",
+                e.consumer, e.queue, e.retries, e.action
+            )
+        })
+        .collect()
+}
+
+/// Asserts each event comes at least `delays[i]` after the previous one.
+#[track_caller]
+fn assert_gaps(events: &[Event], delays_ms: &[u64]) -> Vec<Duration> {
+    assert_eq!(events.len(), delays_ms.len() + 1);
+    let gaps: Vec<Duration> = events.windows(2).map(|w| w[1].at - w[0].at).collect();
+    for (gap, delay) in gaps.iter().zip(delays_ms) {
+        assert!(
+            *gap >= Duration::from_millis(*delay),
+            "a retry came after {gap:?}, before its delay of {delay} ms (gaps {gaps:?})"
+        );
+        assert!(
+            *gap < Duration::from_millis(*delay) + SOON,
+            "gap {gap:?} for {delay} ms"
+        );
+    }
+    gaps
+}
+
+fn text_header(value: &str) -> AMQPValue {
+    AMQPValue::LongString(LongString::from(value))
+}
+
+// ---------------------------------------------------------------------------
+// 1. The article's single loop.
+
+fn the_articles_single_loop(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "single-loop");
+    let spec = Spec::example(
+        "single-loop.yaml",
+        &[
+            (
+                "name: single-loop\n",
+                &format!("name: {vhost}\ndefaults:\n  queue_type: classic\n"),
+            ),
+            ("service_a_vh:", &format!("{vhost}:")),
+            ("delays: [60s]", "delays: [300ms]"),
+        ],
+    );
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let input = contract.consumer("input").clone();
+    let retry = input.retry().clone();
+    assert_eq!((retry.mode.as_str(), retry.max_retries), ("reject", 2));
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let log = Log::default();
+    rt.block_on(spawn_consumer(
+        &client,
+        &input,
+        10,
+        always(false),
+        &log,
+        false,
+    ));
+    rt.block_on(client.publish("service_a_inner_exch", "", b"hello", message("m1")))
+        .unwrap();
+
+    let events = wait_for_events(&rt, &log, 3, Duration::from_millis(1200));
+    let delays: Vec<u64> = retry.schedule.iter().map(|s| s.delay_ms).collect();
+    assert_eq!(delays, [300, 300]);
+    assert_gaps(&events, &delays);
+    // The broker counts: x-death {work queue, rejected} is the number of retries so far.
+    let retries: Vec<u32> = events.iter().map(|e| e.retries).collect();
+    assert_eq!(retries, [0, 1, 2]);
+    let article: Vec<&str> = events
+        .iter()
+        .flat_map(|e| match e.action {
+            Action::Rejected => ["Processing", "Retrying"],
+            Action::Dropped => ["Processing", "Can't retry, drop"],
+            _ => panic!("unexpected {:?}", e.action),
+        })
+        .collect();
+    assert_eq!(
+        article,
+        [
+            "Processing",
+            "Retrying",
+            "Processing",
+            "Retrying",
+            "Processing",
+            "Can't retry, drop"
+        ]
+    );
+    // Returned through the inner exchange, as the article does.
+    assert!(events.iter().all(|e| e.body == b"hello"));
+    assert_eq!(
+        events[2]
+            .headers
+            .get("x-death")
+            .map(amqp::to_json)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // Gone: in no queue at all.
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert_eq!(depths.len(), 2, "{depths:?}");
+    assert!(non_empty(&depths).is_empty(), "{depths:?}");
+    rt.block_on(client.close());
+}
+
+// ---------------------------------------------------------------------------
+// 2. Two consumers on one fanout exchange.
+
+fn a_retry_returns_only_to_the_consumer_that_failed(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "multi");
+    let spec = Spec::example(
+        "multi-consumer.yaml",
+        &[
+            ("name: multi-consumer", &format!("name: {vhost}")),
+            ("service_a_vh:", &format!("{vhost}:")),
+            ("delays: [60s]", "delays: [300ms]"),
+        ],
+    );
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let a = contract.consumer("input").clone();
+    let b = contract.consumer("another_input").clone();
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let log = Log::default();
+    rt.block_on(spawn_consumer(&client, &a, 10, always(false), &log, false));
+    rt.block_on(spawn_consumer(&client, &b, 10, always(true), &log, false));
+    rt.block_on(client.publish("service_a_inner_exch", "", b"order 42", message("m1")))
+        .unwrap();
+
+    let events = wait_for_events(&rt, &log, 4, Duration::from_millis(1200));
+    let of = |name: &str| -> Vec<Event> {
+        events
+            .iter()
+            .filter(|e| e.consumer == name)
+            .cloned()
+            .collect()
+    };
+    let (a_events, b_events) = (of("input"), of("another_input"));
+    assert_eq!(b_events.len(), 1, "{:#?}", summary(&events));
+    assert_eq!(b_events[0].action, Action::Processed);
+    assert_eq!(
+        a_events
+            .iter()
+            .map(|e| (e.retries, e.action.clone()))
+            .collect::<Vec<_>>(),
+        [
+            (0, Action::Rejected),
+            (1, Action::Rejected),
+            (2, Action::Parked)
+        ]
+    );
+    assert_gaps(&a_events, &[300, 300]);
+
+    // Quorum work queue (the example's default): the broker counted the rejections
+    // in x-death on this version, and the parked copy is the only message left.
+    let parking = a.retry().on_exhausted.queue.clone().unwrap();
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
+    let parked = rt.block_on(client.get(&parking)).unwrap();
+    assert_eq!(parked.data, b"order 42");
+    assert_eq!(amqp::x_death_count(&parked, &a.queue, "rejected"), 2);
+    rt.block_on(client.close());
+}
+
+// ---------------------------------------------------------------------------
+// 3 and 4. The ladder, in publish and reject-chain modes.
+
+fn ladder_spec(vhost: &str, queue_type: &str) -> Spec {
+    Spec::example(
+        "ladder.yaml",
+        &[
+            ("name: ladder", &format!("name: {vhost}")),
+            ("queue_type: quorum", &format!("queue_type: {queue_type}")),
+            ("  notifications:\n", &format!("  {vhost}:\n")),
+            ("delays: [30s, 5m, 30m]", "delays: [200ms, 400ms, 600ms]"),
+        ],
+    )
+}
+
+fn publish_original(rt: &tokio::runtime::Runtime, client: &Client, routing_key: &str) {
+    let mut headers = FieldTable::default();
+    headers.insert("tenant".into(), text_header("acme"));
+    headers.insert("attempt-budget".into(), AMQPValue::LongLongInt(7));
+    let props = message("n-1")
+        .with_headers(headers)
+        .with_content_type("text/plain".into())
+        .with_correlation_id("c-9".into());
+    rt.block_on(client.publish("notifications", routing_key, b"your code is 1234", props))
+        .unwrap();
+}
+
+#[track_caller]
+fn assert_original_kept(parked: &lapin::message::Delivery) {
+    assert_eq!(parked.data, b"your code is 1234");
+    let p = &parked.properties;
+    assert_eq!(p.message_id().as_ref().map(|s| s.as_str()), Some("n-1"));
+    assert_eq!(
+        p.content_type().as_ref().map(|s| s.as_str()),
+        Some("text/plain")
+    );
+    assert_eq!(p.correlation_id().as_ref().map(|s| s.as_str()), Some("c-9"));
+    assert_eq!(p.delivery_mode(), &Some(2));
+    assert_eq!(
+        amqp::header_string(parked, "tenant").as_deref(),
+        Some("acme")
+    );
+    assert_eq!(amqp::header_u64(parked, "attempt-budget"), Some(7));
+}
+
+fn the_ladder_in_publish_mode(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "ladder-publish");
+    let spec = ladder_spec(&vhost, "quorum");
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let sms = contract.consumer("sms").clone();
+    let retry = sms.retry().clone();
+    assert_eq!(retry.mode, "publish");
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let log = Log::default();
+    rt.block_on(spawn_consumer(
+        &client,
+        &sms,
+        10,
+        always(false),
+        &log,
+        false,
+    ));
+    publish_original(&rt, &client, "notify.sms.urgent");
+
+    let events = wait_for_events(&rt, &log, 4, Duration::from_millis(1000));
+    let delays: Vec<u64> = retry.schedule.iter().map(|s| s.delay_ms).collect();
+    assert_eq!(delays, [200, 400, 600]);
+    assert_gaps(&events, &delays);
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| (e.retries, e.action.clone()))
+            .collect::<Vec<_>>(),
+        [
+            (0, Action::Retried { retry: 1 }),
+            (1, Action::Retried { retry: 2 }),
+            (2, Action::Retried { retry: 3 }),
+            (3, Action::Parked)
+        ]
+    );
+    // Each return came from the tier of that retry.
+    for (event, step) in events[1..].iter().zip(&retry.schedule) {
+        let from_tier = amqp::x_death_of(&event.headers);
+        assert_eq!(
+            from_tier.len(),
+            1,
+            "only the last death is kept: {from_tier:?}"
+        );
+        assert_eq!(from_tier[0]["queue"], step.queue.as_str());
+        assert_eq!(from_tier[0]["reason"], "expired");
+    }
+
+    let parking = retry.on_exhausted.queue.clone().unwrap();
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
+    let parked = rt.block_on(client.get(&parking)).unwrap();
+    assert_original_kept(&parked);
+    assert_eq!(amqp::header_u64(&parked, amqp::RETRY_HEADER), Some(3));
+    let key_header = retry
+        .original_routing_key_header
+        .as_deref()
+        .expect("the contract names the header that keeps the original routing key");
+    assert_eq!(
+        amqp::header_string(&parked, key_header).as_deref(),
+        Some("notify.sms.urgent")
+    );
+    rt.block_on(client.close());
+}
+
+fn the_ladder_with_a_consumer_that_only_rejects(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "ladder-chain");
+    let spec = ladder_spec(&vhost, "quorum");
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let push = contract.consumer("push").clone();
+    let retry = push.retry().clone();
+    assert_eq!(retry.mode, "reject-chain");
+    assert_eq!(push.consume_from.len(), 4);
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let log = Log::default();
+    rt.block_on(spawn_consumer(
+        &client,
+        &push,
+        10,
+        always(false),
+        &log,
+        false,
+    ));
+    publish_original(&rt, &client, "notify.push.urgent");
+
+    let events = wait_for_events(&rt, &log, 4, Duration::from_millis(1000));
+    assert_gaps(&events, &[200, 400, 600]);
+    // Attempt n + 1 comes from consume_from[n]; the consumer only ever rejected.
+    let path: Vec<&str> = events.iter().map(|e| e.queue.as_str()).collect();
+    assert_eq!(
+        path,
+        push.consume_from
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    assert!(events.iter().all(|e| e.action == Action::Rejected));
+
+    let parking = retry.on_exhausted.queue.clone().unwrap();
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
+    let parked = rt.block_on(client.get(&parking)).unwrap();
+    assert_original_kept(&parked);
+    // The broker recorded the whole path; the first rejection keeps the original key.
+    let deaths = amqp::x_death(&parked);
+    for queue in &push.consume_from {
+        assert_eq!(
+            amqp::x_death_count(&parked, queue, "rejected"),
+            1,
+            "{deaths:#?}"
+        );
+    }
+    for step in &retry.schedule {
+        assert_eq!(
+            amqp::x_death_count(&parked, &step.queue, "expired"),
+            1,
+            "{deaths:#?}"
+        );
+    }
+    let first = deaths
+        .iter()
+        .find(|e| e["queue"] == push.queue.as_str())
+        .unwrap();
+    assert_eq!(first["routing-keys"], json!(["notify.push.urgent"]));
+    rt.block_on(client.close());
+}
+
+// ---------------------------------------------------------------------------
+// 5. No loss under load.
+
+const LOAD: usize = 10_000;
+
+fn no_message_is_lost_or_duplicated_under_load(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "load");
+    let spec = ladder_spec(&vhost, "quorum");
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let sms = contract.consumer("sms").clone();
+    let parking = sms.retry().on_exhausted.queue.clone().unwrap();
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let log = Log::default();
+    let fail_30_percent: Decide = Arc::new(|_, _| rand::random::<f64>() >= 0.3);
+    rt.block_on(spawn_consumer(
+        &client,
+        &sms,
+        200,
+        fail_30_percent,
+        &log,
+        false,
+    ));
+
+    let started = Instant::now();
+    // A connection of its own for the publisher, confirms awaited in batches.
+    let publisher = rt.block_on(Client::connect(node, &vhost));
+    rt.block_on(async {
+        let mut pending = Vec::new();
+        for i in 0..LOAD {
+            let body = format!("{i}");
+            let props = message(&format!("m{i}"));
+            pending.push(
+                publisher
+                    .publish_unconfirmed("notifications", "notify.sms.bulk", body.as_bytes(), props)
+                    .await
+                    .unwrap(),
+            );
+            if pending.len() == 500 || i == LOAD - 1 {
+                for confirmation in futures::future::join_all(pending.drain(..)).await {
+                    let confirmation = confirmation.unwrap();
+                    assert!(confirmation.is_ack());
+                    assert!(confirmation.take_message().is_none(), "unroutable");
+                }
+            }
+        }
+    });
+    eprintln!("{version}: {LOAD} published in {:?}", started.elapsed());
+
+    let finished = |events: &[Event]| {
+        events
+            .iter()
+            .filter(|e| matches!(e.action, Action::Processed | Action::Parked))
+            .count()
+    };
+    let done = rt.block_on(eventually(Duration::from_secs(120), || {
+        finished(&log.events()) >= LOAD
+    }));
+    std::thread::sleep(Duration::from_millis(1000));
+    let events = log.events();
+    assert!(done, "only {} of {LOAD} finished", finished(&events));
+    eprintln!(
+        "{version}: {LOAD} messages, {} deliveries in {:?}",
+        events.len(),
+        started.elapsed()
+    );
+
+    let mut outcome: HashMap<String, Vec<Action>> = HashMap::new();
+    for e in &events {
+        outcome
+            .entry(e.message_id.clone().unwrap())
+            .or_default()
+            .push(e.action.clone());
+    }
+    assert_eq!(outcome.len(), LOAD);
+    let (mut processed, mut parked) = (0, 0);
+    for (id, actions) in &outcome {
+        let (last, before) = actions.split_last().unwrap();
+        assert!(
+            before.iter().all(|a| matches!(a, Action::Retried { .. })),
+            "{id}: {actions:?}"
+        );
+        match last {
+            Action::Processed => processed += 1,
+            Action::Parked => parked += 1,
+            other => panic!("{id} ended with {other:?}: {actions:?}"),
+        }
+        assert!(actions.len() <= 4, "{id}: {actions:?}");
+    }
+    assert_eq!(processed + parked, LOAD);
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert_eq!(
+        non_empty(&depths),
+        if parked > 0 {
+            BTreeMap::from([(parking, parked as u32)])
+        } else {
+            BTreeMap::new()
+        }
+    );
+    eprintln!("{version}: processed {processed}, parked {parked}");
+    rt.block_on(publisher.close());
+    rt.block_on(client.close());
+}
+
+// ---------------------------------------------------------------------------
+// 6. Quorum queues: x-death counts retries, x-delivery-count counts requeues only.
+
+fn quorum_work_queues_count_retries_in_x_death_not_x_delivery_count(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "quorum");
+    let spec = Spec::example(
+        "multi-consumer.yaml",
+        &[
+            ("name: multi-consumer", &format!("name: {vhost}")),
+            ("service_a_vh:", &format!("{vhost}:")),
+            ("delays: [60s]", "delays: [200ms]"),
+        ],
+    );
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let a = contract.consumer("input").clone();
+    let queue = node.get(&format!("/api/queues/{}/{}", pct(&vhost), pct(&a.queue)));
+    assert_eq!(queue["type"], "quorum");
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    rt.block_on(client.publish("service_a_inner_exch", "", b"q", message("q1")))
+        .unwrap();
+
+    // Requeue 25 times: more than 4.0's default delivery limit of 20. warren sets
+    // the limit of work queues to unlimited, so the message is never dead-lettered.
+    let mut seen: Vec<(Option<u64>, u64)> = Vec::new();
+    rt.block_on(async {
+        for _ in 0..=25 {
+            let d = take(&client, &a.queue).await;
+            seen.push((
+                amqp::header_u64(&d, "x-delivery-count"),
+                amqp::x_death_count(&d, &a.queue, "rejected"),
+            ));
+            amqp::requeue(&d).await.unwrap();
+        }
+    });
+    eprintln!("{version}: (x-delivery-count, x-death count) per delivery: {seen:?}");
+    assert_eq!(
+        seen[0].0.unwrap_or(0),
+        0,
+        "a first delivery counts 0: {seen:?}"
+    );
+    assert_eq!(seen[25].0, Some(25), "each requeue counts: {seen:?}");
+    assert!(
+        seen.iter().all(|s| s.1 == 0),
+        "requeues are not deaths: {seen:?}"
+    );
+    assert_eq!(rt.block_on(client.ready(&a.retry().schedule[0].queue)), 0);
+
+    // Each rejection goes through the delay tier and comes back: x-death counts the
+    // retries on every version; x-delivery-count is reset (3.10) or counts what the
+    // queue saw as failed deliveries (4.0), so it is no retry counter either way.
+    let returns: Vec<(u64, Option<u64>)> = rt.block_on(async {
+        let mut returns = Vec::new();
+        let mut d = take(&client, &a.queue).await;
+        for _ in 0..3 {
+            amqp::reject(&d).await.unwrap();
+            d = take(&client, &a.queue).await;
+            returns.push((
+                amqp::x_death_count(&d, &a.queue, "rejected"),
+                amqp::header_u64(&d, "x-delivery-count"),
+            ));
+        }
+        amqp::ack(&d).await.unwrap();
+        returns
+    });
+    eprintln!("{version}: (x-death count, x-delivery-count) after each return: {returns:?}");
+    let counts: Vec<u64> = returns.iter().map(|r| r.0).collect();
+    assert_eq!(counts, [1, 2, 3]);
+    let delivery_counts: Vec<u64> = returns.iter().map(|r| r.1.unwrap_or(0)).collect();
+    match version {
+        // The returned copy is a new message: the count starts again.
+        Version::V3_10 => assert_eq!(delivery_counts, [0, 0, 0]),
+        // The count travels with the dead-lettered message and grows with each
+        // rejection, but not with the requeues before it: still no retry count.
+        Version::V4_0 => assert_eq!(delivery_counts, [1, 2, 3]),
+    }
+    rt.block_on(client.close());
+}
+
+/// Waits for one message in `queue` (basic.get, unacked).
+async fn take(client: &Client, queue: &str) -> lapin::message::Delivery {
+    use lapin::options::BasicGetOptions;
+    let channel = client.connection.create_channel().await.unwrap();
+    let deadline = Instant::now() + SOON;
+    loop {
+        if let Some(m) = channel
+            .basic_get(queue.into(), BasicGetOptions { no_ack: false })
+            .await
+            .unwrap()
+        {
+            // Keep the channel open as long as the delivery is unacked.
+            std::mem::forget(channel);
+            return m.delivery;
+        }
+        assert!(Instant::now() < deadline, "nothing arrived in {queue}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 7. Changing a delay while messages wait in the tier.
+
+fn a_delay_change_applies_to_new_retries_and_loses_nothing(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "live");
+    let yaml = |delay: &str| {
+        format!(
+            "version: 1\nname: {vhost}\nvhosts:\n  {vhost}:\n    services:\n      jobs:\n        consumers:\n          worker:\n            routing_keys: [job]\n            retry:\n              delays: [{delay}]\n              max_retries: 2\n"
+        )
+    };
+    let spec = Spec::new(&yaml("5s"));
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let worker = contract.consumer("worker").clone();
+    let tier = worker.retry().schedule[0].queue.clone();
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let log = Log::default();
+    rt.block_on(spawn_consumer(
+        &client,
+        &worker,
+        50,
+        always(false),
+        &log,
+        false,
+    ));
+    const N: usize = 20;
+    rt.block_on(async {
+        for i in 0..N {
+            client
+                .publish("jobs", "job", b"job", message(&format!("j{i}")))
+                .await
+                .unwrap();
+        }
+    });
+    assert!(rt.block_on(eventually(SOON, || log.len() >= N)));
+    assert_eq!(
+        rt.block_on(client.ready(&tier)) as usize,
+        N,
+        "all wait in the tier"
+    );
+
+    spec.write(&yaml("300ms"));
+    let took = apply(node, &spec, &[&vhost]);
+    let changed = Instant::now();
+    eprintln!("{version}: the delay change applied in {took:?}");
+    let ttl_shown = node.wait_until(SOON, || {
+        node.get(&format!("/api/queues/{}/{}", pct(&vhost), pct(&tier)))
+            ["effective_policy_definition"]["message-ttl"]
+            == 300
+    });
+    assert!(ttl_shown, "the tier's effective policy has the new TTL");
+
+    let events = wait_for_events(&rt, &log, 3 * N, Duration::from_millis(1000));
+    let mut by_id: HashMap<String, Vec<Event>> = HashMap::new();
+    for e in events {
+        by_id
+            .entry(e.message_id.clone().unwrap())
+            .or_default()
+            .push(e);
+    }
+    assert_eq!(by_id.len(), N);
+    let mut waited_old = 0;
+    for (id, attempts) in &by_id {
+        let actions: Vec<Action> = attempts.iter().map(|e| e.action.clone()).collect();
+        assert_eq!(
+            actions,
+            [
+                Action::Retried { retry: 1 },
+                Action::Retried { retry: 2 },
+                Action::Parked
+            ],
+            "{id}"
+        );
+        // The retry published after the change uses the new delay.
+        let second = attempts[2].at - attempts[1].at;
+        assert!(attempts[1].at >= changed || attempts[2].at > changed);
+        assert!(second >= Duration::from_millis(300), "{id}: {second:?}");
+        assert!(
+            second < Duration::from_secs(4),
+            "{id}: still the old delay: {second:?}"
+        );
+        if attempts[1].at - attempts[0].at >= Duration::from_secs(5) {
+            waited_old += 1;
+        }
+    }
+    eprintln!("{version}: {waited_old} of {N} messages already in the tier kept the old delay");
+    let parking = worker.retry().on_exhausted.queue.clone().unwrap();
+    assert_eq!(rt.block_on(client.ready(&parking)) as usize, N);
+    rt.block_on(client.close());
+}
+
+// ---------------------------------------------------------------------------
+// Broker semantics the contract relies on.
+
+/// A dead letter that no binding routes is dropped without a trace; a consumer's
+/// re-publish with `mandatory` is returned instead, so publish mode never loses it.
+fn an_unroutable_dead_letter_is_dropped_silently(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "unroutable");
+    let spec = ladder_spec(&vhost, "quorum");
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let push = contract.consumer("push").clone();
+    let sms = contract.consumer("sms").clone();
+    // Break both ladders by hand: no binding for tier 1 any more.
+    for c in [&push, &sms] {
+        let retry = c.retry();
+        node.delete(&format!(
+            "/api/bindings/{}/e/{}/q/{}/1",
+            pct(&vhost),
+            pct(&retry.exchange),
+            pct(&retry.schedule[0].queue)
+        ));
+    }
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    publish_original(&rt, &client, "notify.push.x");
+    rt.block_on(async {
+        let d = take(&client, &push.queue).await;
+        amqp::reject(&d).await.unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert!(
+        non_empty(&depths).is_empty(),
+        "the rejected message is gone: {depths:?}"
+    );
+
+    publish_original(&rt, &client, "notify.sms.x");
+    let returned = rt.block_on(async {
+        let d = take(&client, &sms.queue).await;
+        client.fail(&sms, &d, &sms.queue).await
+    });
+    assert!(
+        returned.as_ref().is_err_and(|e| e.contains("unroutable")),
+        "{returned:?}"
+    );
+    rt.block_on(client.close());
+}
+
+/// With a numeric delivery limit, a message requeued past it is dead-lettered into
+/// the ladder (reason `delivery_limit`), and when it expires back into the work queue
+/// the broker sees a cycle without a rejection and drops it: the reason warren makes
+/// the limit of work queues unlimited.
+fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) {
+    let node = Node::shared(version);
+    let vhost = fresh_vhost(node, "cycle");
+    let spec = Spec::new(&format!(
+        "version: 1\nname: {vhost}\nvhosts:\n  {vhost}:\n    services:\n      jobs:\n        consumers:\n          worker:\n            routing_keys: [job]\n            delivery_limit: 2\n            retry:\n              delays: [1s]\n"
+    ));
+    apply(node, &spec, &[&vhost]);
+    let contract = Contract::of(&spec.path, version.target());
+    let worker = contract.consumer("worker").clone();
+    let tier = worker.retry().schedule[0].queue.clone();
+
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    rt.block_on(client.publish("jobs", "job", b"job", message("j1")))
+        .unwrap();
+    // Requeue until the queue gives up on it (the limit's policy may need a moment).
+    let requeues = rt.block_on(async {
+        let channel = client.connection.create_channel().await.unwrap();
+        let mut requeues = 0;
+        let deadline = Instant::now() + SOON;
+        while Instant::now() < deadline {
+            match channel
+                .basic_get(
+                    worker.queue.as_str().into(),
+                    lapin::options::BasicGetOptions { no_ack: false },
+                )
+                .await
+                .unwrap()
+            {
+                Some(m) => {
+                    amqp::requeue(&m.delivery).await.unwrap();
+                    requeues += 1;
+                }
+                None if client.ready(&tier).await > 0 || requeues > 0 => break,
+                None => {}
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        requeues
+    });
+    eprintln!("{version}: dead-lettered after {requeues} requeues");
+    assert!(requeues >= 2, "{requeues}");
+    assert_eq!(
+        rt.block_on(client.ready(&tier)),
+        1,
+        "it entered the delay tier"
+    );
+    // It expires back towards the work queue after 1 s, and is dropped.
+    std::thread::sleep(Duration::from_millis(2500));
+    let depths = queue_depths(node, &rt, &client, &vhost);
+    assert!(
+        non_empty(&depths).is_empty(),
+        "dropped on return: {depths:?}"
+    );
+    rt.block_on(client.close());
+}
+
+// ---------------------------------------------------------------------------
+
+macro_rules! per_version {
+    ($($scenario:ident),* $(,)?) => {
+        mod on_3_10 {
+            $(#[test] fn $scenario() { super::$scenario(super::Version::V3_10); })*
+        }
+        mod on_4_0 {
+            $(#[test] fn $scenario() { super::$scenario(super::Version::V4_0); })*
+        }
+    };
+}
+
+per_version!(
+    the_articles_single_loop,
+    a_retry_returns_only_to_the_consumer_that_failed,
+    the_ladder_in_publish_mode,
+    the_ladder_with_a_consumer_that_only_rejects,
+    no_message_is_lost_or_duplicated_under_load,
+    quorum_work_queues_count_retries_in_x_death_not_x_delivery_count,
+    a_delay_change_applies_to_new_retries_and_loses_nothing,
+    an_unroutable_dead_letter_is_dropped_silently,
+    a_delivery_limit_dead_letter_is_dropped_by_cycle_detection,
+);
