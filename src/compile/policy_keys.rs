@@ -229,6 +229,40 @@ impl PolicyKey {
     }
 }
 
+/// The JSON Schema of a policy definition: every known key with its type.
+pub fn definition_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut properties = serde_json::Map::new();
+    for key in POLICY_KEYS {
+        let types = [
+            (key.classic, "classic queues"),
+            (key.quorum, "quorum queues"),
+            (key.stream, "streams"),
+            (key.exchange, "exchanges"),
+        ]
+        .iter()
+        .filter(|(yes, _)| *yes)
+        .map(|(_, what)| *what)
+        .collect::<Vec<_>>()
+        .join(", ");
+        let mut schema = match key.kind {
+            ValueKind::NonNegativeInteger => serde_json::json!({"type": "integer", "minimum": 0}),
+            ValueKind::PositiveInteger => serde_json::json!({"type": "integer", "minimum": 1}),
+            ValueKind::Integer => serde_json::json!({"type": "integer"}),
+            ValueKind::Text => serde_json::json!({"type": "string"}),
+            ValueKind::OneOf(options) => serde_json::json!({"type": "string", "enum": options}),
+            ValueKind::Any => serde_json::json!({}),
+        };
+        schema["description"] = Value::from(format!("Applies to {types}."));
+        properties.insert(key.name.to_string(), schema);
+    }
+    schemars::json_schema!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+        "minProperties": 1,
+    })
+}
+
 /// Whether every key of `definition` is accepted by `queue_type`: otherwise the broker
 /// skips the whole policy for queues of that type.
 pub fn applies_to_queue_type<'a>(
@@ -259,6 +293,16 @@ mod tests {
             QueueType::Classic,
             TargetVersion::V4_0
         ));
+    }
+
+    #[test]
+    fn the_schema_types_every_known_key() {
+        let schema = definition_schema(&mut schemars::SchemaGenerator::default());
+        let value = serde_json::to_value(&schema).unwrap();
+        assert_eq!(value["properties"]["delivery-limit"]["type"], "integer");
+        assert_eq!(value["properties"]["message-ttl"]["minimum"], 0);
+        assert_eq!(value["properties"]["overflow"]["enum"][1], "reject-publish");
+        assert_eq!(value["additionalProperties"], false);
     }
 
     #[test]

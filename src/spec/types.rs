@@ -479,7 +479,9 @@ pub struct PlainPolicy {
     /// Higher wins; only one policy applies to an object. Default: 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
-    /// Policy keys and values, e.g. `max-length: 10000`.
+    /// Policy keys and values, e.g. `max-length: 10000`; the schema gives each known
+    /// key its JSON type.
+    #[schemars(schema_with = "crate::compile::policy_keys::definition_schema")]
     pub definition: IndexMap<String, Value>,
 }
 
