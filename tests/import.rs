@@ -128,7 +128,11 @@ fn the_definitions_corpus_imports_exactly() {
             .as_str()
             .or_else(|| definitions["rabbit_version"].as_str())
             .unwrap_or_else(|| panic!("{}: no broker version", file.display()));
-        let target = if version.starts_with("3.") { "3.10" } else { "4.0" };
+        let target = if version.starts_with("3.") {
+            "3.10"
+        } else {
+            "4.0"
+        };
         round_trip(file.to_str().unwrap(), target);
     }
 }
