@@ -315,19 +315,25 @@ impl Definitions {
             .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
         self.exchanges
             .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
-        self.bindings.sort_by(|a, b| {
-            let key = |x: &Binding| {
-                (
-                    x.vhost.clone(),
-                    x.source.clone(),
-                    x.destination_type.clone(),
-                    x.destination.clone(),
-                    x.routing_key.clone(),
-                    serde_json::to_string(&x.arguments).unwrap_or_default(),
-                )
-            };
-            key(a).cmp(&key(b))
+        // The arguments are compared as JSON text: serialize them once per binding,
+        // not once per comparison.
+        let mut keyed: Vec<(String, Binding)> = std::mem::take(&mut self.bindings)
+            .into_iter()
+            .map(|b| (serde_json::to_string(&b.arguments).unwrap_or_default(), b))
+            .collect();
+        fn key(x: &Binding) -> (&str, &str, &str, &str, &str) {
+            (
+                &x.vhost,
+                &x.source,
+                &x.destination_type,
+                &x.destination,
+                &x.routing_key,
+            )
+        }
+        keyed.sort_by(|(a_args, a), (b_args, b)| {
+            key(a).cmp(&key(b)).then_with(|| a_args.cmp(b_args))
         });
+        self.bindings = keyed.into_iter().map(|(_, b)| b).collect();
     }
 
     /// Number of objects of every kind, for summaries.

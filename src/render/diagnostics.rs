@@ -25,8 +25,11 @@ pub fn render_with(
     diagnostics: &[Diagnostic],
     ending: &str,
 ) -> io::Result<()> {
+    // Split once: looking lines up from the start for each of thousands of findings
+    // made rendering quadratic in the size of the spec.
+    let lines: Option<Vec<&str>> = source.map(|s| s.lines().collect());
     for diagnostic in diagnostics {
-        render_one(out, file, source, diagnostic)?;
+        render_one(out, file, lines.as_deref(), diagnostic)?;
     }
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;
@@ -53,7 +56,7 @@ fn plural(n: usize) -> &'static str {
 fn render_one(
     out: &mut dyn Write,
     file: &Path,
-    source: Option<&str>,
+    lines: Option<&[&str]>,
     diagnostic: &Diagnostic,
 ) -> io::Result<()> {
     let severity = match diagnostic.severity {
@@ -74,9 +77,9 @@ fn render_one(
                 location.line,
                 location.column
             )?;
-            if let Some(line) = source
+            if let Some(line) = lines
                 .filter(|_| diagnostic.quote_source)
-                .and_then(|s| s.lines().nth(location.line.saturating_sub(1)))
+                .and_then(|s| s.get(location.line.saturating_sub(1)).copied())
             {
                 let number = location.line.to_string();
                 let gutter = " ".repeat(number.len());
