@@ -113,10 +113,7 @@ fn compile_spec(
         target_version: target,
     };
     let compiled = super::compile::load_and_compile(&args, true, stderr)?;
-    let name = crate::spec::load_file(path)
-        .ok()
-        .and_then(|file| file.spec.name.clone());
-    Some((spec_name(path, name.as_deref()), compiled))
+    Some((spec_name(path, compiled.spec_name.as_deref()), compiled))
 }
 
 fn color_for(stream_is_terminal: bool) -> Style {
