@@ -368,6 +368,37 @@ pub fn binding_id(binding: &Binding) -> ObjectId {
     }
 }
 
+/// A durable, non-auto-delete queue: every queue warren generates.
+pub(crate) fn durable_queue(vhost: &str, name: &str, arguments: Arguments) -> Queue {
+    Queue {
+        name: name.to_string(),
+        vhost: vhost.to_string(),
+        durable: true,
+        auto_delete: false,
+        arguments,
+        extra: Default::default(),
+    }
+}
+
+/// A binding from an exchange to a queue.
+pub(crate) fn queue_binding(
+    vhost: &str,
+    source: &str,
+    queue: &str,
+    routing_key: &str,
+    arguments: Arguments,
+) -> Binding {
+    Binding {
+        source: source.to_string(),
+        vhost: vhost.to_string(),
+        destination: queue.to_string(),
+        destination_type: "queue".into(),
+        routing_key: routing_key.to_string(),
+        arguments,
+        extra: Default::default(),
+    }
+}
+
 /// Builds queue arguments with an explicit `x-queue-type`.
 pub(crate) fn queue_arguments(queue_type: QueueType) -> Arguments {
     let mut arguments = Arguments::new();

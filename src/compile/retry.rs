@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::resolve::Ladder;
 use super::services::{ConsumerContext, delivery_limit_need};
-use super::{Emitter, PolicyNeed, queue_arguments};
-use crate::model::{Arguments, Binding, Exchange, Queue};
+use super::{Emitter, PolicyNeed, durable_queue, queue_arguments, queue_binding};
+use crate::model::{Arguments, Exchange};
 use crate::spec::{
     DeliveryLimit, ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath, Unlimited,
 };
@@ -135,28 +135,19 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             path: ladder.delays_path.index(tier),
         };
         out.queue(
-            Queue {
-                name: queue_name.clone(),
-                vhost: vhost.clone(),
-                durable: true,
-                auto_delete: false,
-                arguments,
-                extra: Default::default(),
-            },
+            durable_queue(&vhost, queue_name, arguments),
             ladder.queue_type,
             vec![need],
             &retry_path.key("delays").index(tier),
         );
         out.binding(
-            Binding {
-                source: objects.exchange.clone(),
-                vhost: vhost.clone(),
-                destination: queue_name.clone(),
-                destination_type: "queue".into(),
-                routing_key: delay_routing_key(index),
-                arguments: Arguments::new(),
-                extra: Default::default(),
-            },
+            queue_binding(
+                &vhost,
+                &objects.exchange,
+                queue_name,
+                &delay_routing_key(index),
+                Arguments::new(),
+            ),
             &retry_path,
         );
     }
@@ -184,14 +175,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             Vec::new()
         };
         out.queue(
-            Queue {
-                name: queue_name.clone(),
-                vhost: vhost.clone(),
-                durable: true,
-                auto_delete: false,
-                arguments,
-                extra: Default::default(),
-            },
+            durable_queue(&vhost, queue_name, arguments),
             context.work_type,
             needs,
             &retry_path.key("mode"),
@@ -212,28 +196,19 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             Vec::new()
         };
         out.queue(
-            Queue {
-                name: parking.clone(),
-                vhost: vhost.clone(),
-                durable: true,
-                auto_delete: false,
-                arguments: queue_arguments(ladder.queue_type),
-                extra: Default::default(),
-            },
+            durable_queue(&vhost, parking, queue_arguments(ladder.queue_type)),
             ladder.queue_type,
             needs,
             &retry_path.key("on_exhausted"),
         );
         out.binding(
-            Binding {
-                source: objects.exchange.clone(),
-                vhost: vhost.clone(),
-                destination: parking.clone(),
-                destination_type: "queue".into(),
-                routing_key: PARKING_ROUTING_KEY.into(),
-                arguments: Arguments::new(),
-                extra: Default::default(),
-            },
+            queue_binding(
+                &vhost,
+                &objects.exchange,
+                parking,
+                PARKING_ROUTING_KEY,
+                Arguments::new(),
+            ),
             &retry_path,
         );
     }

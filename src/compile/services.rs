@@ -3,10 +3,10 @@
 use serde_json::Value;
 
 use super::resolve::{self, Layered};
-use super::{Emitter, ObjectId, ObjectKind, PolicyNeed, queue_arguments, retry};
-use crate::model::{
-    Arguments, Binding, Exchange, Parameter, Queue, Tags, VHOST_LIMITS_COMPONENT, Vhost,
+use super::{
+    Emitter, ObjectId, ObjectKind, PolicyNeed, durable_queue, queue_arguments, queue_binding, retry,
 };
+use crate::model::{Arguments, Exchange, Parameter, Tags, VHOST_LIMITS_COMPONENT, Vhost};
 use crate::spec::{
     Consumer, DeliveryLimit, ExchangeType, HeaderMatchMode, QueueType, Service, Spec, SpecPath,
 };
@@ -341,14 +341,7 @@ fn emit_work_queue(
         Vec::new()
     };
     out.queue(
-        Queue {
-            name: context.work_queue.clone(),
-            vhost: context.vhost.to_string(),
-            durable: true,
-            auto_delete: false,
-            arguments,
-            extra: Default::default(),
-        },
+        durable_queue(context.vhost, &context.work_queue, arguments),
         context.work_type,
         needs,
         &path.key("queue"),
@@ -364,14 +357,14 @@ pub(crate) fn bind_to_inner_exchange(
     out: &mut Emitter,
 ) {
     let path = &context.path;
-    let binding = |routing_key: &str, arguments: Arguments| Binding {
-        source: context.inner_exchange.to_string(),
-        vhost: context.vhost.to_string(),
-        destination: queue.to_string(),
-        destination_type: "queue".into(),
-        routing_key: routing_key.to_string(),
-        arguments,
-        extra: Default::default(),
+    let binding = |routing_key: &str, arguments: Arguments| {
+        queue_binding(
+            context.vhost,
+            context.inner_exchange,
+            queue,
+            routing_key,
+            arguments,
+        )
     };
     match context.inner_type {
         ExchangeType::Headers => {
