@@ -95,6 +95,16 @@ impl Plan {
         self.summary = summary;
     }
 
+    /// The objects the plan manages or changes (what its fingerprint covers
+    /// outside its vhosts).
+    pub fn relevant_ids(&self) -> BTreeSet<ObjectId> {
+        self.managed
+            .iter()
+            .chain(self.changes.iter().map(|c| &c.id))
+            .cloned()
+            .collect()
+    }
+
     /// Queues whose message counts the plan needs: deleted or replaced.
     pub fn queues_needing_counts(&self) -> Vec<(String, String)> {
         self.changes
@@ -153,6 +163,22 @@ pub fn live_objects(live: &Definitions, vhosts: &[String]) -> Objects {
         .collect()
 }
 
+/// The live objects a plan depends on: every object in its vhosts, and of the
+/// broker-wide objects (users, global parameters) only those it manages or changes.
+/// Other teams' users and records change all the time and must not make a plan stale.
+pub fn fingerprinted_objects(
+    live: &Definitions,
+    plan_vhosts: &[String],
+    relevant: &BTreeSet<ObjectId>,
+) -> Objects {
+    live_objects(live, plan_vhosts)
+        .into_iter()
+        .filter(|(id, _)| {
+            id.vhost.is_some() || id.kind == ObjectKind::Vhost || relevant.contains(id)
+        })
+        .collect()
+}
+
 /// A stable fingerprint of objects plus the record serial.
 pub fn fingerprint(objects: &Objects, serial: u64) -> String {
     let mut hasher = Sha256::new();
@@ -204,7 +230,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         broker_version: inputs.broker_version,
         vhosts: vhosts.clone(),
         serial,
-        live_fingerprint: fingerprint(&live, serial),
+        live_fingerprint: String::new(),
         managed: desired.keys().cloned().collect(),
         changes,
         unmanaged: result.unmanaged,
@@ -216,6 +242,10 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         summary: Summary::default(),
     };
     plan.summarize();
+    plan.live_fingerprint = fingerprint(
+        &fingerprinted_objects(inputs.live, &plan.vhosts, &plan.relevant_ids()),
+        serial,
+    );
     plan
 }
 
@@ -239,5 +269,58 @@ fn attach_binding_handles(changes: &mut [Change], live: &Definitions) {
         if change.id.kind == ObjectKind::Binding && change.action == Action::Delete {
             change.handle = handles.get(&change.id).cloned();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn definitions(json: serde_json::Value) -> Definitions {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn base() -> serde_json::Value {
+        serde_json::json!({
+            "vhosts": [{"name": "orders"}],
+            "users": [{"name": "orders-app", "password_hash": "h1", "tags": []}],
+            "queues": [{"name": "work", "vhost": "orders", "durable": true, "auto_delete": false, "arguments": {}}]
+        })
+    }
+
+    fn print(live: &Definitions) -> String {
+        let relevant = BTreeSet::from([ObjectId {
+            kind: ObjectKind::User,
+            vhost: None,
+            name: "orders-app".into(),
+        }]);
+        fingerprint(
+            &fingerprinted_objects(live, &["orders".into()], &relevant),
+            3,
+        )
+    }
+
+    #[test]
+    fn another_teams_user_does_not_make_a_plan_stale() {
+        let before = definitions(base());
+        let mut after = base();
+        after["users"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"name": "billing-app", "password_hash": "h2", "tags": []}));
+        assert_eq!(print(&before), print(&definitions(after)));
+    }
+
+    #[test]
+    fn a_change_in_the_plans_vhost_or_to_its_user_makes_it_stale() {
+        let before = print(&definitions(base()));
+        let mut queue_added = base();
+        queue_added["queues"].as_array_mut().unwrap().push(
+            serde_json::json!({"name": "other", "vhost": "orders", "durable": true, "auto_delete": false, "arguments": {}}),
+        );
+        assert_ne!(before, print(&definitions(queue_added)));
+        let mut user_changed = base();
+        user_changed["users"][0]["password_hash"] = "h3".into();
+        assert_ne!(before, print(&definitions(user_changed)));
     }
 }
