@@ -658,7 +658,7 @@ fn plain_policy(
     pattern: &str,
     apply_to: &str,
     priority: i64,
-    definition: &BTreeMap<String, Value>,
+    definition: &crate::model::Arguments,
     notes: &mut Notes,
 ) -> PlainPolicy {
     let apply_to = match apply_to {

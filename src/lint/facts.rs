@@ -3,6 +3,7 @@
 //! dead letters go.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -25,11 +26,11 @@ pub struct QueueFacts<'a> {
     /// Every policy that matches by pattern and apply-to (applicable or not).
     pub matching: Vec<&'a Policy>,
     /// The operator policy that applies.
-    pub operator_policy: Option<Policy>,
+    pub operator_policy: Option<Arc<Policy>>,
     /// Dead-letter exchange (the argument wins over policies).
-    pub dead_letter_exchange: Option<String>,
+    pub dead_letter_exchange: Option<&'a str>,
     /// Dead-letter routing key (the argument wins over policies).
-    pub dead_letter_routing_key: Option<String>,
+    pub dead_letter_routing_key: Option<&'a str>,
     /// Message TTL in ms: the lowest of argument, policy and operator policy.
     pub message_ttl: Option<u64>,
     /// The queue's own `x-message-ttl` argument.
@@ -53,7 +54,7 @@ fn lowest(values: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
 }
 
 /// Operator policies stored as parameters, in policy shape.
-pub fn operator_policies(definitions: &Definitions) -> Vec<Policy> {
+pub fn operator_policies(definitions: &Definitions) -> Vec<Arc<Policy>> {
     definitions
         .parameters
         .iter()
@@ -69,34 +70,39 @@ pub fn operator_policies(definitions: &Definitions) -> Vec<Policy> {
                 .unwrap_or_default(),
             priority: p.value["priority"].as_i64().unwrap_or(0),
         })
+        .map(Arc::new)
         .collect()
 }
 
 /// Policies with their patterns compiled once.
-fn compiled(policies: &[Policy]) -> Vec<(&Policy, PatternMatcher)> {
+fn compiled<P: AsRef<Policy>>(policies: &[P]) -> Vec<(&P, PatternMatcher)> {
     policies
         .iter()
-        .map(|p| (p, PatternMatcher::new(&p.pattern)))
+        .map(|p| (p, PatternMatcher::new(&p.as_ref().pattern)))
         .collect()
 }
 
-fn winner<'p>(
-    policies: &[(&'p Policy, PatternMatcher)],
+fn winner<'p, P: AsRef<Policy>>(
+    policies: &[(&'p P, PatternMatcher)],
     queue: &Queue,
     kind: QueueType,
     target: TargetVersion,
-) -> (Option<&'p Policy>, Vec<&'p Policy>) {
-    let matching: Vec<&Policy> = policies
+) -> (Option<&'p P>, Vec<&'p P>) {
+    let matching: Vec<&P> = policies
         .iter()
         .filter(|(p, matcher)| {
+            let p = p.as_ref();
             p.vhost == queue.vhost && applies_to(&p.apply_to, kind) && matcher.is_match(&queue.name)
         })
         .map(|(p, _)| *p)
         .collect();
     let winner = matching
         .iter()
-        .filter(|p| policy_keys::applies_to_queue_type(p.definition.keys(), kind, target))
-        .max_by(|a, b| a.priority.cmp(&b.priority).then(b.name.cmp(&a.name)))
+        .filter(|p| policy_keys::applies_to_queue_type(p.as_ref().definition.keys(), kind, target))
+        .max_by(|a, b| {
+            let (a, b) = (a.as_ref(), b.as_ref());
+            a.priority.cmp(&b.priority).then(b.name.cmp(&a.name))
+        })
         .copied();
     (winner, matching)
 }
@@ -104,7 +110,7 @@ fn winner<'p>(
 /// Computes the facts of every queue.
 pub fn queue_facts<'a>(
     definitions: &'a Definitions,
-    operators: &[Policy],
+    operators: &[Arc<Policy>],
     target: TargetVersion,
 ) -> Vec<QueueFacts<'a>> {
     let policies = compiled(&definitions.policies);
@@ -119,7 +125,8 @@ pub fn queue_facts<'a>(
             let argument = |key: &str| queue.arguments.get(key);
             let from_policy = |key: &str| policy.and_then(|p| p.definition.get(key));
             let from_operator = |key: &str| operator.and_then(|p| p.definition.get(key));
-            let text = |value: Option<&Value>| value.and_then(|v| v.as_str()).map(str::to_string);
+            let text = |value: Option<&'a Value>| value.and_then(|v| v.as_str());
+            let owned = |value: Option<&Value>| value.and_then(|v| v.as_str()).map(str::to_string);
             let ttl_argument = number(argument("x-message-ttl"));
             let delivery_limit = if kind == QueueType::Quorum {
                 let values: Vec<i64> = [
@@ -171,11 +178,14 @@ pub fn queue_facts<'a>(
                     number(from_policy("max-length")),
                     number(from_operator("max-length")),
                 ]),
-                overflow: text(from_operator("overflow")).or_else(|| match kind {
-                    QueueType::Quorum => {
-                        text(from_policy("overflow")).or_else(|| text(argument("x-overflow")))
+                overflow: owned(from_operator("overflow")).or_else(|| {
+                    match kind {
+                        QueueType::Quorum => {
+                            text(from_policy("overflow")).or_else(|| text(argument("x-overflow")))
+                        }
+                        _ => text(argument("x-overflow")).or_else(|| text(from_policy("overflow"))),
                     }
-                    _ => text(argument("x-overflow")).or_else(|| text(from_policy("overflow"))),
+                    .map(str::to_string)
                 }),
                 delivery_limit,
             }
@@ -185,11 +195,11 @@ pub fn queue_facts<'a>(
 
 /// Where a message published to an exchange ends up.
 #[derive(Debug, Clone, Default)]
-pub struct Route {
-    /// Queues reached, by name.
-    pub queues: BTreeSet<String>,
+pub struct Route<'a> {
+    /// Queues reached, by name, sorted.
+    pub queues: Vec<&'a str>,
     /// The exchange (or one on the way) does not exist.
-    pub missing_exchange: Option<String>,
+    pub missing_exchange: Option<&'a str>,
 }
 
 /// Exchanges and bindings of one vhost, for routing.
@@ -236,30 +246,34 @@ impl<'a> Router<'a> {
 
     /// Routes through `exchange` with `key` (`None`: the key is unknown, so every
     /// binding could match).
-    pub fn route(&self, vhost: &str, exchange: &str, key: Option<&str>) -> Route {
+    pub fn route(&self, vhost: &str, exchange: &'a str, key: Option<&'a str>) -> Route<'a> {
         let mut route = Route::default();
-        let mut seen = BTreeSet::new();
+        let mut seen = Vec::new();
         self.route_into(vhost, exchange, key, &mut route, &mut seen);
+        route.queues.sort_unstable();
+        route.queues.dedup();
         route
     }
 
     fn route_into(
         &self,
         vhost: &str,
-        exchange: &str,
-        key: Option<&str>,
-        route: &mut Route,
-        seen: &mut BTreeSet<String>,
+        exchange: &'a str,
+        key: Option<&'a str>,
+        route: &mut Route<'a>,
+        seen: &mut Vec<&'a str>,
     ) {
-        if !seen.insert(exchange.to_string()) {
+        // Exchange-to-exchange chains are short: a list is cheaper than a set.
+        if seen.contains(&exchange) {
             return;
         }
+        seen.push(exchange);
         if exchange.is_empty() {
             // The default exchange routes to the queue named by the key.
             if let Some(key) = key
                 && self.queues.contains(&(vhost, key))
             {
-                route.queues.insert(key.to_string());
+                route.queues.push(key);
             }
             return;
         }
@@ -270,7 +284,7 @@ impl<'a> Router<'a> {
             .copied()
             .or(predefined.then_some(("topic", None)))
         else {
-            route.missing_exchange = Some(exchange.to_string());
+            route.missing_exchange = Some(exchange);
             return;
         };
         let before = route.queues.len();
@@ -287,7 +301,7 @@ impl<'a> Router<'a> {
             if binding.destination_type == "exchange" {
                 self.route_into(vhost, &binding.destination, key, route, seen);
             } else {
-                route.queues.insert(binding.destination.clone());
+                route.queues.push(&binding.destination);
             }
         }
         if route.queues.len() == before

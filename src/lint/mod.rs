@@ -9,6 +9,7 @@ pub mod facts;
 mod rules;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -104,7 +105,7 @@ pub struct Context<'a> {
     /// The target version.
     pub target: TargetVersion,
     /// Operator policies in policy shape.
-    pub operator_policies: Vec<Policy>,
+    pub operator_policies: Vec<Arc<Policy>>,
     /// The dead-letter graph, built once and shared by the rules.
     graph: std::cell::OnceCell<rules::graph::Graph<'a>>,
 }
@@ -254,7 +255,7 @@ fn inline_allows(spec: &Spec, diagnostics: &mut Vec<Diagnostic>) -> Vec<(SpecPat
 }
 
 fn is_within(path: &SpecPath, ancestor: &SpecPath) -> bool {
-    path.segments().starts_with(ancestor.segments())
+    path.starts_with(ancestor)
 }
 
 /// Runs every rule; returns diagnostics (code = rule id) sorted by position once the

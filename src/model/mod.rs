@@ -5,6 +5,7 @@
 //! export deserializes without loss: every object keeps fields warren does not know in
 //! `extra`, and values keep their JSON types.
 
+pub mod arguments;
 pub mod effective;
 pub mod objects;
 
@@ -13,8 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A map of arguments or policy keys with JSON values, sorted by key.
-pub type Arguments = BTreeMap<String, Value>;
+pub use arguments::Arguments;
 
 /// A whole definitions document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -215,6 +215,12 @@ pub struct Policy {
     pub priority: i64,
 }
 
+impl AsRef<Policy> for Policy {
+    fn as_ref(&self) -> &Policy {
+        self
+    }
+}
+
 fn default_apply_to() -> String {
     "all".to_string()
 }
@@ -315,12 +321,8 @@ impl Definitions {
             .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
         self.exchanges
             .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
-        // The arguments are compared as JSON text: serialize them once per binding,
-        // not once per comparison.
-        let mut keyed: Vec<(String, Binding)> = std::mem::take(&mut self.bindings)
-            .into_iter()
-            .map(|b| (serde_json::to_string(&b.arguments).unwrap_or_default(), b))
-            .collect();
+        // Bindings that differ only by arguments are rare: their arguments are compared
+        // as JSON text only then.
         fn key(x: &Binding) -> (&str, &str, &str, &str, &str) {
             (
                 &x.vhost,
@@ -330,10 +332,12 @@ impl Definitions {
                 &x.routing_key,
             )
         }
-        keyed.sort_by(|(a_args, a), (b_args, b)| {
-            key(a).cmp(&key(b)).then_with(|| a_args.cmp(b_args))
+        self.bindings.sort_by(|a, b| {
+            key(a).cmp(&key(b)).then_with(|| {
+                let text = |b: &Binding| serde_json::to_string(&b.arguments).unwrap_or_default();
+                text(a).cmp(&text(b))
+            })
         });
-        self.bindings = keyed.into_iter().map(|(_, b)| b).collect();
     }
 
     /// Number of objects of every kind, for summaries.

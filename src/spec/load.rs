@@ -56,7 +56,7 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
             diagnostic.path = diagnostic
                 .location
                 .and_then(|location| source_map.path_at(location))
-                .filter(|path| !path.segments().is_empty());
+                .filter(|path| !path.is_root());
             Err(vec![diagnostic])
         }
     }

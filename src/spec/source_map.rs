@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use granit_parser::{Event, Parser};
 
@@ -19,58 +21,157 @@ pub enum Segment {
 }
 
 /// A path into the spec, e.g. `vhosts.shop.services.orders.consumers.email.retry.delays[1]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SpecPath(Vec<Segment>);
+///
+/// Paths share their prefixes: extending a path allocates one step, and cloning one
+/// (every compiled object keeps the path it came from) copies a pointer.
+#[derive(Clone, Default)]
+pub struct SpecPath(Option<Arc<Step>>);
+
+struct Step {
+    parent: SpecPath,
+    segment: Segment,
+    depth: usize,
+}
 
 impl SpecPath {
     /// The document root.
     pub fn root() -> Self {
-        SpecPath(Vec::new())
+        SpecPath(None)
+    }
+
+    fn child(&self, segment: Segment) -> Self {
+        SpecPath(Some(Arc::new(Step {
+            parent: self.clone(),
+            segment,
+            depth: self.depth() + 1,
+        })))
     }
 
     /// This path extended by a mapping key.
     pub fn key(&self, key: impl Into<String>) -> Self {
-        let mut segments = self.0.clone();
-        segments.push(Segment::Key(key.into()));
-        SpecPath(segments)
+        self.child(Segment::Key(key.into()))
     }
 
     /// This path extended by a sequence index.
     pub fn index(&self, index: usize) -> Self {
-        let mut segments = self.0.clone();
-        segments.push(Segment::Index(index));
-        SpecPath(segments)
+        self.child(Segment::Index(index))
     }
 
     /// Builds a path from dotted keys, for tests and fixed paths: `"vhosts.shop"`.
     pub fn from_keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> Self {
-        SpecPath(
-            keys.into_iter()
-                .map(|k| Segment::Key(k.to_string()))
-                .collect(),
-        )
+        keys.into_iter()
+            .fold(SpecPath::root(), |path, key| path.key(key))
     }
 
-    /// The segments of the path.
-    pub fn segments(&self) -> &[Segment] {
-        &self.0
+    /// Number of segments (0 for the root).
+    pub fn depth(&self) -> usize {
+        self.0.as_ref().map_or(0, |step| step.depth)
     }
 
-    fn parent(&self) -> Option<SpecPath> {
-        if self.0.is_empty() {
-            None
-        } else {
-            Some(SpecPath(self.0[..self.0.len() - 1].to_vec()))
+    /// Whether this is the document root.
+    pub fn is_root(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The last segment (`None` for the root).
+    pub fn last(&self) -> Option<&Segment> {
+        self.0.as_ref().map(|step| &step.segment)
+    }
+
+    /// The segments of the path, from the root.
+    pub fn segments(&self) -> Vec<&Segment> {
+        let mut segments = Vec::with_capacity(self.depth());
+        let mut current = self;
+        while let Some(step) = &current.0 {
+            segments.push(&step.segment);
+            current = &step.parent;
         }
+        segments.reverse();
+        segments
+    }
+
+    /// The path one segment up (`None` for the root).
+    pub fn parent(&self) -> Option<SpecPath> {
+        self.0.as_ref().map(|step| step.parent.clone())
+    }
+
+    /// The ancestor of this path (or the path itself) with `depth` segments.
+    fn ancestor_at(&self, depth: usize) -> &SpecPath {
+        let mut current = self;
+        while current.depth() > depth {
+            match &current.0 {
+                Some(step) => current = &step.parent,
+                None => break,
+            }
+        }
+        current
+    }
+
+    /// Whether `ancestor` is this path or one of its ancestors.
+    pub fn starts_with(&self, ancestor: &SpecPath) -> bool {
+        self.depth() >= ancestor.depth() && self.ancestor_at(ancestor.depth()) == ancestor
+    }
+}
+
+impl PartialEq for SpecPath {
+    fn eq(&self, other: &SpecPath) -> bool {
+        let (mut a, mut b) = (self, other);
+        loop {
+            match (&a.0, &b.0) {
+                (None, None) => return true,
+                (Some(x), Some(y)) => {
+                    if Arc::ptr_eq(x, y) {
+                        return true;
+                    }
+                    if x.depth != y.depth || x.segment != y.segment {
+                        return false;
+                    }
+                    a = &x.parent;
+                    b = &y.parent;
+                }
+                _ => return false,
+            }
+        }
+    }
+}
+
+impl Eq for SpecPath {}
+
+impl Hash for SpecPath {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.depth().hash(state);
+        let mut current = self;
+        while let Some(step) = &current.0 {
+            step.segment.hash(state);
+            current = &step.parent;
+        }
+    }
+}
+
+impl Ord for SpecPath {
+    fn cmp(&self, other: &SpecPath) -> std::cmp::Ordering {
+        self.segments().cmp(&other.segments())
+    }
+}
+
+impl PartialOrd for SpecPath {
+    fn partial_cmp(&self, other: &SpecPath) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Debug for SpecPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SpecPath({self})")
     }
 }
 
 impl fmt::Display for SpecPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
+        if self.is_root() {
             return f.write_str("(document)");
         }
-        for (i, segment) in self.0.iter().enumerate() {
+        for (i, segment) in self.segments().into_iter().enumerate() {
             match segment {
                 Segment::Index(index) => write!(f, "[{index}]")?,
                 Segment::Key(key) => {
@@ -102,13 +203,13 @@ pub struct Location {
     pub column: usize,
 }
 
-/// A path segment that cannot occur in YAML keys warren reads: marks key positions.
-const KEY_MARKER: &str = "\u{0}key";
-
 /// Positions of every node of one YAML document, by path.
 #[derive(Debug, Default, Clone)]
 pub struct SourceMap {
+    /// Where each node (scalar, or the start of a collection) is.
     nodes: HashMap<SpecPath, Location>,
+    /// Where the key of each mapping entry is, by the entry's path.
+    keys: HashMap<SpecPath, Location>,
 }
 
 enum Frame {
@@ -227,7 +328,7 @@ impl SourceMap {
             Some(Frame::Mapping { path, pending_key }) => {
                 let (key, key_location) = pending_key.clone()?;
                 let child = path.key(key);
-                self.nodes.insert(child.key(KEY_MARKER), key_location);
+                self.keys.insert(child.clone(), key_location);
                 Some((child, Some(key_location)))
             }
             Some(Frame::Sequence { path, next_index }) => Some((path.index(*next_index), None)),
@@ -265,20 +366,16 @@ impl SourceMap {
     pub fn path_at(&self, location: Location) -> Option<SpecPath> {
         self.nodes
             .iter()
+            .chain(&self.keys)
             .filter(|(_, at)| **at == location)
-            .map(|(path, _)| match path.0.last() {
-                Some(Segment::Key(k)) if k == KEY_MARKER => path.parent().unwrap_or_default(),
-                _ => path.clone(),
-            })
-            .max_by_key(|path| path.0.len())
+            .map(|(path, _)| path)
+            .max_by_key(|path| path.depth())
+            .cloned()
     }
 
     /// Location of the key of the mapping entry at `path` (falls back to [`Self::locate`]).
     pub fn locate_key(&self, path: &SpecPath) -> Option<Location> {
-        self.nodes
-            .get(&path.key(KEY_MARKER))
-            .copied()
-            .or_else(|| self.locate(path))
+        self.keys.get(path).copied().or_else(|| self.locate(path))
     }
 }
 

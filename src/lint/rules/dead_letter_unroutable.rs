@@ -21,7 +21,7 @@ fn check(context: &Context) -> Vec<Finding> {
         if route.missing_exchange.is_some() || !route.queues.is_empty() {
             continue;
         }
-        let exchange = fact.dead_letter_exchange.clone().unwrap_or_default();
+        let exchange = fact.dead_letter_exchange.unwrap_or_default();
         let key = match &fact.dead_letter_routing_key {
             Some(key) => format!("routing key `{key}`"),
             None => "any routing key (the exchange has no bindings)".to_string(),

@@ -13,7 +13,7 @@ pub struct Graph<'a> {
     /// Facts per queue (index = node).
     pub facts: Vec<QueueFacts<'a>>,
     /// Dead-letter route per queue (`None`: no dead-letter exchange).
-    pub routes: Vec<Option<Route>>,
+    pub routes: Vec<Option<Route<'a>>>,
     /// Edges per queue.
     pub edges: Vec<Vec<usize>>,
 }
@@ -31,21 +31,13 @@ impl<'a> Graph<'a> {
         let mut routes = Vec::with_capacity(facts.len());
         let mut edges = Vec::with_capacity(facts.len());
         for fact in &facts {
-            let route = fact.dead_letter_exchange.as_ref().map(|exchange| {
-                router.route(
-                    &fact.queue.vhost,
-                    exchange,
-                    fact.dead_letter_routing_key.as_deref(),
-                )
+            let route = fact.dead_letter_exchange.map(|exchange| {
+                router.route(&fact.queue.vhost, exchange, fact.dead_letter_routing_key)
             });
             let targets = route
                 .iter()
                 .flat_map(|r| r.queues.iter())
-                .filter_map(|name| {
-                    index
-                        .get(&(fact.queue.vhost.as_str(), name.as_str()))
-                        .copied()
-                })
+                .filter_map(|name| index.get(&(fact.queue.vhost.as_str(), *name)).copied())
                 .collect();
             routes.push(route);
             edges.push(targets);

@@ -34,7 +34,7 @@ fn check(context: &Context) -> Vec<Finding> {
         }
         let keys: Vec<&str> = ["message-ttl", "max-length", "max-length-bytes", "overflow"]
             .into_iter()
-            .filter(|key| operator.definition.contains_key(*key))
+            .filter(|key| operator.definition.contains_key(key))
             .collect();
         if keys.is_empty() {
             continue;

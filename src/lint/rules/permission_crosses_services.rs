@@ -24,7 +24,7 @@ fn service_of(context: &Context, vhost: &str, queue: &str) -> Option<String> {
         name: queue.to_string(),
     };
     let path = context.origins?.get(&id)?;
-    match path.segments() {
+    match path.segments().as_slice() {
         [
             Segment::Key(v),
             _,
