@@ -55,16 +55,23 @@ impl Client {
     /// Reads everything a plan compares, for the given vhosts: four broker-wide
     /// listings and six per vhost, concurrently.
     pub async fn read_live(&self, vhosts: &[String]) -> Result<LiveState, BrokerError> {
-        let (all_vhosts, users, permissions, topic_permissions, parameters) = tokio::try_join!(
-            list::<Vhost>(
-                self,
-                "/api/vhosts?columns=name,description,tags,default_queue_type,metadata".into()
-            ),
-            list::<User>(self, "/api/users".into()),
-            list::<Permission>(self, "/api/permissions".into()),
-            list::<TopicPermission>(self, "/api/topic-permissions".into()),
-            list::<Parameter>(self, "/api/parameters".into()),
-        )?;
+        // The per-vhost listings do not wait for the list of vhosts: a vhost that does
+        // not exist answers 404, read as empty, and is dropped below.
+        let broker_wide = async {
+            tokio::try_join!(
+                list::<Vhost>(
+                    self,
+                    "/api/vhosts?columns=name,description,tags,default_queue_type,metadata".into()
+                ),
+                list::<User>(self, "/api/users".into()),
+                list::<Permission>(self, "/api/permissions".into()),
+                list::<TopicPermission>(self, "/api/topic-permissions".into()),
+                list::<Parameter>(self, "/api/parameters".into()),
+            )
+        };
+        let per_vhost = futures_join_all(vhosts.iter().map(|vhost| self.read_vhost(vhost)));
+        let (broker_wide, per_vhost) = tokio::join!(broker_wide, per_vhost);
+        let (all_vhosts, users, permissions, topic_permissions, parameters) = broker_wide?;
         let mut definitions = Definitions {
             users,
             ..Definitions::default()
@@ -92,9 +99,11 @@ impl Client {
                 )
             })
             .collect();
-        let reads = present.iter().map(|vhost| self.read_vhost(&vhost.name));
-        for part in futures_join_all(reads).await {
+        for (vhost, part) in vhosts.iter().zip(per_vhost) {
             let part = part?;
+            if !present.iter().any(|v| &v.name == vhost) {
+                continue;
+            }
             definitions.queues.extend(part.queues);
             definitions.exchanges.extend(part.exchanges);
             definitions.bindings.extend(part.bindings);

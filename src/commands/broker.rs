@@ -13,6 +13,7 @@ use crate::cli::{BrokerArgs, Format, PlanArgs, SpecArgs};
 use crate::compile::Compiled;
 use crate::model::Definitions;
 use crate::plan::{self, PLAN_FORMAT, Plan};
+use crate::render::diagnostics::render as render_diagnostics;
 use crate::render::plan::{Style, redacted_json, render_text};
 use crate::version::TargetVersion;
 
@@ -133,25 +134,64 @@ fn print_plan(plan: &Plan, format: Format, stdout: &mut dyn Write) -> std::io::R
 }
 
 /// Reads the broker and makes a plan for a spec.
+///
+/// The spec compiles on a blocking thread while the broker's listings are read: the
+/// vhosts to read are known from the loaded spec and the ownership records, so neither
+/// waits for the other.
 async fn make_plan(
     client: &Client,
     spec_path: &Path,
     args: &PlanArgs,
     stderr: &mut dyn Write,
 ) -> Result<Option<Plan>, BrokerError> {
+    // The version request comes first: it is where bad credentials are recognised.
     let version = client.version().await?;
+    let global_parameters = client.global_parameters().await?;
     let target = args
         .target_version
         .or_else(|| TargetVersion::for_broker(&version))
         .unwrap_or(TargetVersion::V3_10);
-    let Some((name, compiled)) = compile_spec(spec_path, target, stderr) else {
-        return Ok(None);
+    let file = match crate::spec::load_file(spec_path) {
+        Ok(file) => file,
+        Err(found) => {
+            let source = std::fs::read_to_string(spec_path).ok();
+            let _ = render_diagnostics(stderr, spec_path, source.as_deref(), &found);
+            return Ok(None);
+        }
     };
-    // The vhosts in scope include those an earlier apply managed: read the records first.
-    let global_parameters = client.global_parameters().await?;
+    let name = spec_name(spec_path, file.spec.name.as_deref());
     let records = crate::state::records(&global_parameters);
-    let vhosts = plan::scope(&compiled.definitions, records.get(&name));
-    let mut live = client.read_live(&vhosts).await?;
+    // The vhosts in scope include those an earlier apply managed.
+    let mut vhosts = plan::scope(&Definitions::default(), records.get(&name));
+    vhosts.extend(file.spec.vhosts.keys().cloned());
+    vhosts.sort();
+    vhosts.dedup();
+    let options = crate::compile::Options {
+        target,
+        resolve_secrets: true,
+        ..crate::compile::Options::default()
+    };
+    let compiling = tokio::task::spawn_blocking(move || {
+        let result = crate::compile::compile(&file, &options);
+        (file, result)
+    });
+    let live = client.read_live(&vhosts).await;
+    let (file, result) = compiling.await.expect("the compiler does not panic");
+    let compiled = match result {
+        Ok(compiled) => {
+            let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &compiled.warnings);
+            compiled
+        }
+        Err(found) => {
+            let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &found);
+            return Ok(None);
+        }
+    };
+    let mut live = live?;
+    let scope = plan::scope(&compiled.definitions, records.get(&name));
+    if scope.iter().any(|vhost| !vhosts.contains(vhost)) {
+        live = client.read_live(&scope).await?;
+    }
     live.definitions.global_parameters = global_parameters;
     let mut plan = plan::build(plan::Inputs {
         spec: &name,

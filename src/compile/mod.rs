@@ -108,13 +108,17 @@ impl fmt::Display for ObjectId {
     }
 }
 
+/// For every compiled object, the spec path that produced it (looked up, never
+/// iterated in order: a hash map is the cheapest index for ~100,000 objects).
+pub type Origins = rustc_hash::FxHashMap<ObjectId, SpecPath>;
+
 /// What the compiler produces.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The desired broker state.
     pub definitions: Definitions,
     /// For every object, the spec path that produced it.
-    pub origins: BTreeMap<ObjectId, SpecPath>,
+    pub origins: Origins,
     /// What consumers must do on failure, per consumer.
     pub contract: Contract,
     /// Findings that do not stop compilation.
@@ -240,7 +244,7 @@ pub(crate) struct PolicyNeed {
 pub(crate) struct Emitter {
     pub options: Options,
     pub definitions: Definitions,
-    pub origins: BTreeMap<ObjectId, SpecPath>,
+    pub origins: Origins,
     pub contract: Contract,
     pub diagnostics: Vec<Diagnostic>,
     /// Queues by (vhost, name).
@@ -254,7 +258,7 @@ impl Emitter {
         Emitter {
             options,
             definitions: Definitions::default(),
-            origins: BTreeMap::new(),
+            origins: Origins::default(),
             contract: Contract::default(),
             diagnostics: Vec::new(),
             queues: BTreeMap::new(),

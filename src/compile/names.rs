@@ -1,6 +1,6 @@
 //! Name rules and cross-references between the objects of the output.
 
-use std::collections::BTreeSet;
+use rustc_hash::FxHashSet;
 
 use super::{Emitter, ObjectId, ObjectKind, binding_id};
 use crate::spec::SpecPath;
@@ -56,35 +56,46 @@ pub(crate) fn check_name(out: &mut Emitter, kind: &str, name: &str, path: &SpecP
 /// Checks that every binding, alternate exchange and dead-letter exchange names an
 /// object that exists.
 pub(crate) fn check_references(out: &mut Emitter) {
-    let exchanges: BTreeSet<(String, String)> = out
+    let exchanges: FxHashSet<(&str, &str)> = out
         .definitions
         .exchanges
         .iter()
-        .map(|e| (e.vhost.clone(), e.name.clone()))
+        .map(|e| (e.vhost.as_str(), e.name.as_str()))
         .collect();
-    let queues: BTreeSet<(String, String)> = out
+    let queues: FxHashSet<(&str, &str)> = out
         .definitions
         .queues
         .iter()
-        .map(|q| (q.vhost.clone(), q.name.clone()))
+        .map(|q| (q.vhost.as_str(), q.name.as_str()))
         .collect();
+    // Candidates for a did-you-mean, in a stable order.
+    let names_in = |set: &FxHashSet<(&str, &str)>, vhost: &str| -> Vec<String> {
+        let mut names: Vec<String> = set
+            .iter()
+            .filter(|(v, _)| *v == vhost)
+            .map(|(_, n)| n.to_string())
+            .collect();
+        names.sort();
+        names
+    };
     let exchange_exists = |vhost: &str, name: &str| {
-        PREDEFINED_EXCHANGES.contains(&name)
-            || exchanges.contains(&(vhost.to_string(), name.to_string()))
+        PREDEFINED_EXCHANGES.contains(&name) || exchanges.contains(&(vhost, name))
     };
     let mut problems = Vec::new();
     for binding in &out.definitions.bindings {
-        let path = out
-            .origins
-            .get(&binding_id(binding))
-            .cloned()
-            .unwrap_or_default();
+        // Looked up only when there is something to report.
+        let path = || {
+            out.origins
+                .get(&binding_id(binding))
+                .cloned()
+                .unwrap_or_default()
+        };
         if binding.source.is_empty() {
             problems.push((
                 "invalid-reference",
                 "the default exchange cannot be bound: it routes to every queue by name already"
                     .to_string(),
-                path.key("source"),
+                path().key("source"),
                 None,
             ));
         } else if !exchange_exists(&binding.vhost, &binding.source) {
@@ -94,33 +105,19 @@ pub(crate) fn check_references(out: &mut Emitter) {
                     "binding source exchange `{}` does not exist in vhost `{}`",
                     binding.source, binding.vhost
                 ),
-                path.key("source"),
-                suggestion(
-                    &binding.source,
-                    exchanges
-                        .iter()
-                        .filter(|(v, _)| *v == binding.vhost)
-                        .map(|(_, n)| n),
-                ),
+                path().key("source"),
+                suggestion(&binding.source, names_in(&exchanges, &binding.vhost)),
             ));
         }
         let destination_exists = match binding.destination_type.as_str() {
             "exchange" => exchange_exists(&binding.vhost, &binding.destination),
-            _ => queues.contains(&(binding.vhost.clone(), binding.destination.clone())),
+            _ => queues.contains(&(binding.vhost.as_str(), binding.destination.as_str())),
         };
         if !destination_exists {
-            let candidates: Vec<&String> = if binding.destination_type == "exchange" {
-                exchanges
-                    .iter()
-                    .filter(|(v, _)| *v == binding.vhost)
-                    .map(|(_, n)| n)
-                    .collect()
+            let candidates = if binding.destination_type == "exchange" {
+                names_in(&exchanges, &binding.vhost)
             } else {
-                queues
-                    .iter()
-                    .filter(|(v, _)| *v == binding.vhost)
-                    .map(|(_, n)| n)
-                    .collect()
+                names_in(&queues, &binding.vhost)
             };
             problems.push((
                 "invalid-reference",
@@ -128,8 +125,8 @@ pub(crate) fn check_references(out: &mut Emitter) {
                     "binding destination {} `{}` does not exist in vhost `{}`",
                     binding.destination_type, binding.destination, binding.vhost
                 ),
-                path.key("destination"),
-                suggestion(&binding.destination, candidates.into_iter()),
+                path().key("destination"),
+                suggestion(&binding.destination, candidates),
             ));
         }
     }
@@ -148,7 +145,7 @@ pub(crate) fn check_references(out: &mut Emitter) {
                         exchange.name
                     ),
                     path.key("alternate_exchange"),
-                    suggestion(alternate, exchanges.iter().filter(|(v, _)| *v == exchange.vhost).map(|(_, n)| n)),
+                    suggestion(alternate, names_in(&exchanges, &exchange.vhost)),
                 ));
         }
     }
@@ -168,7 +165,7 @@ pub(crate) fn check_references(out: &mut Emitter) {
                         queue.name
                     ),
                     path.key("arguments").key("x-dead-letter-exchange"),
-                    suggestion(dlx, exchanges.iter().filter(|(v, _)| *v == queue.vhost).map(|(_, n)| n)),
+                    suggestion(dlx, names_in(&exchanges, &queue.vhost)),
                 ));
         }
     }
@@ -191,7 +188,6 @@ fn origin(out: &Emitter, kind: ObjectKind, vhost: &str, name: &str) -> SpecPath 
         .unwrap_or_default()
 }
 
-fn suggestion<'a>(given: &str, candidates: impl Iterator<Item = &'a String>) -> Option<String> {
-    let candidates: Vec<String> = candidates.cloned().collect();
+fn suggestion(given: &str, candidates: Vec<String>) -> Option<String> {
     crate::suggest::closest(given, &candidates).map(|best| format!("did you mean `{best}`?"))
 }

@@ -2,7 +2,7 @@
 //! arguments, the winning policy and operator policies are combined, and where its
 //! dead letters go.
 
-use std::collections::{BTreeMap, BTreeSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -204,18 +204,18 @@ pub struct Route<'a> {
 
 /// Exchanges and bindings of one vhost, for routing.
 pub struct Router<'a> {
-    exchanges: BTreeMap<(&'a str, &'a str), (&'a str, Option<&'a str>)>,
-    bindings: BTreeMap<(&'a str, &'a str), Vec<&'a crate::model::Binding>>,
-    queues: BTreeSet<(&'a str, &'a str)>,
+    exchanges: FxHashMap<(&'a str, &'a str), (&'a str, Option<&'a str>)>,
+    bindings: FxHashMap<(&'a str, &'a str), Vec<&'a crate::model::Binding>>,
+    queues: FxHashSet<(&'a str, &'a str)>,
 }
 
 impl<'a> Router<'a> {
     /// Indexes the definitions.
     pub fn new(definitions: &'a Definitions) -> Router<'a> {
         let mut router = Router {
-            exchanges: BTreeMap::new(),
-            bindings: BTreeMap::new(),
-            queues: BTreeSet::new(),
+            exchanges: FxHashMap::default(),
+            bindings: FxHashMap::default(),
+            queues: FxHashSet::default(),
         };
         for exchange in &definitions.exchanges {
             router.exchanges.insert(

@@ -101,7 +101,7 @@ pub struct Context<'a> {
     /// The consumer contract, when linting a spec.
     pub contract: Option<&'a Contract>,
     /// Where each object came from in the spec.
-    pub origins: Option<&'a BTreeMap<ObjectId, SpecPath>>,
+    pub origins: Option<&'a crate::compile::Origins>,
     /// The target version.
     pub target: TargetVersion,
     /// Operator policies in policy shape.

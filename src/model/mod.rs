@@ -304,23 +304,24 @@ impl Definitions {
     /// Puts every list in a stable order, so output and snapshots never depend on
     /// the order objects were produced in.
     pub fn sort(&mut self) {
-        self.users.sort_by(|a, b| a.name.cmp(&b.name));
-        self.vhosts.sort_by(|a, b| a.name.cmp(&b.name));
+        self.users.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        self.vhosts.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         self.permissions
-            .sort_by(|a, b| (&a.vhost, &a.user).cmp(&(&b.vhost, &b.user)));
-        self.topic_permissions.sort_by(|a, b| {
+            .sort_unstable_by(|a, b| (&a.vhost, &a.user).cmp(&(&b.vhost, &b.user)));
+        self.topic_permissions.sort_unstable_by(|a, b| {
             (&a.vhost, &a.user, &a.exchange).cmp(&(&b.vhost, &b.user, &b.exchange))
         });
-        self.parameters.sort_by(|a, b| {
+        self.parameters.sort_unstable_by(|a, b| {
             (&a.vhost, &a.component, &a.name).cmp(&(&b.vhost, &b.component, &b.name))
         });
-        self.global_parameters.sort_by(|a, b| a.name.cmp(&b.name));
+        self.global_parameters
+            .sort_unstable_by(|a, b| a.name.cmp(&b.name));
         self.policies
-            .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+            .sort_unstable_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
         self.queues
-            .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+            .sort_unstable_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
         self.exchanges
-            .sort_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+            .sort_unstable_by(|a, b| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
         // Bindings that differ only by arguments are rare: their arguments are compared
         // as JSON text only then.
         fn key(x: &Binding) -> (&str, &str, &str, &str, &str) {
@@ -332,7 +333,7 @@ impl Definitions {
                 &x.routing_key,
             )
         }
-        self.bindings.sort_by(|a, b| {
+        self.bindings.sort_unstable_by(|a, b| {
             key(a).cmp(&key(b)).then_with(|| {
                 let text = |b: &Binding| serde_json::to_string(&b.arguments).unwrap_or_default();
                 text(a).cmp(&text(b))

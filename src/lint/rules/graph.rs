@@ -2,7 +2,7 @@
 //! reach (through its dead-letter exchange, exchange-to-exchange bindings and
 //! alternate exchanges).
 
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 
 use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::Context;
@@ -23,7 +23,7 @@ impl<'a> Graph<'a> {
     pub fn new(context: &Context<'a>) -> Graph<'a> {
         let facts = context.queue_facts();
         let router = Router::new(context.definitions);
-        let index: BTreeMap<(&str, &str), usize> = facts
+        let index: FxHashMap<(&str, &str), usize> = facts
             .iter()
             .enumerate()
             .map(|(i, f)| ((f.queue.vhost.as_str(), f.queue.name.as_str()), i))

@@ -1,6 +1,6 @@
 //! Names that differ only by letter case.
 
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 
 use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
@@ -29,9 +29,9 @@ fn check(context: &Context) -> Vec<Finding> {
                 .iter()
                 .map(|e| (ObjectKind::Exchange, &e.vhost, &e.name)),
         );
-    let mut seen: BTreeMap<(ObjectKind, String, String), &String> = BTreeMap::new();
+    let mut seen: FxHashMap<(ObjectKind, &str, String), &String> = FxHashMap::default();
     for (kind, vhost, name) in names {
-        let key = (kind, vhost.clone(), name.to_lowercase());
+        let key = (kind, vhost.as_str(), name.to_lowercase());
         match seen.get(&key) {
             Some(first) if *first != name => findings.push(
                 Finding::on(
