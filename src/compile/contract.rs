@@ -61,29 +61,122 @@ pub struct ConsumerContract {
     pub retry: Option<RetryContract>,
 }
 
-/// How a consumer retries.
-#[derive(Debug, Clone, Serialize)]
+/// How a consumer retries. The instructions (`count_from`, `on_failure`,
+/// `strip_headers`) are written out when the contract is serialized: a spec with
+/// thousands of consumers keeps only the facts they are made from.
+#[derive(Debug, Clone)]
 pub struct RetryContract {
-    /// `publish`, `reject` or `reject-chain`.
-    pub mode: String,
+    /// How the consumer fails a message.
+    pub mode: RetryMode,
     /// The consumer's own retry exchange.
     pub exchange: String,
+    /// The consumer's work queue (whose `x-death` entry counts in `reject` mode).
+    pub work_queue: String,
     /// Retries after the first attempt; the message is handled at most `max_retries + 1` times.
     pub max_retries: usize,
-    /// Where the retry count comes from.
-    pub count_from: String,
-    /// What to do on a failure, step by step.
-    pub on_failure: Vec<String>,
     /// The ladder, one step per retry.
     pub schedule: Vec<RetryStep>,
     /// What happens after the last retry.
     pub on_exhausted: Exhausted,
+}
+
+impl RetryContract {
+    /// Where the retry count comes from.
+    pub fn count_from(&self) -> String {
+        match self.mode {
+            RetryMode::Publish => {
+                format!("header `{RETRY_COUNT_HEADER}` (absent on the first delivery = 0)")
+            }
+            RetryMode::Reject => format!(
+                "`x-death`: the `count` of the entry whose `queue` is `{}` and `reason` is `rejected` (0 when absent)",
+                self.work_queue
+            ),
+            RetryMode::RejectChain => {
+                "the queue the message was consumed from: `consume_from[n]` is attempt n + 1"
+                    .to_string()
+            }
+        }
+    }
+
+    /// What to do on a failure, step by step.
+    pub fn on_failure(&self) -> Vec<String> {
+        let max = self.max_retries;
+        let exhausted_step = if self.on_exhausted.action == "park" {
+            format!(
+                "otherwise publish the message unchanged to exchange `{}` with routing key `{PARKING_ROUTING_KEY}`, then ack",
+                self.exchange
+            )
+        } else {
+            "otherwise ack it: the message is dropped".to_string()
+        };
+        match self.mode {
+            RetryMode::Publish => vec![
+                format!("read n = `{RETRY_COUNT_HEADER}` (0 when absent)"),
+                format!(
+                    "if n < {max}: publish a copy to exchange `{}` with routing key schedule[n].routing_key, header `{RETRY_COUNT_HEADER}` = n + 1, header `{ORIGINAL_ROUTING_KEY_HEADER}` = the delivery's routing key if the header is absent, the `x-death`/`x-first-death-*`/`x-last-death-*` headers removed and every other property kept; wait for the publisher confirm, then ack",
+                    self.exchange
+                ),
+                exhausted_step,
+                "a plain reject (requeue=false) also enters the first tier, but does not count".to_string(),
+            ],
+            RetryMode::Reject => vec![
+                "read n from `x-death` as `count_from` says".to_string(),
+                format!("if n < {max}: reject with requeue=false"),
+                exhausted_step,
+            ],
+            RetryMode::RejectChain => vec![
+                "reject with requeue=false; the broker moves the message to the next tier, and after the last retry to the parking queue (or drops it with `on_exhausted: drop`)".to_string(),
+            ],
+        }
+    }
+
     /// Headers to remove before re-publishing (`publish` mode).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub strip_headers: Vec<String>,
+    pub fn strip_headers(&self) -> &'static [&'static str] {
+        match self.mode {
+            RetryMode::Publish => HEADERS_TO_STRIP,
+            _ => &[],
+        }
+    }
+
     /// Header that keeps the original routing key across re-publishes (`publish` mode).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub original_routing_key_header: Option<String>,
+    pub fn original_routing_key_header(&self) -> Option<&'static str> {
+        (self.mode == RetryMode::Publish).then_some(ORIGINAL_ROUTING_KEY_HEADER)
+    }
+}
+
+impl Serialize for RetryContract {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Document<'a> {
+            mode: &'static str,
+            exchange: &'a str,
+            max_retries: usize,
+            count_from: String,
+            on_failure: Vec<String>,
+            schedule: &'a [RetryStep],
+            on_exhausted: &'a Exhausted,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            strip_headers: &'static [&'static str],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            original_routing_key_header: Option<&'static str>,
+        }
+        Document {
+            mode: match self.mode {
+                RetryMode::Publish => "publish",
+                RetryMode::Reject => "reject",
+                RetryMode::RejectChain => "reject-chain",
+            },
+            exchange: &self.exchange,
+            max_retries: self.max_retries,
+            count_from: self.count_from(),
+            on_failure: self.on_failure(),
+            schedule: &self.schedule,
+            on_exhausted: &self.on_exhausted,
+            strip_headers: self.strip_headers(),
+            original_routing_key_header: self.original_routing_key_header(),
+        }
+        .serialize(serializer)
+    }
 }
 
 /// One retry.
@@ -158,54 +251,7 @@ impl Contract {
                 }
             })
             .collect();
-        let max = schedule.len();
         let park = ladder.on_exhausted == OnExhausted::Park;
-        let exhausted_step = if park {
-            format!(
-                "otherwise publish the message unchanged to exchange `{}` with routing key `{PARKING_ROUTING_KEY}`, then ack",
-                objects.exchange
-            )
-        } else {
-            "otherwise ack it: the message is dropped".to_string()
-        };
-        let publish = ladder.mode == RetryMode::Publish;
-        let (mode, count_from, on_failure, strip) = match ladder.mode {
-            RetryMode::Publish => (
-                "publish",
-                format!("header `{RETRY_COUNT_HEADER}` (absent on the first delivery = 0)"),
-                vec![
-                    format!("read n = `{RETRY_COUNT_HEADER}` (0 when absent)"),
-                    format!(
-                        "if n < {max}: publish a copy to exchange `{}` with routing key schedule[n].routing_key, header `{RETRY_COUNT_HEADER}` = n + 1, header `{ORIGINAL_ROUTING_KEY_HEADER}` = the delivery's routing key if the header is absent, the `x-death`/`x-first-death-*`/`x-last-death-*` headers removed and every other property kept; wait for the publisher confirm, then ack",
-                        objects.exchange
-                    ),
-                    exhausted_step,
-                    "a plain reject (requeue=false) also enters the first tier, but does not count".to_string(),
-                ],
-                HEADERS_TO_STRIP.iter().map(|h| h.to_string()).collect(),
-            ),
-            RetryMode::Reject => (
-                "reject",
-                format!(
-                    "`x-death`: the `count` of the entry whose `queue` is `{}` and `reason` is `rejected` (0 when absent)",
-                    context.work_queue
-                ),
-                vec![
-                    "read n from `x-death` as `count_from` says".to_string(),
-                    format!("if n < {max}: reject with requeue=false"),
-                    exhausted_step,
-                ],
-                Vec::new(),
-            ),
-            RetryMode::RejectChain => (
-                "reject-chain",
-                "the queue the message was consumed from: `consume_from[n]` is attempt n + 1".to_string(),
-                vec![
-                    "reject with requeue=false; the broker moves the message to the next tier, and after the last retry to the parking queue (or drops it with `on_exhausted: drop`)".to_string(),
-                ],
-                Vec::new(),
-            ),
-        };
         let mut consume_from = vec![context.work_queue.clone()];
         consume_from.extend(objects.attempt_queues.iter().cloned());
         self.consumers.push(ConsumerContract {
@@ -215,11 +261,10 @@ impl Contract {
             queue: context.work_queue.clone(),
             consume_from,
             retry: Some(RetryContract {
-                mode: mode.to_string(),
+                mode: ladder.mode,
                 exchange: objects.exchange.clone(),
-                max_retries: max,
-                count_from,
-                on_failure,
+                work_queue: context.work_queue.clone(),
+                max_retries: schedule.len(),
                 schedule,
                 on_exhausted: Exhausted {
                     action: if park { "park" } else { "drop" }.to_string(),
@@ -227,9 +272,6 @@ impl Contract {
                     routing_key: park.then(|| PARKING_ROUTING_KEY.to_string()),
                     queue: objects.parking.clone(),
                 },
-                strip_headers: strip,
-                original_routing_key_header: publish
-                    .then(|| ORIGINAL_ROUTING_KEY_HEADER.to_string()),
             }),
         });
     }

@@ -169,6 +169,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         return Err(diagnostics);
     }
     definitions.sort();
+    definitions.shrink_to_fit();
     Ok(Compiled {
         definitions,
         origins,

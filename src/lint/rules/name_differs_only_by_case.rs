@@ -1,6 +1,8 @@
 //! Names that differ only by letter case.
 
-use rustc_hash::FxHashMap;
+use std::borrow::Cow;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
@@ -15,29 +17,56 @@ pub const RULE: Rule = Rule {
     check,
 };
 
+/// The name in lower case, borrowed when it is lower case already (most names are).
+fn lower_case(name: &str) -> Cow<'_, str> {
+    let unchanged = |c: char| {
+        let mut lower = c.to_lowercase();
+        lower.next() == Some(c) && lower.next().is_none()
+    };
+    if name.chars().all(unchanged) {
+        Cow::Borrowed(name)
+    } else {
+        Cow::Owned(name.to_lowercase())
+    }
+}
+
 fn check(context: &Context) -> Vec<Finding> {
+    let names = || {
+        context
+            .definitions
+            .queues
+            .iter()
+            .map(|q| (ObjectKind::Queue, q.vhost.as_str(), &q.name))
+            .chain(
+                context
+                    .definitions
+                    .exchanges
+                    .iter()
+                    .map(|e| (ObjectKind::Exchange, e.vhost.as_str(), &e.name)),
+            )
+    };
+    // Two names can only clash if one of them changes in lower case: collect those
+    // first (usually none), then look only at the names that fold onto them.
+    let folded: FxHashSet<(ObjectKind, &str, Cow<str>)> = names()
+        .map(|(kind, vhost, name)| (kind, vhost, lower_case(name)))
+        .filter(|(_, _, lower)| matches!(lower, Cow::Owned(_)))
+        .collect();
     let mut findings = Vec::new();
-    let names = context
-        .definitions
-        .queues
-        .iter()
-        .map(|q| (ObjectKind::Queue, &q.vhost, &q.name))
-        .chain(
-            context
-                .definitions
-                .exchanges
-                .iter()
-                .map(|e| (ObjectKind::Exchange, &e.vhost, &e.name)),
-        );
-    let mut seen: FxHashMap<(ObjectKind, &str, String), &String> = FxHashMap::default();
-    for (kind, vhost, name) in names {
-        let key = (kind, vhost.as_str(), name.to_lowercase());
+    if folded.is_empty() {
+        return findings;
+    }
+    let mut seen: FxHashMap<(ObjectKind, &str, Cow<str>), &String> = FxHashMap::default();
+    for (kind, vhost, name) in names() {
+        let key = (kind, vhost, lower_case(name));
+        if !folded.contains(&key) {
+            continue;
+        }
         match seen.get(&key) {
             Some(first) if *first != name => findings.push(
                 Finding::on(
                     ObjectId {
                         kind,
-                        vhost: Some(vhost.clone()),
+                        vhost: Some(vhost.to_string()),
                         name: name.clone(),
                     },
                     format!("`{name}` and `{first}` differ only by letter case"),
