@@ -83,7 +83,7 @@ pub fn lint(
 }
 
 /// Loads, compiles and lints a spec; compile errors are reported like findings.
-pub fn lint_spec(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
+fn lint_spec(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
     let file = match crate::spec::load_file(path) {
         Ok(file) => file,
         Err(diagnostics) => return (std::fs::read_to_string(path).ok(), diagnostics),
@@ -102,9 +102,10 @@ pub fn lint_spec(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Dia
             found.extend(lint::run(&context));
             drop(context);
             let diagnostics = compile::resolve_locations(&file, found);
-            // A large spec compiles to ~1M small allocations: free them on the other
-            // core while the findings are rendered.
-            std::thread::spawn(move || drop(compiled));
+            // `warren lint` exits once the findings are printed: the system takes the
+            // memory back at once, while freeing a large spec's ~1M small allocations
+            // one by one would cost a tenth of the run.
+            std::mem::forget(compiled);
             diagnostics
         }
     };

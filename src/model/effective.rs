@@ -4,7 +4,7 @@
 //! covers the object and whose every key the queue type supports, the one with the
 //! highest priority (ties are undefined).
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::compile::policies::applies_to;
 use crate::compile::policy_keys;

@@ -4,7 +4,7 @@
 //! after deserialization (references, names, ladders) find the line and column of the
 //! value they complain about by looking its [`SpecPath`] up in this map.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
