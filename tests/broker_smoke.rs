@@ -94,6 +94,57 @@ fn node_boots_from_definitions(version: Version) {
     assert_eq!(wrong.status, 401);
 }
 
+/// warren splits a large group's policy pattern into parts (see
+/// `compile::policies::split_patterns`): the broker rejects one pattern listing
+/// thousands of queue names, and accepts every part.
+fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
+    use warren::compile::policies::{MAX_PATTERN_LENGTH, exact_names_pattern, split_patterns};
+    let node = Node::shared(version);
+    let vhost = node.unique_vhost("patterns");
+    let names: Vec<String> = (0..4000)
+        .map(|i| format!("service-{:04}.consumer-{:02}.retry.1", i / 20, i % 20))
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let put = |name: &str, pattern: &str| {
+        node.request(
+            reqwest::Method::PUT,
+            &format!("/api/policies/{}/{name}", pct(&vhost)),
+            Some(&json!({"pattern": pattern, "definition": {"message-ttl": 1000}, "apply-to": "queues"})),
+        )
+    };
+    let whole = exact_names_pattern(&names);
+    let refused = put("whole", &whole);
+    assert_eq!(
+        refused.status,
+        400,
+        "{version} refuses a {}-character pattern",
+        whole.len()
+    );
+    let parts = split_patterns(&names);
+    assert!(parts.len() > 1);
+    for (index, part) in parts.iter().enumerate() {
+        assert!(part.len() <= MAX_PATTERN_LENGTH);
+        let answer = put(&format!("part-{index}"), part);
+        assert!(
+            answer.is_success(),
+            "{version}: part {index} ({} characters): {}",
+            part.len(),
+            answer.status
+        );
+    }
+    node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
+}
+
+#[test]
+fn generated_patterns_fit_the_regex_limit_of_3_10() {
+    generated_patterns_fit_the_brokers_regex_limit(Version::V3_10);
+}
+
+#[test]
+fn generated_patterns_fit_the_regex_limit_of_4_0() {
+    generated_patterns_fit_the_brokers_regex_limit(Version::V4_0);
+}
+
 #[test]
 fn shared_node_3_10_reports_its_version() {
     shared_node_reports_its_version(Version::V3_10);

@@ -178,7 +178,6 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         out.error("policy-overlap", message, path).hint(help);
     }
     for ((vhost, group_name), group) in groups {
-        let name = format!("{GENERATED_PREFIX}{group_name}");
         let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);
         let apply_to = if all_quorum && target.has_queue_type_apply_to() {
             "quorum_queues"
@@ -186,22 +185,65 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             "queues"
         };
         let names: Vec<&str> = group.queues.iter().map(|(n, _)| n.as_str()).collect();
-        let id = ObjectId {
-            kind: ObjectKind::Policy,
-            vhost: Some(vhost.clone()),
-            name: name.clone(),
-        };
-        if out.claim(id, &group.path) {
-            out.definitions.policies.push(Policy {
-                vhost,
-                name,
-                pattern: exact_names_pattern(&names),
-                apply_to: apply_to.to_string(),
-                definition: group.definition,
-                priority,
-            });
+        for (part, pattern) in split_patterns(&names).into_iter().enumerate() {
+            // One policy per group; a group too large for one pattern gets parts
+            // `~2`, `~3`… that share its definition and match disjoint queues.
+            let name = match part {
+                0 => format!("{GENERATED_PREFIX}{group_name}"),
+                _ => format!("{GENERATED_PREFIX}{group_name}~{}", part + 1),
+            };
+            let id = ObjectId {
+                kind: ObjectKind::Policy,
+                vhost: Some(vhost.clone()),
+                name: name.clone(),
+            };
+            if out.claim(id, &group.path) {
+                out.definitions.policies.push(Policy {
+                    vhost: vhost.clone(),
+                    name,
+                    pattern,
+                    apply_to: apply_to.to_string(),
+                    definition: group.definition.clone(),
+                    priority,
+                });
+            }
         }
     }
+}
+
+/// The longest policy pattern warren writes. The broker compiles patterns with PCRE,
+/// whose compiled form is limited to 64 KiB: RabbitMQ 3.10 rejects an alternation of
+/// queue names from about 35,000 characters on ("regular expression is too large").
+pub const MAX_PATTERN_LENGTH: usize = 20_000;
+
+/// Patterns that together match exactly `names`, each at most [`MAX_PATTERN_LENGTH`]
+/// long (a single name longer than that still gets its own pattern). Names are taken
+/// in sorted order, so the split is stable.
+pub fn split_patterns(names: &[&str]) -> Vec<String> {
+    let mut names: Vec<&str> = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    // Every subset shares at least the whole group's suffix, so measuring heads
+    // against it over-estimates a part's length: parts never exceed the limit.
+    let suffix = common_suffix(&names);
+    let fixed = "^(?:)$".len() + escape(suffix).len();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let mut length = fixed;
+    for (index, name) in names.iter().enumerate() {
+        let head = escape(&name[..name.len() - suffix.len()]).len() + 1;
+        if index > start && length + head > MAX_PATTERN_LENGTH {
+            parts.push(exact_names_pattern(&names[start..index]));
+            start = index;
+            length = fixed;
+        }
+        length += head;
+    }
+    parts.push(exact_names_pattern(&names[start..]));
+    parts
 }
 
 /// Whether a policy's `apply-to` covers a queue of this type.
@@ -287,6 +329,34 @@ mod tests {
         let regex = fancy_regex::Regex::new(&pattern).unwrap();
         assert!(regex.is_match("q.1").unwrap() && regex.is_match("q.12").unwrap());
         assert!(!regex.is_match("q.2").unwrap());
+    }
+
+    #[test]
+    fn large_groups_are_split_into_patterns_the_broker_accepts() {
+        let names: Vec<String> = (0..5000)
+            .map(|i| format!("svc{:05}.c{:03}.retry.1", i / 10, i % 10))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let parts = split_patterns(&names);
+        assert!(parts.len() > 1, "{} parts", parts.len());
+        assert!(parts.iter().all(|p| p.len() <= MAX_PATTERN_LENGTH));
+        // Every name is matched by exactly one part, and nothing else is.
+        let matchers: Vec<_> = parts
+            .iter()
+            .map(|p| crate::model::effective::PatternMatcher::new(p))
+            .collect();
+        for name in &names {
+            assert_eq!(
+                matchers.iter().filter(|m| m.is_match(name)).count(),
+                1,
+                "{name}"
+            );
+        }
+        assert!(!matchers.iter().any(|m| m.is_match("svc00000.c000.retry.2")));
+        assert_eq!(
+            split_patterns(&["a.retry.1"]),
+            vec![r"^a\.retry\.1$".to_string()]
+        );
     }
 
     #[test]
