@@ -144,13 +144,6 @@ async fn make_plan(
     args: &PlanArgs,
     stderr: &mut dyn Write,
 ) -> Result<Option<Plan>, BrokerError> {
-    // The version request comes first: it is where bad credentials are recognised.
-    let version = client.version().await?;
-    let global_parameters = client.global_parameters().await?;
-    let target = args
-        .target_version
-        .or_else(|| TargetVersion::for_broker(&version))
-        .unwrap_or(TargetVersion::V3_10);
     let file = match crate::spec::load_file(spec_path) {
         Ok(file) => file,
         Err(found) => {
@@ -160,23 +153,50 @@ async fn make_plan(
         }
     };
     let name = spec_name(spec_path, file.spec.name.as_deref());
-    let records = crate::state::records(&global_parameters);
-    // The vhosts in scope include those an earlier apply managed.
-    let mut vhosts = plan::scope(&Definitions::default(), records.get(&name));
-    vhosts.extend(file.spec.vhosts.keys().cloned());
-    vhosts.sort();
-    vhosts.dedup();
-    let options = crate::compile::Options {
-        target,
-        resolve_secrets: true,
-        ..crate::compile::Options::default()
+    let declared: Vec<String> = file.spec.vhosts.keys().cloned().collect();
+    // Two strands run at once: the broker's version (a slow request on a large 3.x
+    // broker), then the compiler; and the ownership records with the listings of
+    // every vhost in scope (the declared ones and those an earlier apply managed).
+    let compiling = async {
+        let version = client.version().await?;
+        let target = args
+            .target_version
+            .or_else(|| TargetVersion::for_broker(&version))
+            .unwrap_or(TargetVersion::V3_10);
+        let options = crate::compile::Options {
+            target,
+            resolve_secrets: true,
+            ..crate::compile::Options::default()
+        };
+        let (file, result) = tokio::task::spawn_blocking(move || {
+            let result = crate::compile::compile(&file, &options);
+            (file, result)
+        })
+        .await
+        .expect("the compiler does not panic");
+        Ok::<_, BrokerError>((version, target, file, result))
     };
-    let compiling = tokio::task::spawn_blocking(move || {
-        let result = crate::compile::compile(&file, &options);
-        (file, result)
-    });
-    let live = client.read_live(&vhosts).await;
-    let (file, result) = compiling.await.expect("the compiler does not panic");
+    let reading = async {
+        // The declared vhosts are read at once; a vhost only the record names (one
+        // the spec no longer declares) costs a second read.
+        let (global_parameters, live) =
+            tokio::join!(client.global_parameters(), client.read_live(&declared));
+        let global_parameters = global_parameters?;
+        let records = crate::state::records(&global_parameters);
+        let mut vhosts = plan::scope(&Definitions::default(), records.get(&name));
+        vhosts.extend(declared.iter().cloned());
+        vhosts.sort();
+        vhosts.dedup();
+        let live = if vhosts.iter().all(|vhost| declared.contains(vhost)) {
+            live?
+        } else {
+            client.read_live(&vhosts).await?
+        };
+        Ok::<_, BrokerError>((global_parameters, records, vhosts, live))
+    };
+    let (compiled, read) = tokio::join!(compiling, reading);
+    // The version request's error comes first: it is where bad credentials show.
+    let (version, target, file, result) = compiled?;
     let compiled = match result {
         Ok(compiled) => {
             let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &compiled.warnings);
@@ -187,7 +207,7 @@ async fn make_plan(
             return Ok(None);
         }
     };
-    let mut live = live?;
+    let (global_parameters, records, vhosts, mut live) = read?;
     let scope = plan::scope(&compiled.definitions, records.get(&name));
     if scope.iter().any(|vhost| !vhosts.contains(vhost)) {
         live = client.read_live(&scope).await?;
