@@ -44,21 +44,16 @@ pub fn effective_policy<'a>(
 
 /// A policy pattern, compiled once and matched against many names.
 ///
-/// Generated policies use anchored alternations of escaped names
-/// (`^(?:a|b)\.retry\.1$`, see [`crate::compile::policies::exact_names_pattern`]):
-/// such a pattern, and any `^literal$`, is matched by a set lookup instead of a regex,
-/// which would otherwise be compiled for every queue and cost time in the length of
-/// the pattern. Any other pattern is a `fancy_regex` compiled once; a pattern that does
-/// not compile matches nothing.
+/// Generated policies use anchored trees of escaped names (`^(?:a\.(?:x|y)|b)\.retry\.1$`,
+/// see [`crate::compile::policies::exact_names_pattern`]): such a pattern — literal
+/// text, non-capturing groups and alternation between `^` and `$` — names a finite set
+/// of queues and is matched by a set lookup instead of a regex, which would cost time
+/// in the length of the pattern for every queue. Any other pattern is a `fancy_regex`
+/// compiled once; a pattern that does not compile matches nothing.
 #[derive(Debug)]
 pub enum PatternMatcher {
-    /// `^(?:head|head…)suffix$`: the name ends with `suffix` and the rest is a head.
-    Exact {
-        /// The literal heads.
-        heads: HashSet<String>,
-        /// The literal suffix written once.
-        suffix: String,
-    },
+    /// Exactly these names.
+    Names(HashSet<String>),
     /// Any other pattern.
     Regex(Option<fancy_regex::Regex>),
 }
@@ -66,11 +61,8 @@ pub enum PatternMatcher {
 impl PatternMatcher {
     /// Compiles a pattern.
     pub fn new(pattern: &str) -> PatternMatcher {
-        match parse_exact(pattern) {
-            Some((heads, suffix)) => PatternMatcher::Exact {
-                heads: heads.into_iter().collect(),
-                suffix,
-            },
+        match parse_names(pattern) {
+            Some(names) => PatternMatcher::Names(names.into_iter().collect()),
             None => PatternMatcher::Regex(fancy_regex::Regex::new(pattern).ok()),
         }
     }
@@ -78,13 +70,78 @@ impl PatternMatcher {
     /// Whether the pattern matches the name.
     pub fn is_match(&self, name: &str) -> bool {
         match self {
-            PatternMatcher::Exact { heads, suffix } => name
-                .strip_suffix(suffix.as_str())
-                .is_some_and(|head| heads.contains(head)),
+            PatternMatcher::Names(names) => names.contains(name),
             PatternMatcher::Regex(regex) => regex
                 .as_ref()
                 .and_then(|r| r.is_match(name).ok())
                 .unwrap_or(false),
+        }
+    }
+}
+
+/// More names than this and a pattern is matched as a regex (a user pattern such as
+/// `^(?:a|b)(?:a|b)…` could name exponentially many).
+const MAX_NAMES: usize = 1_000_000;
+
+/// The names an anchored pattern of literals, `(?:…|…)` groups and alternation stands
+/// for; `None` for any other pattern.
+fn parse_names(pattern: &str) -> Option<Vec<String>> {
+    let body = pattern.strip_prefix('^')?.strip_suffix('$')?;
+    // `\$` at the end is a literal dollar, not the anchor.
+    let backslashes = body.chars().rev().take_while(|c| *c == '\\').count();
+    if backslashes % 2 == 1 {
+        return None;
+    }
+    // A top-level `|` splits the anchors too (`^a|b$` is `(^a)|(b$)`): not a set.
+    let (names, rest) = sequence(body)?;
+    rest.is_empty().then_some(names)
+}
+
+/// `seq ('|' seq)*`, up to a `)` or the end.
+fn alternatives(text: &str) -> Option<(Vec<String>, &str)> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    loop {
+        let (found, after) = sequence(rest)?;
+        names.extend(found);
+        if names.len() > MAX_NAMES {
+            return None;
+        }
+        match after.strip_prefix('|') {
+            Some(next) => rest = next,
+            None => return Some((names, after)),
+        }
+    }
+}
+
+/// Literals and `(?:…)` groups, up to a `|`, a `)` or the end.
+fn sequence(text: &str) -> Option<(Vec<String>, &str)> {
+    let mut names = vec![String::new()];
+    let mut rest = text;
+    loop {
+        match rest.chars().next() {
+            None | Some('|') | Some(')') => return Some((names, rest)),
+            Some('(') => {
+                let (options, after) = alternatives(rest.strip_prefix("(?:")?)?;
+                rest = after.strip_prefix(')')?;
+                if names.len().saturating_mul(options.len()) > MAX_NAMES {
+                    return None;
+                }
+                names = names
+                    .iter()
+                    .flat_map(|name| options.iter().map(move |option| format!("{name}{option}")))
+                    .collect();
+            }
+            Some(_) => {
+                let (text, after) = literal(rest)?;
+                if after.len() == rest.len() {
+                    return None; // a special character that is not ours: `.`, `*`, `[`…
+                }
+                for name in &mut names {
+                    name.push_str(&text);
+                }
+                rest = after;
+            }
         }
     }
 }
@@ -113,30 +170,6 @@ fn literal(text: &str) -> Option<(String, &str)> {
     Some((out, ""))
 }
 
-/// Splits `^(?:a|b)suffix$` or `^literal$` into its heads and suffix.
-fn parse_exact(pattern: &str) -> Option<(Vec<String>, String)> {
-    let body = pattern.strip_prefix('^')?.strip_suffix('$')?;
-    let Some(mut rest) = body.strip_prefix("(?:") else {
-        let (text, rest) = literal(body)?;
-        return rest.is_empty().then(|| (vec![text], String::new()));
-    };
-    let mut heads = Vec::new();
-    loop {
-        let (head, after) = literal(rest)?;
-        heads.push(head);
-        match after.chars().next()? {
-            '|' => rest = &after[1..],
-            ')' => {
-                rest = &after[1..];
-                break;
-            }
-            _ => return None,
-        }
-    }
-    let (suffix, after) = literal(rest)?;
-    after.is_empty().then_some((heads, suffix))
-}
-
 #[cfg(test)]
 mod tests {
     use super::PatternMatcher;
@@ -157,6 +190,14 @@ mod tests {
             "orders".to_string(),
             "^(?:orders|x)(?:\\.email)$".to_string(),
             "^a\\$".to_string(),
+            "^a|b$".to_string(),
+            exact_names_pattern(&["q.1", "q.12", "q.2", "r.1"]),
+            exact_names_pattern(&[
+                "orders.email.retry.1",
+                "orders.sms.retry.1",
+                "orders.sms.urgent.retry.1",
+            ]),
+            "^(?:a|b)(?:.x|y)$".to_string(),
         ];
         let candidates = [
             "orders.email",
@@ -171,6 +212,18 @@ mod tests {
             "ORDERS.EMAIL",
             "a$",
             "",
+            "ax",
+            "xb",
+            "q.1",
+            "q.12",
+            "q.2",
+            "q.",
+            "r.1",
+            "orders.sms.retry.1",
+            "orders.sms.urgent.retry.1",
+            "orders.smsurgent.retry.1",
+            "ay",
+            "a.x",
         ];
         for pattern in &patterns {
             let regex = fancy_regex::Regex::new(pattern).unwrap();
@@ -186,7 +239,7 @@ mod tests {
         let generated = exact_names_pattern(&["orders.email.retry.1", "payments.capture.retry.1"]);
         assert!(matches!(
             PatternMatcher::new(&generated),
-            PatternMatcher::Exact { .. }
+            PatternMatcher::Names(_)
         ));
         assert!(matches!(
             PatternMatcher::new("^orders.*$"),
