@@ -122,16 +122,23 @@ fn publish(node: &Node, vhost: &str, queue: &str, body: &str) {
     assert_eq!(answer["routed"], true, "publish to {queue}");
 }
 
+/// The number of messages in a queue that is expected to hold some.
 fn messages(node: &Node, vhost: &str, queue: &str) -> u64 {
     let mut count = 0;
+    let mut last = Value::Null;
     // Message counts are statistics: wait until they show.
-    node.wait_until(std::time::Duration::from_secs(20), || {
-        count = node
+    let shown = node.wait_until(std::time::Duration::from_secs(30), || {
+        last = node
             .get_opt(&format!("/api/queues/{}/{}", pct(vhost), pct(queue)))
-            .and_then(|q| q["messages"].as_u64())
-            .unwrap_or(0);
+            .unwrap_or(Value::Null);
+        count = last["messages"].as_u64().unwrap_or(0);
         count > 0
     });
+    assert!(
+        shown,
+        "{}: no message count for queue `{queue}` in vhost `{vhost}` after 30 s; last answer: {last}",
+        node.version
+    );
     count
 }
 
