@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::broker::{BrokerError, Client, segment};
 use crate::compile::{ObjectId, ObjectKind};
 use crate::diff::{Action, Change};
-use crate::plan::{Plan, fingerprint, fingerprinted_objects};
+use crate::plan::{Plan, fingerprint, live_objects};
 use crate::state::{self, LOCK_LIFETIME_SECS, Lock, Record};
 
 /// Largest body sent in one definitions import (the broker refuses large bodies).
@@ -204,7 +204,8 @@ async fn apply_locked(
     let mut live = client.read_live(&plan.vhosts).await?;
     live.definitions.global_parameters = client.global_parameters().await?;
     let now = fingerprint(
-        &fingerprinted_objects(&live.definitions, &plan.vhosts, &plan.relevant_ids()),
+        &live_objects(&live.definitions, &plan.vhosts),
+        &plan.relevant_ids(),
         plan.serial,
     );
     if now != plan.live_fingerprint {

@@ -136,6 +136,9 @@ pub struct Inputs<'a> {
     pub protected_user: Option<String>,
     /// Delete objects no spec manages.
     pub prune_unmanaged: bool,
+    /// The desired objects, when the caller computed them already (`warren plan` does
+    /// while the broker is being read); computed from `desired` otherwise.
+    pub desired_objects: Option<Objects>,
 }
 
 /// The vhosts a spec's plan looks at: declared ones and ones it managed before.
@@ -163,27 +166,17 @@ pub fn live_objects(live: &Definitions, vhosts: &[String]) -> Objects {
         .collect()
 }
 
-/// The live objects a plan depends on: every object in its vhosts, and of the
-/// broker-wide objects (users, global parameters) only those it manages or changes.
+/// A stable fingerprint of what a plan depends on: the record serial, every live object
+/// in its vhosts (`live` is already limited to them, see [`live_objects`]) and, of the
+/// broker-wide objects (users, global parameters), only those it manages or changes.
 /// Other teams' users and records change all the time and must not make a plan stale.
-pub fn fingerprinted_objects(
-    live: &Definitions,
-    plan_vhosts: &[String],
-    relevant: &BTreeSet<ObjectId>,
-) -> Objects {
-    live_objects(live, plan_vhosts)
-        .into_iter()
-        .filter(|(id, _)| {
-            id.vhost.is_some() || id.kind == ObjectKind::Vhost || relevant.contains(id)
-        })
-        .collect()
-}
-
-/// A stable fingerprint of objects plus the record serial.
-pub fn fingerprint(objects: &Objects, serial: u64) -> String {
+pub fn fingerprint(live: &Objects, relevant: &BTreeSet<ObjectId>, serial: u64) -> String {
     let mut hasher = Sha256::new();
     hasher.update(serial.to_le_bytes());
-    for (id, value) in objects {
+    let depended_on = live.iter().filter(|(id, _)| {
+        id.vhost.is_some() || id.kind == ObjectKind::Vhost || relevant.contains(id)
+    });
+    for (id, value) in depended_on {
         hasher.update(serde_json::to_vec(id).unwrap_or_default());
         hasher.update(serde_json::to_vec(value).unwrap_or_default());
     }
@@ -199,7 +192,10 @@ pub fn fingerprint(objects: &Objects, serial: u64) -> String {
 pub fn build(inputs: Inputs<'_>) -> Plan {
     let record = inputs.records.get(inputs.spec);
     let vhosts = scope(&inputs.desired.definitions, record);
-    let desired = objects(&inputs.desired.definitions);
+    let desired = match inputs.desired_objects {
+        Some(objects) => objects,
+        None => objects(&inputs.desired.definitions),
+    };
     let live = live_objects(inputs.live, &vhosts);
     let mut ownership = Ownership {
         managed: record.map(Record::object_ids).unwrap_or_default(),
@@ -242,10 +238,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         summary: Summary::default(),
     };
     plan.summarize();
-    plan.live_fingerprint = fingerprint(
-        &fingerprinted_objects(inputs.live, &plan.vhosts, &plan.relevant_ids()),
-        serial,
-    );
+    plan.live_fingerprint = fingerprint(&live, &plan.relevant_ids(), serial);
     plan
 }
 
@@ -294,10 +287,7 @@ mod tests {
             vhost: None,
             name: "orders-app".into(),
         }]);
-        fingerprint(
-            &fingerprinted_objects(live, &["orders".into()], &relevant),
-            3,
-        )
+        fingerprint(&live_objects(live, &["orders".into()]), &relevant, 3)
     }
 
     #[test]

@@ -169,7 +169,10 @@ async fn make_plan(
             ..crate::compile::Options::default()
         };
         let (file, result) = tokio::task::spawn_blocking(move || {
-            let result = crate::compile::compile(&file, &options);
+            let result = crate::compile::compile(&file, &options).map(|compiled| {
+                let objects = crate::model::objects::objects(&compiled.definitions);
+                (compiled, objects)
+            });
             (file, result)
         })
         .await
@@ -197,10 +200,10 @@ async fn make_plan(
     let (compiled, read) = tokio::join!(compiling, reading);
     // The version request's error comes first: it is where bad credentials show.
     let (version, target, file, result) = compiled?;
-    let compiled = match result {
-        Ok(compiled) => {
+    let (compiled, desired_objects) = match result {
+        Ok((compiled, objects)) => {
             let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &compiled.warnings);
-            compiled
+            (compiled, objects)
         }
         Err(found) => {
             let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &found);
@@ -222,6 +225,7 @@ async fn make_plan(
         records,
         protected_user: Some(client.user().to_string()),
         prune_unmanaged: args.prune_unmanaged,
+        desired_objects: Some(desired_objects),
     });
     let queues = plan.queues_needing_counts();
     if !queues.is_empty() {
@@ -467,6 +471,7 @@ pub fn diff(
         records: crate::state::records(&live.global_parameters),
         protected_user: None,
         prune_unmanaged: args.prune_unmanaged,
+        desired_objects: None,
     });
     if print_plan(&plan, args.format, stdout).is_err() {
         return EXIT_ERROR;
