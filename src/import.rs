@@ -14,13 +14,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use indexmap::IndexMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::compile::{ObjectId, binding_id};
 use serde_json::Value;
 
-use crate::model::effective::queue_type;
+use crate::model::effective::{PatternMatcher, queue_type};
 use crate::model::objects::normalize_value;
 use crate::model::{
     Binding, Definitions, OPERATOR_POLICY_COMPONENT, Queue, VHOST_LIMITS_COMPONENT,
 };
+use crate::model::{Exchange, Policy};
 
 use crate::spec::{
     ApplyTo, Consumer, Defaults, DeliveryLimit, DestinationType, Duration, ExchangeType,
@@ -91,53 +95,104 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
     spec
 }
 
-fn generated_ttl_policy(
-    definitions: &Definitions,
-    vhost: &str,
-    queue: &str,
-) -> Option<(String, u64)> {
-    definitions
-        .policies
-        .iter()
-        .filter(|p| p.vhost == vhost && p.name.starts_with("warren.retry."))
-        .filter(|p| {
-            fancy_regex::Regex::new(&p.pattern)
-                .ok()
-                .and_then(|r| r.is_match(queue).ok())
-                .unwrap_or(false)
-        })
-        .find_map(|p| {
-            let ttl = p.definition.get("message-ttl")?.as_u64()?;
-            let group = p.name.trim_start_matches("warren.retry.");
-            let group = group.split('+').next().unwrap_or(group);
-            let origin = group
-                .rsplit_once('.')
-                .map(|(origin, _)| origin)?
-                .to_string();
-            Some((origin, ttl))
-        })
+/// One vhost's definitions, indexed once: recognising a ladder looks queues, exchanges,
+/// bindings and policies up by name for every queue of the vhost.
+struct VhostIndex<'a> {
+    queues: FxHashMap<&'a str, &'a Queue>,
+    exchanges: FxHashMap<&'a str, &'a Exchange>,
+    /// Bindings to queues, by source exchange, in definitions order.
+    to_queues_from: FxHashMap<&'a str, Vec<&'a Binding>>,
+    /// Bindings to queues, by destination queue, in definitions order.
+    to_queue: FxHashMap<&'a str, Vec<&'a Binding>>,
+    /// warren's retry policies, patterns compiled once.
+    retry_policies: Vec<(&'a Policy, PatternMatcher)>,
+    /// warren's counted delivery-limit policies, patterns compiled once.
+    limit_policies: Vec<(&'a Policy, PatternMatcher)>,
 }
 
-fn recognise(definitions: &Definitions, vhost: &str, work: &Queue) -> Option<Recognised> {
-    let by_name = |name: &str| {
-        definitions
-            .queues
+impl<'a> VhostIndex<'a> {
+    fn new(definitions: &'a Definitions, vhost: &str) -> VhostIndex<'a> {
+        let mut index = VhostIndex {
+            queues: FxHashMap::default(),
+            exchanges: FxHashMap::default(),
+            to_queues_from: FxHashMap::default(),
+            to_queue: FxHashMap::default(),
+            retry_policies: Vec::new(),
+            limit_policies: Vec::new(),
+        };
+        for queue in definitions.queues.iter().filter(|q| q.vhost == vhost) {
+            index.queues.entry(&queue.name).or_insert(queue);
+        }
+        for exchange in definitions.exchanges.iter().filter(|e| e.vhost == vhost) {
+            index.exchanges.entry(&exchange.name).or_insert(exchange);
+        }
+        let queue_bindings = definitions
+            .bindings
             .iter()
-            .find(|q| q.vhost == vhost && q.name == name)
-    };
+            .filter(|b| b.vhost == vhost && b.destination_type == "queue");
+        for binding in queue_bindings {
+            index
+                .to_queues_from
+                .entry(&binding.source)
+                .or_default()
+                .push(binding);
+            index
+                .to_queue
+                .entry(&binding.destination)
+                .or_default()
+                .push(binding);
+        }
+        index.retry_policies = definitions
+            .policies
+            .iter()
+            .filter(|p| p.vhost == vhost && p.name.starts_with("warren.retry."))
+            .map(|p| (p, PatternMatcher::new(&p.pattern)))
+            .collect();
+        index.limit_policies = definitions
+            .policies
+            .iter()
+            .filter(|p| {
+                p.vhost == vhost
+                    && p.name.starts_with("warren.delivery-limit.")
+                    && !p.name.contains("unlimited")
+            })
+            .map(|p| (p, PatternMatcher::new(&p.pattern)))
+            .collect();
+        index
+    }
+
+    /// The origin and TTL of the warren retry policy that applies to a tier queue.
+    fn generated_ttl_policy(&self, queue: &str) -> Option<(String, u64)> {
+        self.retry_policies
+            .iter()
+            .filter(|(_, matcher)| matcher.is_match(queue))
+            .find_map(|(p, _)| {
+                let ttl = p.definition.get("message-ttl")?.as_u64()?;
+                let group = p.name.trim_start_matches("warren.retry.");
+                let group = group.split('+').next().unwrap_or(group);
+                let origin = group
+                    .rsplit_once('.')
+                    .map(|(origin, _)| origin)?
+                    .to_string();
+                Some((origin, ttl))
+            })
+    }
+}
+
+fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
+    let by_name = |name: &str| indexed.queues.get(name).copied();
     let retry_exchange = text(work.arguments.get("x-dead-letter-exchange"))?;
     if text(work.arguments.get("x-dead-letter-routing-key")) != Some("1") {
         return None;
     }
-    let exchange = definitions
+    let exchange = indexed
         .exchanges
-        .iter()
-        .find(|e| e.vhost == vhost && e.name == retry_exchange && e.kind == "direct")?;
-    let from_retry: Vec<&Binding> = definitions
-        .bindings
-        .iter()
-        .filter(|b| b.vhost == vhost && b.source == exchange.name && b.destination_type == "queue")
-        .collect();
+        .get(retry_exchange)
+        .filter(|e| e.kind == "direct")?;
+    let from_retry: &[&Binding] = indexed
+        .to_queues_from
+        .get(exchange.name.as_str())
+        .map_or(&[], Vec::as_slice);
     let bound = |key: &str| {
         from_retry
             .iter()
@@ -159,11 +214,10 @@ fn recognise(definitions: &Definitions, vhost: &str, work: &Queue) -> Option<Rec
     let chain = !via_inner
         && text(first.arguments.get("x-dead-letter-routing-key")) != Some(work.name.as_str());
     // The inner exchange: the one other binding to the work queue's source.
-    let inbound: Vec<&Binding> = definitions
-        .bindings
-        .iter()
-        .filter(|b| b.vhost == vhost && b.destination == work.name && b.destination_type == "queue")
-        .collect();
+    let inbound: &[&Binding] = indexed
+        .to_queue
+        .get(work.name.as_str())
+        .map_or(&[], Vec::as_slice);
     let inner = inbound.first()?.source.clone();
     if inbound.iter().any(|b| b.source != inner) {
         return None;
@@ -177,7 +231,7 @@ fn recognise(definitions: &Definitions, vhost: &str, work: &Queue) -> Option<Rec
         if text(queue.arguments.get("x-dead-letter-exchange")) != Some(expected_exchange) {
             return None;
         }
-        let (group_origin, ttl) = generated_ttl_policy(definitions, vhost, name)?;
+        let (group_origin, ttl) = indexed.generated_ttl_policy(name)?;
         if origin.as_ref().is_some_and(|o| o != &group_origin) {
             return None;
         }
@@ -214,10 +268,7 @@ fn recognise(definitions: &Definitions, vhost: &str, work: &Queue) -> Option<Rec
             return None;
         }
     }
-    let inner_exchange = definitions
-        .exchanges
-        .iter()
-        .find(|e| e.vhost == vhost && e.name == inner)?;
+    let inner_exchange = indexed.exchanges.get(inner.as_str())?;
     let inner_type = match inner_exchange.kind.as_str() {
         "fanout" => ExchangeType::Fanout,
         "direct" => ExchangeType::Direct,
@@ -293,21 +344,11 @@ fn recognise(definitions: &Definitions, vhost: &str, work: &Queue) -> Option<Rec
         names: has_names.then_some(names),
         ..Retry::default()
     });
-    if let Some(limit) = definitions
-        .policies
+    if let Some(limit) = indexed
+        .limit_policies
         .iter()
-        .find(|p| {
-            p.vhost == vhost
-                && p.name.starts_with("warren.delivery-limit.")
-                && !p.name.contains("unlimited")
-        })
-        .filter(|p| {
-            fancy_regex::Regex::new(&p.pattern)
-                .ok()
-                .and_then(|r| r.is_match(work_queue).ok())
-                .unwrap_or(false)
-        })
-        .and_then(|p| p.definition.get("delivery-limit")?.as_u64())
+        .find(|(_, matcher)| matcher.is_match(work_queue))
+        .and_then(|(p, _)| p.definition.get("delivery-limit")?.as_u64())
     {
         consumer.delivery_limit = Some(DeliveryLimit::Count(limit as u32));
     }
@@ -315,8 +356,8 @@ fn recognise(definitions: &Definitions, vhost: &str, work: &Queue) -> Option<Rec
     claimed_queues.extend(delay_queues.iter().cloned());
     claimed_queues.extend(attempt_queues.iter().cloned());
     claimed_queues.extend(parking.iter().cloned());
-    let mut claimed_bindings: Vec<Binding> = inbound.into_iter().cloned().collect();
-    claimed_bindings.extend(from_retry.into_iter().cloned());
+    let mut claimed_bindings: Vec<Binding> = inbound.iter().map(|b| (*b).clone()).collect();
+    claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
     let consumer_name = work
         .name
         .strip_prefix(&format!("{inner}."))
@@ -396,9 +437,10 @@ fn import_vhost(
         .iter()
         .filter(|q| q.vhost == vhost_name)
         .collect();
+    let index = VhostIndex::new(definitions, vhost_name);
     let mut recognised: Vec<Recognised> = in_vhost_queues
         .iter()
-        .filter_map(|queue| recognise(definitions, vhost_name, queue))
+        .filter_map(|queue| recognise(&index, queue))
         .collect();
     recognised
         .sort_by(|a, b| (&a.exchange, &a.consumer_name).cmp(&(&b.exchange, &b.consumer_name)));
@@ -532,12 +574,14 @@ fn import_vhost(
             },
         );
     }
+    let claimed_binding_ids: FxHashSet<ObjectId> =
+        claimed_bindings.iter().map(binding_id).collect();
     for binding in definitions
         .bindings
         .iter()
         .filter(|b| b.vhost == vhost_name && !b.source.is_empty())
     {
-        if claimed_bindings.iter().any(|c| c == binding) {
+        if claimed_binding_ids.contains(&binding_id(binding)) {
             continue;
         }
         vhost.bindings.push(PlainBinding {
