@@ -13,7 +13,6 @@ use crate::cli::{BrokerArgs, Format, PlanArgs, SpecArgs};
 use crate::compile::Compiled;
 use crate::model::Definitions;
 use crate::plan::{self, PLAN_FORMAT, Plan};
-use crate::render::diagnostics::render as render_diagnostics;
 use crate::render::plan::{Style, redacted_json, render_text};
 use crate::version::TargetVersion;
 
@@ -144,13 +143,8 @@ async fn make_plan(
     args: &PlanArgs,
     stderr: &mut dyn Write,
 ) -> Result<Option<Plan>, BrokerError> {
-    let file = match crate::spec::load_file(spec_path) {
-        Ok(file) => file,
-        Err(found) => {
-            let source = std::fs::read_to_string(spec_path).ok();
-            let _ = render_diagnostics(stderr, spec_path, source.as_deref(), &found);
-            return Ok(None);
-        }
+    let Some(file) = super::compile::load_reporting(spec_path, stderr) else {
+        return Ok(None);
     };
     let name = spec_name(spec_path, file.spec.name.as_deref());
     let declared: Vec<String> = file.spec.vhosts.keys().cloned().collect();
@@ -200,15 +194,10 @@ async fn make_plan(
     let (compiled, read) = tokio::join!(compiling, reading);
     // The version request's error comes first: it is where bad credentials show.
     let (version, target, file, result) = compiled?;
-    let (compiled, desired_objects) = match result {
-        Ok((compiled, objects)) => {
-            let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &compiled.warnings);
-            (compiled, objects)
-        }
-        Err(found) => {
-            let _ = render_diagnostics(stderr, spec_path, Some(&file.source), &found);
-            return Ok(None);
-        }
+    let Some((compiled, desired_objects)) =
+        super::compile::report_compiled(&file, result, |(compiled, _)| &compiled.warnings, stderr)
+    else {
+        return Ok(None);
     };
     let (global_parameters, records, vhosts, mut live) = read?;
     let scope = plan::scope(&compiled.definitions, records.get(&name));

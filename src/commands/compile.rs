@@ -9,35 +9,54 @@ use crate::compile::{self, Compiled, Options};
 use crate::render::diagnostics;
 use crate::spec;
 
+/// Loads a spec, printing its diagnostics; `None` when it does not load.
+pub(crate) fn load_reporting(path: &Path, stderr: &mut dyn Write) -> Option<spec::SpecFile> {
+    match spec::load_file(path) {
+        Ok(file) => Some(file),
+        Err(found) => {
+            let source = std::fs::read_to_string(path).ok();
+            let _ = diagnostics::render(stderr, path, source.as_deref(), &found);
+            None
+        }
+    }
+}
+
+/// Prints a compile result's warnings or errors; `None` when there were errors.
+pub(crate) fn report_compiled<T>(
+    file: &spec::SpecFile,
+    result: Result<T, Vec<crate::diagnostic::Diagnostic>>,
+    warnings: impl Fn(&T) -> &[crate::diagnostic::Diagnostic],
+    stderr: &mut dyn Write,
+) -> Option<T> {
+    let (value, found) = match result {
+        Ok(value) => {
+            let found = warnings(&value).to_vec();
+            (Some(value), found)
+        }
+        Err(found) => (None, found),
+    };
+    let _ = diagnostics::render(stderr, &file.path, Some(&file.source), &found);
+    value
+}
+
 /// Loads and compiles, printing diagnostics; `None` when there were errors.
 pub(crate) fn load_and_compile(
     args: &SpecArgs,
     resolve_secrets: bool,
     stderr: &mut dyn Write,
 ) -> Option<Compiled> {
-    let file = match spec::load_file(&args.spec) {
-        Ok(file) => file,
-        Err(found) => {
-            let source = std::fs::read_to_string(&args.spec).ok();
-            let _ = diagnostics::render(stderr, &args.spec, source.as_deref(), &found);
-            return None;
-        }
-    };
+    let file = load_reporting(&args.spec, stderr)?;
     let options = Options {
         target: args.target_version,
         resolve_secrets,
         ..Options::default()
     };
-    match compile::compile(&file, &options) {
-        Ok(compiled) => {
-            let _ = diagnostics::render(stderr, &args.spec, Some(&file.source), &compiled.warnings);
-            Some(compiled)
-        }
-        Err(found) => {
-            let _ = diagnostics::render(stderr, &args.spec, Some(&file.source), &found);
-            None
-        }
-    }
+    report_compiled(
+        &file,
+        compile::compile(&file, &options),
+        |compiled| &compiled.warnings,
+        stderr,
+    )
 }
 
 /// `warren validate SPEC`.

@@ -221,7 +221,7 @@ pub const MAX_PATTERN_LENGTH: usize = 20_000;
 /// are halved until every part's pattern fits, so the split is stable.
 pub fn split_patterns(names: &[&str]) -> Vec<String> {
     fn split(names: &[&str], out: &mut Vec<String>) {
-        let pattern = exact_names_pattern(names);
+        let pattern = sorted_names_pattern(names);
         if pattern.len() <= MAX_PATTERN_LENGTH || names.len() == 1 {
             out.push(pattern);
         } else {
@@ -274,10 +274,15 @@ pub fn exact_names_pattern(names: &[&str]) -> String {
     let mut names: Vec<&str> = names.to_vec();
     names.sort_unstable();
     names.dedup();
+    sorted_names_pattern(&names)
+}
+
+/// [`exact_names_pattern`] of names already sorted and distinct.
+fn sorted_names_pattern(names: &[&str]) -> String {
     if names.len() == 1 {
         return format!("^{}$", escape(names[0]));
     }
-    let suffix = common_suffix(&names);
+    let suffix = common_suffix(names);
     let mut heads: Vec<&str> = names
         .iter()
         .map(|name| &name[..name.len() - suffix.len()])
