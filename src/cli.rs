@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::version::TargetVersion;
+use crate::model::version::TargetVersion;
 
 /// RabbitMQ topology as code: compile a short YAML spec (services, consumers, retry
 /// ladders, users) into broker definitions and policies.

@@ -5,13 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::model::objects::Objects;
-use crate::spec::HashingAlgorithm;
+use crate::model::password::{Passwords, is_hash_of};
+use crate::model::{HashingAlgorithm, ObjectId, ObjectKind};
 
 /// What a change does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -72,17 +71,6 @@ pub struct Ownership {
     pub protected_user: Option<String>,
 }
 
-/// Clear passwords of the spec's users, used only to recognise an unchanged password
-/// under another salt. Never printed.
-#[derive(Default, Clone)]
-pub struct Secrets(pub BTreeMap<String, String>);
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Secrets({} redacted)", self.0.len())
-    }
-}
-
 /// The outcome of a comparison.
 #[derive(Debug, Clone, Default)]
 pub struct Diff {
@@ -99,7 +87,7 @@ pub fn diff(
     desired: &Objects,
     live: &Objects,
     ownership: &Ownership,
-    secrets: &Secrets,
+    passwords: &Passwords,
     prune_unmanaged: bool,
 ) -> Diff {
     let mut result = Diff::default();
@@ -114,7 +102,7 @@ pub fn diff(
                 .push(change(Action::Create, id, None, Some(want.clone()))),
             Some(have) => {
                 let want = match id.kind {
-                    ObjectKind::User => same_password_as_live(&id.name, want, have, secrets),
+                    ObjectKind::User => same_password_as_live(&id.name, want, have, passwords),
                     _ => want.clone(),
                 };
                 // A vhost's description, tags and default queue type are managed only
@@ -294,26 +282,25 @@ fn collect_changes(prefix: &str, before: &Value, after: &Value, out: &mut Vec<St
 
 /// When the live hash is the desired password under the live salt, the password did
 /// not change: use the live hash so the user compares equal.
-fn same_password_as_live(user: &str, want: &Value, have: &Value, secrets: &Secrets) -> Value {
+fn same_password_as_live(user: &str, want: &Value, have: &Value, passwords: &Passwords) -> Value {
     let mut want = want.clone();
-    let Some(password) = secrets.0.get(user) else {
+    let Some(password) = passwords.0.get(user) else {
         return want;
     };
     let Some(live_hash) = have["password_hash"].as_str() else {
         return want;
     };
     let algorithm = match have["hashing_algorithm"].as_str() {
-        Some("rabbit_password_hashing_sha512") => HashingAlgorithm::Sha512,
-        Some("rabbit_password_hashing_sha256") | None => HashingAlgorithm::Sha256,
-        Some(_) => return want,
+        None => HashingAlgorithm::Sha256,
+        Some(module) => match HashingAlgorithm::from_module(module) {
+            Some(algorithm) => algorithm,
+            None => return want,
+        },
     };
-    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(live_hash) else {
-        return want;
-    };
-    if bytes.len() < 4 || want["hashing_algorithm"] != have["hashing_algorithm"] {
+    if want["hashing_algorithm"] != have["hashing_algorithm"] {
         return want;
     }
-    if crate::compile::hash_with_salt(&bytes[..4], password, algorithm) == live_hash {
+    if is_hash_of(live_hash, algorithm, password) {
         want["password_hash"] = Value::from(live_hash);
     }
     want
@@ -340,7 +327,7 @@ mod tests {
             &objects,
             &objects,
             &Ownership::default(),
-            &Secrets::default(),
+            &Passwords::default(),
             false,
         );
         assert!(result.changes.is_empty() && result.unmanaged.is_empty());
@@ -371,7 +358,7 @@ mod tests {
             &desired,
             &live,
             &Ownership::default(),
-            &Secrets::default(),
+            &Passwords::default(),
             false,
         );
         let actions: Vec<(Action, &str)> = result
@@ -409,7 +396,7 @@ mod tests {
             others: [(theirs.clone(), "billing".to_string())].into(),
             protected_user: None,
         };
-        let result = diff(&desired, &live, &ownership, &Secrets::default(), false);
+        let result = diff(&desired, &live, &ownership, &Passwords::default(), false);
         assert_eq!(result.changes.len(), 1);
         assert_eq!(
             (result.changes[0].action, &result.changes[0].id),
@@ -417,7 +404,7 @@ mod tests {
         );
         assert_eq!(result.unmanaged, vec![handmade.clone()]);
         assert_eq!(result.conflicts, vec![(theirs, "billing".to_string())]);
-        let pruned = diff(&desired, &live, &ownership, &Secrets::default(), true);
+        let pruned = diff(&desired, &live, &ownership, &Passwords::default(), true);
         assert!(
             pruned
                 .changes
@@ -434,8 +421,8 @@ mod tests {
             name: "u".into(),
         };
         let broker_hash =
-            crate::compile::hash_with_salt(&[9, 9, 9, 9], "pw", HashingAlgorithm::Sha256);
-        let ours = crate::compile::hash_password("u", "pw", HashingAlgorithm::Sha256);
+            crate::model::password::hash_with_salt(&[9, 9, 9, 9], "pw", HashingAlgorithm::Sha256);
+        let ours = crate::model::password::hash_password("u", "pw", HashingAlgorithm::Sha256);
         let algorithm = "rabbit_password_hashing_sha256";
         let desired: Objects = [(
             user.clone(),
@@ -447,14 +434,14 @@ mod tests {
             json!({"password_hash": broker_hash, "hashing_algorithm": algorithm}),
         )]
         .into();
-        let secrets = Secrets([("u".to_string(), "pw".to_string())].into());
+        let secrets = Passwords([("u".to_string(), "pw".to_string())].into());
         assert!(
             diff(&desired, &live, &Ownership::default(), &secrets, false)
                 .changes
                 .is_empty()
         );
-        let changed = Secrets([("u".to_string(), "new".to_string())].into());
-        let desired_new: Objects = [(user.clone(), json!({"password_hash": crate::compile::hash_password("u", "new", HashingAlgorithm::Sha256), "hashing_algorithm": algorithm}))].into();
+        let changed = Passwords([("u".to_string(), "new".to_string())].into());
+        let desired_new: Objects = [(user.clone(), json!({"password_hash": crate::model::password::hash_password("u", "new", HashingAlgorithm::Sha256), "hashing_algorithm": algorithm}))].into();
         assert_eq!(
             diff(&desired_new, &live, &Ownership::default(), &changed, false).changes[0].action,
             Action::Update

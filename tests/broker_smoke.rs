@@ -100,7 +100,7 @@ fn node_boots_from_definitions(version: Version) {
 /// (`compile::policies::split_patterns`): every part is accepted. The names share
 /// little, as random names would, so the tree saves little and the split is needed.
 fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
-    use warren::compile::policies::{MAX_PATTERN_LENGTH, escape, split_patterns};
+    use warren::model::pattern::{MAX_PATTERN_LENGTH, escape, split_patterns};
     let node = Node::shared(version);
     let vhost = node.unique_vhost("patterns");
     let names: Vec<String> = (0..4000u64)

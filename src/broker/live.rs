@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::{BrokerError, Client, segment};
 use crate::model::{
-    Binding, Definitions, Exchange, GlobalParameter, OPERATOR_POLICY_COMPONENT, Parameter,
-    Permission, Policy, Queue, TopicPermission, User, VHOST_LIMITS_COMPONENT, Vhost,
+    Binding, Definitions, Exchange, GlobalParameter, Parameter, Permission, Policy, Queue,
+    TopicPermission, User, VHOST_LIMITS_COMPONENT, Vhost, is_own_kind_component,
 };
 
 /// The broker's state, as far as a spec can see it.
@@ -92,12 +92,7 @@ impl Client {
         let runtime: Vec<Parameter> = parameters
             .into_iter()
             .filter(|p| vhosts.contains(&p.vhost))
-            .filter(|p| {
-                !matches!(
-                    p.component.as_str(),
-                    "vhost-limits" | "operator_policy" | "policy"
-                )
-            })
+            .filter(|p| !is_own_kind_component(&p.component))
             .collect();
         for (vhost, part) in vhosts.iter().zip(per_vhost) {
             let part = part?;
@@ -128,22 +123,13 @@ impl Client {
             ),
             list::<Binding>(self, format!("/api/bindings/{v}")),
             list::<Policy>(self, format!("/api/policies/{v}")),
-            list::<Value>(self, format!("/api/operator-policies/{v}")),
+            list::<Policy>(self, format!("/api/operator-policies/{v}")),
             list::<Value>(self, format!("/api/vhost-limits/{v}")),
         )?;
         let mut parameters = Vec::new();
-        for policy in operator_policies {
-            parameters.push(Parameter {
-                vhost: vhost.to_string(),
-                component: OPERATOR_POLICY_COMPONENT.into(),
-                name: policy["name"].as_str().unwrap_or_default().to_string(),
-                value: serde_json::json!({
-                    "pattern": policy["pattern"],
-                    "apply-to": policy["apply-to"],
-                    "definition": policy["definition"],
-                    "priority": policy["priority"],
-                }),
-            });
+        for mut policy in operator_policies {
+            policy.vhost = vhost.to_string();
+            parameters.push(Parameter::operator_policy(&policy));
         }
         for limit in limits {
             if limit["value"].as_object().is_some_and(|v| !v.is_empty()) {
@@ -173,6 +159,21 @@ impl Client {
         })
     }
 
+    /// Everything of the given vhosts (all vhosts when `only` is empty), and every
+    /// global parameter: what a broker's own definitions export would hold.
+    pub async fn read_definitions(&self, only: &[String]) -> Result<Definitions, BrokerError> {
+        self.version().await?;
+        let all = self.read_live(&[]).await?;
+        let wanted: Vec<String> = all
+            .all_vhosts
+            .into_iter()
+            .filter(|v| only.is_empty() || only.contains(v))
+            .collect();
+        let mut live = self.read_live(&wanted).await?;
+        live.definitions.global_parameters = self.global_parameters().await?;
+        Ok(live.definitions)
+    }
+
     /// Message counts of the given queues (one request each: only for queues a plan
     /// would delete or replace).
     pub async fn message_counts(
@@ -197,7 +198,7 @@ impl Client {
 }
 
 /// Runs futures with bounded concurrency, keeping their order.
-pub(crate) async fn futures_join_all<F, T>(futures: impl IntoIterator<Item = F>) -> Vec<T>
+pub(super) async fn futures_join_all<F, T>(futures: impl IntoIterator<Item = F>) -> Vec<T>
 where
     F: std::future::Future<Output = T>,
 {

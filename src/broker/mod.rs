@@ -1,13 +1,17 @@
-//! The only network code: a client for RabbitMQ's management HTTP API.
+//! The only network code: a client for RabbitMQ's management HTTP API. Every API path
+//! warren uses is written in this folder: reads in `live`, writes in `write`, the
+//! ownership record in `record`.
 //!
 //! Requests go to the first node that answers; a node that refuses connections or
 //! answers 5xx is retried with backoff and then skipped for the next URL, so a plan or
 //! apply survives one node of a cluster being down. Every request is counted, so
 //! commands can report how many they made.
 
+mod endpoint;
 mod live;
+mod record;
+mod write;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -15,8 +19,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
+pub use endpoint::Endpoint;
 pub use live::LiveState;
-pub(crate) use live::futures_join_all as live_join_all;
+pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -28,21 +33,6 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 /// Encodes one path segment: a vhost `/` becomes `%2F`.
 pub fn segment(text: &str) -> String {
     utf8_percent_encode(text, SEGMENT).to_string()
-}
-
-/// Where and how to reach the broker.
-#[derive(Debug, Clone)]
-pub struct Endpoint {
-    /// Management API base URLs, tried in order (several nodes of one cluster).
-    pub urls: Vec<Url>,
-    /// User name.
-    pub user: String,
-    /// Password (never printed).
-    pub password: String,
-    /// Extra CA certificate (PEM) to trust for HTTPS.
-    pub ca_cert: Option<PathBuf>,
-    /// Timeout of one request.
-    pub timeout: Duration,
 }
 
 /// What can go wrong talking to the broker. Messages fit on one line and never
@@ -92,6 +82,22 @@ pub enum BrokerError {
     /// The client could not be set up (bad CA file, …).
     #[error("{0}")]
     Setup(String),
+    /// A success answer that is not JSON at all: something other than the management
+    /// API answered (a proxy's login page, a web server at the wrong port). Reading it
+    /// as "no objects" would make a plan create or delete everything.
+    #[error(
+        "{method} {url} answered {status} with {content_type}, not JSON: is the URL the RabbitMQ management API, with no proxy or login page in front of it?"
+    )]
+    NotJson {
+        /// HTTP method.
+        method: String,
+        /// The URL (without credentials).
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// The answer's content type.
+        content_type: String,
+    },
     /// An answer that is not the JSON expected.
     #[error("unexpected answer to GET {path}: {reason}")]
     Decode {
@@ -164,12 +170,7 @@ impl Client {
         self.endpoint
             .urls
             .iter()
-            .map(|url| {
-                let mut url = url.clone();
-                let _ = url.set_password(None);
-                let _ = url.set_username("");
-                url.to_string()
-            })
+            .map(without_credentials)
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -209,13 +210,19 @@ impl Client {
                     }
                     Ok(response) => {
                         let status = response.status();
+                        let content_type = response
+                            .headers()
+                            .get(reqwest::header::CONTENT_TYPE)
+                            .and_then(|value| value.to_str().ok())
+                            .unwrap_or("no content type")
+                            .to_string();
                         let text = response.text().await.unwrap_or_default();
                         if status.is_server_error() {
                             last_error = format!("{status} {}", reason_of(&text));
                             continue;
                         }
                         self.current.store(index, Ordering::Relaxed);
-                        return self.interpret(method, path, status, &text);
+                        return self.interpret(method, &url, path, status, &content_type, &text);
                     }
                 }
             }
@@ -229,15 +236,29 @@ impl Client {
     fn interpret(
         &self,
         method: Method,
+        url: &Url,
         path: &str,
         status: StatusCode,
+        content_type: &str,
         text: &str,
     ) -> Result<(StatusCode, Value), BrokerError> {
         if status.is_success() || status == StatusCode::NOT_FOUND {
             let value = if text.trim().is_empty() {
                 Value::Null
             } else {
-                serde_json::from_str(text).unwrap_or(Value::Null)
+                match serde_json::from_str(text) {
+                    Ok(value) => value,
+                    // A 404's body only explains the 404.
+                    Err(_) if status == StatusCode::NOT_FOUND => Value::Null,
+                    Err(_) => {
+                        return Err(BrokerError::NotJson {
+                            method: method.to_string(),
+                            url: without_credentials(url),
+                            status: status.as_u16(),
+                            content_type: content_type.to_string(),
+                        });
+                    }
+                }
             };
             return Ok((status, value));
         }
@@ -327,6 +348,14 @@ impl Client {
 /// The broker overview, without the statistics that cost a pass over every queue.
 const OVERVIEW_WITHOUT_STATISTICS: &str =
     "/api/overview?disable_stats=true&enable_queue_totals=false";
+
+/// A URL as it may be printed.
+fn without_credentials(url: &Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_password(None);
+    let _ = url.set_username("");
+    url.to_string()
+}
 
 fn join(base: &Url, path: &str) -> Url {
     let mut text = base.as_str().trim_end_matches('/').to_string();

@@ -3,60 +3,37 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{EXIT_ERROR, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_OK, load_spec, report};
 use crate::cli::SpecArgs;
 use crate::compile::{self, Compiled, Options};
-use crate::render::diagnostics;
-use crate::spec;
+use crate::definitions_file;
+use crate::model::redact::redact_uris;
 
-/// Loads a spec, printing its diagnostics; `None` when it does not load.
-pub(crate) fn load_reporting(path: &Path, stderr: &mut dyn Write) -> Option<spec::SpecFile> {
-    match spec::load_file(path) {
-        Ok(file) => Some(file),
+/// Loads and compiles, printing diagnostics; `None` when there were errors.
+fn load_and_compile(
+    args: &SpecArgs,
+    read_secrets: bool,
+    stderr: &mut dyn Write,
+) -> Option<Compiled> {
+    let file = load_spec(&args.spec, stderr)?;
+    let options = if read_secrets {
+        Options::reading_secrets(&file, args.target_version)
+    } else {
+        Options {
+            target: args.target_version,
+            secrets: None,
+        }
+    };
+    match compile::compile(&file, &options) {
+        Ok(compiled) => {
+            report(&file, &compiled.warnings, stderr);
+            Some(compiled)
+        }
         Err(found) => {
-            let source = std::fs::read_to_string(path).ok();
-            let _ = diagnostics::render(stderr, path, source.as_deref(), &found);
+            report(&file, &found, stderr);
             None
         }
     }
-}
-
-/// Prints a compile result's warnings or errors; `None` when there were errors.
-pub(crate) fn report_compiled<T>(
-    file: &spec::SpecFile,
-    result: Result<T, Vec<crate::diagnostic::Diagnostic>>,
-    warnings: impl Fn(&T) -> &[crate::diagnostic::Diagnostic],
-    stderr: &mut dyn Write,
-) -> Option<T> {
-    let (value, found) = match result {
-        Ok(value) => {
-            let found = warnings(&value).to_vec();
-            (Some(value), found)
-        }
-        Err(found) => (None, found),
-    };
-    let _ = diagnostics::render(stderr, &file.path, Some(&file.source), &found);
-    value
-}
-
-/// Loads and compiles, printing diagnostics; `None` when there were errors.
-pub(crate) fn load_and_compile(
-    args: &SpecArgs,
-    resolve_secrets: bool,
-    stderr: &mut dyn Write,
-) -> Option<Compiled> {
-    let file = load_reporting(&args.spec, stderr)?;
-    let options = Options {
-        target: args.target_version,
-        resolve_secrets,
-        ..Options::default()
-    };
-    report_compiled(
-        &file,
-        compile::compile(&file, &options),
-        |compiled| &compiled.warnings,
-        stderr,
-    )
 }
 
 /// `warren validate SPEC`.
@@ -90,7 +67,7 @@ pub fn compile(
         serde_json::to_string_pretty(&compiled.contract)
     } else {
         // Printed output never shows URI credentials; `export` writes them for the broker.
-        serde_json::to_string_pretty(&crate::render::plan::redact_uris(&crate::export::document(
+        serde_json::to_string_pretty(&redact_uris(&definitions_file::document(
             &compiled.definitions,
             args.target_version,
         )))
@@ -111,14 +88,14 @@ pub fn export(
     let Some(compiled) = load_and_compile(args, true, stderr) else {
         return EXIT_ERROR;
     };
-    let text = crate::export::to_json(&compiled.definitions, args.target_version);
+    let text = definitions_file::to_json(&compiled.definitions, args.target_version);
     if output == Path::new("-") {
         return match stdout.write_all(text.as_bytes()) {
             Ok(()) => EXIT_OK,
             Err(_) => EXIT_ERROR,
         };
     }
-    match crate::export::write_atomically(output, &text) {
+    match definitions_file::write_atomically(output, &text) {
         Ok(()) => {
             let _ = writeln!(
                 stderr,

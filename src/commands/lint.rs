@@ -5,12 +5,9 @@ use std::path::Path;
 
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::LintFormat;
-use crate::compile::{self, Options};
-use crate::diagnostic::Diagnostic;
-use crate::lint::{self, Context, Level, RULES};
-use crate::model::Definitions;
+use crate::lint::{self, Level, RULES};
+use crate::model::version::TargetVersion;
 use crate::render;
-use crate::version::TargetVersion;
 
 /// `warren lint SPEC | --definitions FILE`.
 #[allow(clippy::too_many_arguments)]
@@ -26,11 +23,11 @@ pub fn lint(
     let (file, source, diagnostics) = match (spec, definitions) {
         (Some(path), _) => {
             let target = target.unwrap_or(TargetVersion::DEFAULT);
-            let (source, diagnostics) = lint_spec(path, target);
+            let (source, diagnostics) = lint::lint_spec_file(path, target);
             (path, source, diagnostics)
         }
-        (None, Some(path)) => match lint_definitions(path, target) {
-            Ok(diagnostics) => (path, None, diagnostics),
+        (None, Some(path)) => match crate::definitions_file::read(path) {
+            Ok(definitions) => (path, None, lint::lint_definitions(&definitions, target)),
             Err(message) => {
                 let _ = writeln!(stderr, "error: {message}");
                 return EXIT_ERROR;
@@ -80,60 +77,6 @@ pub fn lint(
     }
     let failing = diagnostics.iter().any(|d| d.is_error() || deny_warnings);
     if failing { EXIT_ERROR } else { EXIT_OK }
-}
-
-/// Loads, compiles and lints a spec; compile errors are reported like findings.
-fn lint_spec(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
-    let file = match crate::spec::load_file(path) {
-        Ok(file) => file,
-        Err(diagnostics) => return (std::fs::read_to_string(path).ok(), diagnostics),
-    };
-    let options = Options {
-        target,
-        // Linting needs no secrets.
-        resolve_secrets: false,
-        ..Options::default()
-    };
-    let diagnostics = match compile::compile(&file, &options) {
-        Err(diagnostics) => diagnostics,
-        Ok(compiled) => {
-            let context = Context::for_spec(&file.spec, &compiled, target);
-            let mut found = compiled.warnings.clone();
-            found.extend(lint::run(&context));
-            drop(context);
-            let diagnostics = compile::resolve_locations(&file, found);
-            // `warren lint` exits once the findings are printed: the system takes the
-            // memory back at once, while freeing a large spec's ~1M small allocations
-            // one by one would cost a tenth of the run.
-            std::mem::forget(compiled);
-            diagnostics
-        }
-    };
-    (Some(file.source), diagnostics)
-}
-
-fn lint_definitions(path: &Path, target: Option<TargetVersion>) -> Result<Vec<Diagnostic>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-    let definitions: Definitions = serde_json::from_str(&text).map_err(|err| {
-        format!(
-            "{} is not a RabbitMQ definitions file: {err}",
-            path.display()
-        )
-    })?;
-    let target = target
-        .or_else(|| {
-            definitions
-                .rabbitmq_version
-                .as_deref()
-                .or(definitions.rabbit_version.as_deref())
-                .and_then(TargetVersion::for_broker)
-        })
-        .unwrap_or(TargetVersion::DEFAULT);
-    let context = Context::for_definitions(&definitions, target);
-    let mut diagnostics = lint::run(&context);
-    diagnostics.sort_by(|a, b| (a.severity, &a.message).cmp(&(b.severity, &b.message)));
-    Ok(diagnostics)
 }
 
 /// `warren rules [ID]`.

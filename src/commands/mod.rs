@@ -1,17 +1,25 @@
-//! One function per subcommand: flags in, exit code out.
+//! One function per subcommand: flags in, one library call, rendered output and an
+//! exit code out. The helpers below are the one place that builds a broker client,
+//! loads a spec for a command and prints diagnostics.
 
-mod broker;
 mod compile;
 mod import;
 mod lint;
+mod plan;
 mod schema;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::broker::{BrokerError, Client, Endpoint};
+use crate::cli::{BrokerArgs, Cli, Command};
+use crate::diagnostic::Diagnostic;
+use crate::render::diagnostics;
+use crate::spec::{self, SpecFile};
 
 /// Exit code: success (and, for `plan`, no changes).
 pub const EXIT_OK: u8 = 0;
@@ -46,19 +54,21 @@ pub fn run() -> ExitCode {
             broker: connection,
             plan,
             output,
-        } => broker::plan(&spec, &connection, &plan, output.as_deref(), stdout, stderr),
+        } => plan::plan(&spec, &connection, &plan, output.as_deref(), stdout, stderr),
         Command::Apply {
             target,
             broker: connection,
             plan,
             auto_approve,
             allow_data_loss,
-        } => broker::apply(
+        } => plan::apply(
             &target,
             &connection,
             &plan,
-            auto_approve,
-            allow_data_loss,
+            &plan::ApplyFlags {
+                auto_approve,
+                allow_data_loss,
+            },
             stdout,
             stderr,
         ),
@@ -97,8 +107,60 @@ pub fn run() -> ExitCode {
             spec,
             against,
             plan,
-        } => broker::diff(&spec, &against, &plan, stdout, stderr),
+        } => plan::diff(&spec, &against, &plan, stdout, stderr),
     };
     let _ = stdout.flush();
     ExitCode::from(code)
+}
+
+/// The broker client for the connection flags: credentials from the flags, else from
+/// the URL, else from RabbitMQ's container variables, else guest/guest.
+fn client(args: &BrokerArgs) -> Result<Client, BrokerError> {
+    let endpoint = Endpoint::from_urls(
+        &args.urls,
+        args.user.clone(),
+        args.password.clone(),
+        || {
+            let variable = |name: &str| std::env::var(name).ok();
+            (
+                variable("RABBITMQ_DEFAULT_USER").unwrap_or_else(|| "guest".into()),
+                variable("RABBITMQ_DEFAULT_PASS").unwrap_or_else(|| "guest".into()),
+            )
+        },
+        args.ca_cert.clone(),
+        Duration::from_secs(args.timeout.max(1)),
+    )?;
+    Client::new(endpoint)
+}
+
+/// The runtime the broker commands run on.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+/// Prints an error line; the exit code of a failure.
+fn fail(stderr: &mut dyn Write, message: &str) -> u8 {
+    let _ = writeln!(stderr, "error: {message}");
+    EXIT_ERROR
+}
+
+/// Loads a spec, printing its diagnostics; `None` when it does not load.
+fn load_spec(path: &Path, stderr: &mut dyn Write) -> Option<SpecFile> {
+    match spec::load_file(path) {
+        Ok(file) => Some(file),
+        Err(found) => {
+            let source = std::fs::read_to_string(path).ok();
+            let _ = diagnostics::render(stderr, path, source.as_deref(), &found);
+            None
+        }
+    }
+}
+
+/// Prints diagnostics about a loaded spec, with its source lines.
+fn report(file: &SpecFile, found: &[Diagnostic], stderr: &mut dyn Write) {
+    let _ = diagnostics::render(stderr, &file.path, Some(&file.source), found);
 }

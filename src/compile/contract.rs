@@ -5,9 +5,10 @@
 
 use serde::Serialize;
 
+use super::consumer::ConsumerContext;
+use super::naming::{PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
-use super::retry::{PARKING_ROUTING_KEY, RetryObjects, delay_routing_key};
-use super::services::ConsumerContext;
+use super::retry::RetryObjects;
 use crate::spec::{OnExhausted, RetryMode};
 
 /// Header carrying how many retries a message has had, in `publish` mode. Consumers set
@@ -289,14 +290,7 @@ mod tests {
             "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c:\n            routing_keys: [a.b]\n            retry: {{ delays: [1s, 2s], mode: {mode} }}\n"
         );
         let file = load_str(Path::new("test.yaml"), yaml).unwrap();
-        let compiled = compile(
-            &file,
-            &Options {
-                resolve_secrets: false,
-                ..Options::default()
-            },
-        )
-        .unwrap_or_else(|d| panic!("{d:#?}"));
+        let compiled = compile(&file, &Options::default()).unwrap_or_else(|d| panic!("{d:#?}"));
         serde_json::to_value(&compiled.contract).unwrap()["consumers"][0]["retry"].clone()
     }
 

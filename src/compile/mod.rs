@@ -5,105 +5,61 @@
 //! the spec path it came from (so later stages can point back at the YAML). It fails
 //! with every problem it found, each with a path and, once resolved, a line and column.
 
+mod consumer;
 pub mod contract;
 pub mod names;
+pub mod naming;
 mod plain;
 pub mod policies;
-pub mod policy_keys;
 mod resolve;
 mod retry;
+pub mod secrets;
 mod services;
 mod users;
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
-use crate::model::{Arguments, Binding, Definitions, Exchange, Queue};
+use crate::model::password::Passwords;
+use crate::model::record::Record;
+use crate::model::version::TargetVersion;
+use crate::model::{
+    Arguments, Binding, Definitions, Exchange, ObjectId, ObjectKind, Queue, binding_id,
+};
 use crate::spec::{QueueType, SpecFile, SpecPath};
-use crate::version::TargetVersion;
 
 pub use contract::Contract;
-pub use users::{hash_password, hash_with_salt};
+pub use secrets::Secrets;
 
 /// How to compile.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The broker version the output must be valid for.
     pub target: TargetVersion,
-    /// Read passwords from their environment variables or files and hash them. When
-    /// false, users get an empty hash (used by `validate`, which needs no secrets).
-    pub resolve_secrets: bool,
-    /// Directory relative paths in the spec (password files) are read from; `compile`
-    /// sets it to the spec file's directory.
-    pub base_dir: std::path::PathBuf,
+    /// The passwords and environment values the spec refers to, read beforehand by
+    /// [`secrets::read`]. `None` compiles without them: users get an empty hash and
+    /// `{ env: … }` values an empty string (`validate` and `lint` need no secrets).
+    pub secrets: Option<Secrets>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             target: TargetVersion::DEFAULT,
-            resolve_secrets: true,
-            base_dir: std::path::PathBuf::from("."),
+            secrets: None,
         }
     }
 }
 
-/// The kinds of objects the compiler produces.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ObjectKind {
-    /// A vhost.
-    Vhost,
-    /// A vhost's limits.
-    VhostLimits,
-    /// An exchange.
-    Exchange,
-    /// A queue.
-    Queue,
-    /// A binding.
-    Binding,
-    /// A user policy.
-    Policy,
-    /// An operator policy.
-    OperatorPolicy,
-    /// A user.
-    User,
-    /// A user's permissions in a vhost.
-    Permission,
-    /// A user's topic permissions on an exchange.
-    TopicPermission,
-    /// A global runtime parameter.
-    GlobalParameter,
-    /// A vhost runtime parameter (shovel, federation upstream, …), named `component/name`.
-    Parameter,
-}
-
-/// Identifies one object of the output.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
-pub struct ObjectId {
-    /// Kind.
-    pub kind: ObjectKind,
-    /// Vhost, for vhost-scoped kinds.
-    pub vhost: Option<String>,
-    /// Name (for bindings: `source -> destination [key]`).
-    pub name: String,
-}
-
-impl fmt::Display for ObjectId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = serde_json::to_value(self.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        match &self.vhost {
-            Some(vhost) => write!(f, "{kind} {:?} in vhost {vhost:?}", self.name),
-            None => write!(f, "{kind} {:?}", self.name),
+impl Options {
+    /// Options for `target` with the spec's secrets read from the environment and
+    /// password files.
+    pub fn reading_secrets(file: &SpecFile, target: TargetVersion) -> Options {
+        Options {
+            target,
+            secrets: Some(secrets::read(file)),
         }
     }
 }
@@ -127,17 +83,16 @@ pub struct Compiled {
     pub spec_name: Option<String>,
     /// The users' clear passwords, kept in memory only to recognise an unchanged
     /// password on the broker. Never printed or written.
-    pub secrets: crate::diff::Secrets,
+    pub passwords: Passwords,
 }
 
 /// Compiles a loaded spec. On failure returns every error found (and the warnings),
-/// each with its location resolved.
+/// each with its location resolved. Pure: the secrets come in `options`.
 pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let mut options = options.clone();
-    if let Some(directory) = file.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        options.base_dir = directory.to_path_buf();
+    let mut emitter = Emitter::new(options.clone());
+    if let Some(secrets) = &options.secrets {
+        emitter.diagnostics.extend(secrets.problems.iter().cloned());
     }
-    let mut emitter = Emitter::new(options);
     let spec = &file.spec;
     if spec.version != 1 {
         emitter.diagnostics.push(
@@ -161,7 +116,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         origins,
         contract,
         diagnostics,
-        secrets,
+        passwords,
         ..
     } = emitter;
     let diagnostics = resolve_locations(file, diagnostics);
@@ -176,14 +131,14 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         contract,
         warnings: diagnostics,
         spec_name: file.spec.name.clone(),
-        secrets,
+        passwords,
     })
 }
 
 fn emit_global_parameters(spec: &crate::spec::Spec, out: &mut Emitter) {
     for (name, value) in &spec.global_parameters {
         let path = SpecPath::root().key("global_parameters").key(name);
-        if name.starts_with(crate::state::RECORD_PREFIX) {
+        if Record::is_record_name(name) {
             out.error(
                 "invalid-name",
                 format!("global parameter `{name}` uses the `warren.` prefix, which holds warren's ownership records"),
@@ -250,8 +205,8 @@ pub(crate) struct Emitter {
     pub diagnostics: Vec<Diagnostic>,
     /// Queues by (vhost, name).
     pub queues: BTreeMap<(String, String), QueueInfo>,
-    /// Clear passwords by user.
-    pub secrets: crate::diff::Secrets,
+    /// Clear passwords of the users compiled with one.
+    pub passwords: Passwords,
 }
 
 impl Emitter {
@@ -263,7 +218,7 @@ impl Emitter {
             contract: Contract::default(),
             diagnostics: Vec::new(),
             queues: BTreeMap::new(),
-            secrets: Default::default(),
+            passwords: Default::default(),
         }
     }
 
@@ -350,26 +305,6 @@ impl Emitter {
         self.diagnostics
             .push(Diagnostic::warning(code, message).at(path));
         self.diagnostics.last_mut().expect("just pushed")
-    }
-}
-
-/// The identity of a binding: every field, arguments included.
-pub fn binding_id(binding: &Binding) -> ObjectId {
-    let arguments = if binding.arguments.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " {}",
-            Value::Object(binding.arguments.clone().into_iter().collect())
-        )
-    };
-    ObjectId {
-        kind: ObjectKind::Binding,
-        vhost: Some(binding.vhost.clone()),
-        name: format!(
-            "{} -> {} {} [{}]{arguments}",
-            binding.source, binding.destination_type, binding.destination, binding.routing_key
-        ),
     }
 }
 

@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
-use super::{Emitter, ObjectId, ObjectKind, policy_keys, queue_arguments};
+use super::{Emitter, queue_arguments};
 use crate::model::{
-    Arguments, Binding, Exchange, OPERATOR_POLICY_COMPONENT, Parameter, Policy, Queue,
+    Arguments, Binding, Exchange, ObjectId, ObjectKind, Parameter, Policy, Queue,
+    is_own_kind_component, policy_keys,
 };
 use crate::spec::{ApplyTo, DestinationType, PlainPolicy, QueueType, Spec, SpecPath};
 
@@ -165,10 +166,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             }
         }
         for (component, parameters) in &vhost.parameters {
-            if matches!(
-                component.as_str(),
-                "vhost-limits" | "operator_policy" | "policy"
-            ) {
+            if is_own_kind_component(component) {
                 out.error(
                     "invalid-value",
                     format!("component `{component}` is written with its own key"),
@@ -179,7 +177,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             }
             for (name, value) in parameters {
                 let path = vhost_path.key("parameters").key(component).key(name);
-                let value = resolve_env_values(out, value, &path);
+                let value = resolve_env_values(out, value);
                 let id = ObjectId {
                     kind: ObjectKind::Parameter,
                     vhost: Some(vhost_name.clone()),
@@ -204,17 +202,9 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                     name: name.clone(),
                 };
                 if out.claim(id, &path) {
-                    out.definitions.parameters.push(Parameter {
-                        vhost: vhost_name.clone(),
-                        component: OPERATOR_POLICY_COMPONENT.into(),
-                        name: name.clone(),
-                        value: serde_json::json!({
-                            "pattern": policy.pattern,
-                            "apply-to": policy.apply_to,
-                            "definition": policy.definition,
-                            "priority": policy.priority,
-                        }),
-                    });
+                    out.definitions
+                        .parameters
+                        .push(Parameter::operator_policy(&policy));
                 }
             }
         }
@@ -222,39 +212,26 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
 }
 
 /// Replaces every `{ env: VARIABLE }` inside a parameter value by the variable's
-/// content (an empty string when secrets are not resolved).
-fn resolve_env_values(out: &mut Emitter, value: &Value, path: &SpecPath) -> Value {
+/// content, as read by [`super::secrets::read`] (an empty string without secrets, or
+/// when the variable is unset: that is among the secrets' problems).
+fn resolve_env_values(out: &Emitter, value: &Value) -> Value {
+    if let Some(variable) = super::secrets::env_reference(value) {
+        let found = out
+            .options
+            .secrets
+            .as_ref()
+            .and_then(|secrets| secrets.variables.get(variable));
+        return Value::from(found.cloned().unwrap_or_default());
+    }
     match value {
-        Value::Object(map) if map.len() == 1 && map.get("env").is_some_and(Value::is_string) => {
-            let variable = map["env"].as_str().unwrap_or_default();
-            if !out.options.resolve_secrets {
-                return Value::from("");
-            }
-            match std::env::var(variable) {
-                Ok(text) if !text.is_empty() => Value::from(text),
-                _ => {
-                    out.error(
-                        "missing-secret",
-                        format!("environment variable `{variable}` is not set"),
-                        path.key("env"),
-                    )
-                    .hint(format!("export {variable}=… before running warren"));
-                    Value::from("")
-                }
-            }
-        }
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), resolve_env_values(out, v, &path.key(k.clone()))))
+                .map(|(k, v)| (k.clone(), resolve_env_values(out, v)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| resolve_env_values(out, v, &path.index(i)))
-                .collect(),
-        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| resolve_env_values(out, v)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -333,12 +310,12 @@ fn checked_policy(
         out.error("invalid-name", "policy name is empty", path.clone());
         ok = false;
     }
-    if operator && name.starts_with(super::policies::GENERATED_PREFIX) {
+    if operator && super::naming::is_reserved(name) {
         out.error(
             "invalid-name",
             format!(
                 "operator policy name `{name}` uses the `{}` prefix, which warren keeps for the policies it generates",
-                super::policies::GENERATED_PREFIX
+                crate::model::RESERVED_PREFIX
             ),
             path.clone(),
         )
@@ -418,7 +395,9 @@ fn checked_policy(
                     .hint("operator policies accept expires, message-ttl, max-length, max-length-bytes, overflow, delivery-limit, queue-version, target-group-size and the quorum in-memory limits");
                     ok = false;
                 }
-                if known.name.starts_with("ha-") && target >= crate::version::TargetVersion::V4_0 {
+                if known.name.starts_with("ha-")
+                    && target >= crate::model::version::TargetVersion::V4_0
+                {
                     out.error(
                         "unsupported-by-target",
                         format!(

@@ -68,7 +68,7 @@ impl Layered {
                         );
                     }
                     let ladder_path = SpecPath::root().key("ladders").key(ladder);
-                    self.overlay(named, &format!("ladder.{ladder}"), &ladder_path);
+                    self.overlay(named, &super::naming::ladder_origin(ladder), &ladder_path);
                 }
                 None => {
                     self.unresolved_ladder = true;
@@ -285,7 +285,7 @@ pub fn ladder(
         origin: layered
             .delays_origin
             .clone()
-            .unwrap_or_else(|| "defaults".to_string()),
+            .unwrap_or_else(|| super::naming::DEFAULTS_ORIGIN.to_string()),
         delays_path,
     })
 }

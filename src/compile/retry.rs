@@ -3,16 +3,14 @@
 
 use serde_json::Value;
 
+use super::consumer::{ConsumerContext, delivery_limit_need};
+use super::naming::{self, PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
-use super::services::{ConsumerContext, delivery_limit_need};
 use super::{Emitter, PolicyNeed, durable_queue, queue_arguments, queue_binding};
 use crate::model::{Arguments, Exchange};
 use crate::spec::{
     DeliveryLimit, ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath, Unlimited,
 };
-
-/// Routing key of the parking queue on a consumer's retry exchange.
-pub const PARKING_ROUTING_KEY: &str = "parking";
 
 /// The names of one consumer's retry objects.
 #[derive(Debug, Clone)]
@@ -25,7 +23,7 @@ pub(crate) struct RetryObjects {
     pub parking: Option<String>,
 }
 
-/// Works out the names, defaulting to the conventions in the spec docs.
+/// Works out the names: the spec's `retry.names`, else [`naming`]'s defaults.
 pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects {
     let work = &context.work_queue;
     let delay_count = match ladder.mode {
@@ -34,16 +32,12 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
     };
     let delay_queues = match &ladder.names.tiers {
         Some(tiers) if tiers.len() == delay_count => tiers.clone(),
-        _ => (1..=delay_count)
-            .map(|n| format!("{work}.retry.{n}"))
-            .collect(),
+        _ => naming::delay_queues(work, delay_count),
     };
     let attempt_queues = match ladder.mode {
         RetryMode::RejectChain => match &ladder.names.attempts {
             Some(attempts) if attempts.len() == ladder.schedule.len() => attempts.clone(),
-            _ => (2..=ladder.schedule.len() + 1)
-                .map(|n| format!("{work}.attempt.{n}"))
-                .collect(),
+            _ => naming::attempt_queues(work, ladder.schedule.len()),
         },
         _ => Vec::new(),
     };
@@ -52,7 +46,7 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
             .names
             .exchange
             .clone()
-            .unwrap_or_else(|| format!("{work}.retry")),
+            .unwrap_or_else(|| naming::retry_exchange(work)),
         delay_queues,
         attempt_queues,
         parking: (ladder.on_exhausted == OnExhausted::Park).then(|| {
@@ -60,14 +54,9 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
                 .names
                 .parking
                 .clone()
-                .unwrap_or_else(|| format!("{work}.parking"))
+                .unwrap_or_else(|| naming::parking_queue(work))
         }),
     }
-}
-
-/// Routing key of delay queue `index` (0-based) on the retry exchange.
-pub(crate) fn delay_routing_key(index: usize) -> String {
-    (index + 1).to_string()
 }
 
 fn dead_letter_to(exchange: &str, routing_key: Option<&str>) -> Arguments {
@@ -130,7 +119,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             Value::from(ladder.delays[tier].as_millis()),
         );
         let need = PolicyNeed {
-            group: format!("retry.{}.{}", ladder.origin, tier + 1),
+            group: naming::retry_group(&ladder.origin, tier + 1),
             definition,
             path: ladder.delays_path.index(tier),
         };

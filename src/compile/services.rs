@@ -2,14 +2,14 @@
 
 use serde_json::Value;
 
+use super::consumer::{ConsumerContext, delivery_limit_need};
+use super::naming;
 use super::resolve::{self, Layered};
-use super::{
-    Emitter, ObjectId, ObjectKind, PolicyNeed, durable_queue, queue_arguments, queue_binding, retry,
+use super::{Emitter, durable_queue, queue_arguments, queue_binding, retry};
+use crate::model::{
+    Arguments, Exchange, ObjectId, ObjectKind, Parameter, Tags, VHOST_LIMITS_COMPONENT, Vhost,
 };
-use crate::model::{Arguments, Exchange, Parameter, Tags, VHOST_LIMITS_COMPONENT, Vhost};
-use crate::spec::{
-    Consumer, DeliveryLimit, ExchangeType, HeaderMatchMode, QueueType, Service, Spec, SpecPath,
-};
+use crate::spec::{Consumer, ExchangeType, HeaderMatchMode, QueueType, Service, Spec, SpecPath};
 
 /// Emits every vhost with its services.
 pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
@@ -18,7 +18,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
     let top = Layered::default().with_defaults(
         spec,
         &spec.defaults,
-        "defaults",
+        naming::DEFAULTS_ORIGIN,
         &root.key("defaults"),
         &mut scratch,
     );
@@ -30,7 +30,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         let layered = top.with_defaults(
             spec,
             &vhost.defaults,
-            "vhost",
+            naming::VHOST_ORIGIN,
             &vhost_path.key("defaults"),
             &mut out.diagnostics,
         );
@@ -39,7 +39,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             let layered = layered.with_defaults(
                 spec,
                 &service.defaults,
-                &format!("service.{service_name}"),
+                &naming::service_origin(service_name),
                 &service_path.key("defaults"),
                 &mut out.diagnostics,
             );
@@ -71,7 +71,7 @@ fn check_named_ladders(spec: &Spec, out: &mut Emitter) {
         }
         let layered = Layered {
             retry: Some(ladder.clone()),
-            delays_origin: Some(format!("ladder.{name}")),
+            delays_origin: Some(naming::ladder_origin(name)),
             delays_path: Some(path.key("delays")),
             ..Layered::default()
         };
@@ -145,7 +145,10 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
     }
 }
 
-fn vhost_metadata(vhost: &crate::spec::Vhost, target: crate::version::TargetVersion) -> Arguments {
+fn vhost_metadata(
+    vhost: &crate::spec::Vhost,
+    target: crate::model::version::TargetVersion,
+) -> Arguments {
     let mut metadata = Arguments::new();
     if let Some(description) = &vhost.description {
         metadata.insert("description".into(), Value::from(description.clone()));
@@ -163,20 +166,6 @@ fn vhost_metadata(vhost: &crate::spec::Vhost, target: crate::version::TargetVers
         );
     }
     metadata
-}
-
-/// The parts of a consumer the retry emitter needs.
-pub(crate) struct ConsumerContext<'a> {
-    pub vhost: &'a str,
-    pub service: &'a str,
-    pub consumer: &'a str,
-    pub inner_exchange: &'a str,
-    pub inner_type: ExchangeType,
-    pub routing_keys: &'a [String],
-    pub work_queue: String,
-    pub work_type: QueueType,
-    pub delivery_limit: Option<DeliveryLimit>,
-    pub path: SpecPath,
 }
 
 fn emit_service(
@@ -215,7 +204,7 @@ fn emit_service(
         let consumer_path = path.key("consumers").key(consumer_name);
         let mut layered = layered.clone();
         if let Some(retry) = &consumer.retry {
-            let origin = format!("consumer.{service_name}.{consumer_name}");
+            let origin = naming::consumer_origin(service_name, consumer_name);
             layered.lay_retry(
                 spec,
                 retry,
@@ -238,7 +227,7 @@ fn emit_service(
             work_queue: consumer
                 .queue
                 .clone()
-                .unwrap_or_else(|| format!("{service_name}.{consumer_name}")),
+                .unwrap_or_else(|| naming::work_queue(service_name, consumer_name)),
             work_type,
             delivery_limit: consumer.delivery_limit.or(layered.delivery_limit),
             path: consumer_path.clone(),
@@ -269,40 +258,6 @@ fn emit_service(
             None => out.contract.add_plain(&context),
         }
     }
-}
-
-/// Settings for a quorum queue's delivery limit, when a policy must set it.
-pub(crate) fn delivery_limit_need(
-    out: &Emitter,
-    limit: Option<DeliveryLimit>,
-    has_retry: bool,
-    path: &SpecPath,
-) -> Option<PolicyNeed> {
-    let effective = match limit {
-        Some(limit) => limit,
-        // Without a ladder the broker's own default applies.
-        None if !has_retry => return None,
-        // A ladder makes unlimited the default: a message dead-lettered for exceeding the
-        // limit would enter the ladder and be dropped by cycle detection on its way back.
-        None => DeliveryLimit::Keyword(crate::spec::Unlimited::Unlimited),
-    };
-    let (group, value) = match effective {
-        DeliveryLimit::Count(n) => (format!("delivery-limit.{n}"), Value::from(n)),
-        DeliveryLimit::Keyword(_) => {
-            if !out.options.target.has_default_delivery_limit() {
-                // No default limit before 4.0: nothing to set.
-                return None;
-            }
-            ("delivery-limit.unlimited".to_string(), Value::from(-1))
-        }
-    };
-    let mut definition = Arguments::new();
-    definition.insert("delivery-limit".into(), value);
-    Some(PolicyNeed {
-        group,
-        definition,
-        path: path.clone(),
-    })
 }
 
 fn emit_work_queue(

@@ -6,9 +6,9 @@ use serde_json::json;
 
 use super::{Options, compile};
 use crate::diagnostic::Diagnostic;
+use crate::model::version::TargetVersion;
 use crate::model::{Definitions, Queue};
 use crate::spec::load_str;
-use crate::version::TargetVersion;
 
 fn compile_yaml(yaml: &str, target: TargetVersion) -> Result<Definitions, Vec<Diagnostic>> {
     let file = load_str(Path::new("test.yaml"), yaml.to_string())?;
@@ -16,8 +16,7 @@ fn compile_yaml(yaml: &str, target: TargetVersion) -> Result<Definitions, Vec<Di
         &file,
         &Options {
             target,
-            resolve_secrets: false,
-            ..Options::default()
+            secrets: None,
         },
     )
     .map(|c| c.definitions)

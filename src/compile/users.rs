@@ -1,10 +1,10 @@
 //! Users, their password hashes, permissions and topic permissions.
 
 use base64::Engine;
-use sha2::{Digest, Sha256, Sha512};
 
-use super::{Emitter, ObjectId, ObjectKind};
-use crate::model::{Permission, Tags, TopicPermission, User};
+use super::Emitter;
+use crate::model::password::hash_password;
+use crate::model::{ObjectId, ObjectKind, Permission, Tags, TopicPermission, User};
 use crate::spec::{HashingAlgorithm, Spec, SpecPath};
 
 /// Emits every user with its permissions.
@@ -52,58 +52,27 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 hash.clone()
             }
             (Some(source), None) => {
-                let source_path = path.key("password");
-                let secret = match (&source.env, &source.file) {
-                    (Some(_), Some(_)) | (None, None) => {
-                        out.error(
-                            "invalid-value",
-                            "`password` needs exactly one of `env` or `file`",
-                            source_path,
-                        )
-                        .hint("write `password: { env: VARIABLE }` or `password: { file: /run/secrets/NAME }`");
-                        continue;
+                if source.env.is_some() == source.file.is_some() {
+                    out.error(
+                        "invalid-value",
+                        "`password` needs exactly one of `env` or `file`",
+                        path.key("password"),
+                    )
+                    .hint("write `password: { env: VARIABLE }` or `password: { file: /run/secrets/NAME }`");
+                    continue;
+                }
+                match &out.options.secrets {
+                    // Compiling without secrets (`validate`, `lint`).
+                    None => String::new(),
+                    Some(secrets) => {
+                        // A password that could not be read is among the secrets' problems.
+                        let Some(secret) = secrets.passwords.0.get(name).cloned() else {
+                            continue;
+                        };
+                        let hash = hash_password(name, &secret, algorithm);
+                        out.passwords.0.insert(name.clone(), secret);
+                        hash
                     }
-                    (Some(variable), None) => {
-                        if !out.options.resolve_secrets {
-                            String::new()
-                        } else {
-                            match std::env::var(variable) {
-                                Ok(value) if !value.is_empty() => value,
-                                _ => {
-                                    out.error(
-                                        "missing-secret",
-                                        format!("environment variable `{variable}` (the password of user `{name}`) is not set"),
-                                        source_path.key("env"),
-                                    )
-                                    .hint(format!("export {variable}=… before running warren"));
-                                    continue;
-                                }
-                            }
-                        }
-                    }
-                    (None, Some(file)) => {
-                        if !out.options.resolve_secrets {
-                            String::new()
-                        } else {
-                            match std::fs::read_to_string(out.options.base_dir.join(file)) {
-                                Ok(text) => text.trim_end_matches(['\n', '\r']).to_string(),
-                                Err(err) => {
-                                    out.error(
-                                        "missing-secret",
-                                        format!("cannot read the password file `{file}` of user `{name}`: {err}"),
-                                        source_path.key("file"),
-                                    );
-                                    continue;
-                                }
-                            }
-                        }
-                    }
-                };
-                if out.options.resolve_secrets {
-                    out.secrets.0.insert(name.clone(), secret.clone());
-                    hash_password(name, &secret, algorithm)
-                } else {
-                    String::new()
                 }
             }
         };
@@ -120,7 +89,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         out.definitions.users.push(User {
             name: name.clone(),
             password_hash,
-            hashing_algorithm: Some(algorithm_module(algorithm).to_string()),
+            hashing_algorithm: Some(algorithm.module().to_string()),
             tags: Tags::List(tags),
             limits: user
                 .limits
@@ -211,84 +180,6 @@ fn check_regex(out: &mut Emitter, regex: &str, path: &SpecPath) {
             "invalid-regex",
             format!("`{regex}` is not a valid regular expression: {err}"),
             path.clone(),
-        );
-    }
-}
-
-/// The broker's name of a hashing algorithm.
-pub fn algorithm_module(algorithm: HashingAlgorithm) -> &'static str {
-    match algorithm {
-        HashingAlgorithm::Sha256 => "rabbit_password_hashing_sha256",
-        HashingAlgorithm::Sha512 => "rabbit_password_hashing_sha512",
-    }
-}
-
-/// RabbitMQ's salted hash: base64(salt ++ H(salt ++ password)), with a 4-byte salt.
-///
-/// The salt is derived from the user name and the password, so exporting the same spec
-/// twice gives the same file (no churn in a GitOps diff) while two users with the same
-/// password still get different hashes.
-pub fn hash_password(user: &str, password: &str, algorithm: HashingAlgorithm) -> String {
-    let mut seed = Sha256::new();
-    seed.update(b"warren password salt\0");
-    seed.update(user.as_bytes());
-    seed.update([0]);
-    seed.update(password.as_bytes());
-    let salt: [u8; 4] = seed.finalize()[..4].try_into().expect("4 bytes");
-    hash_with_salt(&salt, password, algorithm)
-}
-
-/// The hash of `password` with a given salt (also used to check a broker's hash).
-pub fn hash_with_salt(salt: &[u8], password: &str, algorithm: HashingAlgorithm) -> String {
-    let digest: Vec<u8> = match algorithm {
-        HashingAlgorithm::Sha256 => {
-            let mut hasher = Sha256::new();
-            hasher.update(salt);
-            hasher.update(password.as_bytes());
-            hasher.finalize().to_vec()
-        }
-        HashingAlgorithm::Sha512 => {
-            let mut hasher = Sha512::new();
-            hasher.update(salt);
-            hasher.update(password.as_bytes());
-            hasher.finalize().to_vec()
-        }
-    };
-    let mut bytes = salt.to_vec();
-    bytes.extend(digest);
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hashes_are_stable_salted_and_verifiable() {
-        let first = hash_password("orders", "s3cret", HashingAlgorithm::Sha256);
-        assert_eq!(
-            first,
-            hash_password("orders", "s3cret", HashingAlgorithm::Sha256)
-        );
-        assert_ne!(
-            first,
-            hash_password("payments", "s3cret", HashingAlgorithm::Sha256)
-        );
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(&first)
-            .unwrap();
-        assert_eq!(bytes.len(), 4 + 32);
-        assert_eq!(
-            hash_with_salt(&bytes[..4], "s3cret", HashingAlgorithm::Sha256),
-            first
-        );
-        let long = hash_password("orders", "s3cret", HashingAlgorithm::Sha512);
-        assert_eq!(
-            base64::engine::general_purpose::STANDARD
-                .decode(long)
-                .unwrap()
-                .len(),
-            4 + 64
         );
     }
 }

@@ -7,12 +7,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::compile::policies::applies_to;
-use crate::compile::policy_keys;
-use crate::model::effective::{PatternMatcher, queue_type};
-use crate::model::{Definitions, OPERATOR_POLICY_COMPONENT, Policy, Queue};
+use crate::model::effective::CompiledPolicies;
+use crate::model::version::TargetVersion;
+use crate::model::{Definitions, Policy, Queue};
 use crate::spec::QueueType;
-use crate::version::TargetVersion;
 
 /// The effective settings of one queue.
 #[derive(Debug, Clone)]
@@ -58,53 +56,9 @@ pub fn operator_policies(definitions: &Definitions) -> Vec<Arc<Policy>> {
     definitions
         .parameters
         .iter()
-        .filter(|p| p.component == OPERATOR_POLICY_COMPONENT)
-        .map(|p| Policy {
-            vhost: p.vhost.clone(),
-            name: p.name.clone(),
-            pattern: p.value["pattern"].as_str().unwrap_or_default().to_string(),
-            apply_to: p.value["apply-to"].as_str().unwrap_or("all").to_string(),
-            definition: p.value["definition"]
-                .as_object()
-                .map(|m| m.clone().into_iter().collect())
-                .unwrap_or_default(),
-            priority: p.value["priority"].as_i64().unwrap_or(0),
-        })
+        .filter_map(|p| p.as_operator_policy())
         .map(Arc::new)
         .collect()
-}
-
-/// Policies with their patterns compiled once.
-fn compiled<P: AsRef<Policy>>(policies: &[P]) -> Vec<(&P, PatternMatcher)> {
-    policies
-        .iter()
-        .map(|p| (p, PatternMatcher::new(&p.as_ref().pattern)))
-        .collect()
-}
-
-fn winner<'p, P: AsRef<Policy>>(
-    policies: &[(&'p P, PatternMatcher)],
-    queue: &Queue,
-    kind: QueueType,
-    target: TargetVersion,
-) -> (Option<&'p P>, Vec<&'p P>) {
-    let matching: Vec<&P> = policies
-        .iter()
-        .filter(|(p, matcher)| {
-            let p = p.as_ref();
-            p.vhost == queue.vhost && applies_to(&p.apply_to, kind) && matcher.is_match(&queue.name)
-        })
-        .map(|(p, _)| *p)
-        .collect();
-    let winner = matching
-        .iter()
-        .filter(|p| policy_keys::applies_to_queue_type(p.as_ref().definition.keys(), kind, target))
-        .max_by(|a, b| {
-            let (a, b) = (a.as_ref(), b.as_ref());
-            a.priority.cmp(&b.priority).then(b.name.cmp(&a.name))
-        })
-        .copied();
-    (winner, matching)
 }
 
 /// Computes the facts of every queue.
@@ -113,15 +67,18 @@ pub fn queue_facts<'a>(
     operators: &[Arc<Policy>],
     target: TargetVersion,
 ) -> Vec<QueueFacts<'a>> {
-    let policies = compiled(&definitions.policies);
-    let operators = compiled(operators);
+    let policies = CompiledPolicies::new(&definitions.policies);
+    let operators = CompiledPolicies::new(operators);
     definitions
         .queues
         .iter()
         .map(|queue| {
-            let kind = queue_type(queue);
-            let (policy, matching) = winner(&policies, queue, kind, target);
-            let (operator, _) = winner(&operators, queue, kind, target);
+            let kind = QueueType::of(queue);
+            let choice = policies.choose(&queue.vhost, &queue.name, kind, target);
+            let (policy, matching) = (choice.winner, choice.matching);
+            let operator = operators
+                .choose(&queue.vhost, &queue.name, kind, target)
+                .winner;
             let argument = |key: &str| queue.arguments.get(key);
             let from_policy = |key: &str| policy.and_then(|p| p.definition.get(key));
             let from_operator = |key: &str| operator.and_then(|p| p.definition.get(key));

@@ -6,18 +6,22 @@
 //! at the spec path (and so the line and column) of the object they concern.
 
 pub mod facts;
+mod inputs;
 mod rules;
+
+pub use inputs::{lint_definitions, lint_spec_file};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::compile::{Compiled, Contract, ObjectId};
+use crate::compile::{Compiled, Contract};
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::ObjectId;
+use crate::model::version::TargetVersion;
 use crate::model::{Definitions, Policy};
 use crate::spec::{Spec, SpecPath};
-use crate::version::TargetVersion;
 
 pub use rules::RULES;
 

@@ -1,13 +1,26 @@
-//! RabbitMQ definitions: the one type for desired state (what the compiler produces)
-//! and live state (what a broker exports).
+//! The RabbitMQ vocabulary every layer shares, and the leaf of the crate: it imports
+//! nothing from the modules above it.
 //!
-//! The field names and shapes follow RabbitMQ's definitions format, so a broker's own
-//! export deserializes without loss: every object keeps fields warren does not know in
-//! `extra`, and values keep their JSON types.
+//! [`Definitions`] is the one type for desired state (what the compiler produces) and
+//! live state (what a broker exports). The field names and shapes follow RabbitMQ's
+//! definitions format, so a broker's own export deserializes without loss: every
+//! object keeps fields warren does not know in `extra`, and values keep their JSON
+//! types. Around it: object identity ([`id`]), the normal form both sides are compared
+//! in and its inverse ([`objects`]), policy keys, patterns and the effective-policy
+//! rule, password hashing, redaction, target versions, and the ownership record's
+//! format.
 
 pub mod arguments;
 pub mod effective;
+pub mod id;
 pub mod objects;
+pub mod password;
+pub mod pattern;
+pub mod policy_keys;
+pub mod queue_type;
+pub mod record;
+pub mod redact;
+pub mod version;
 
 use std::collections::BTreeMap;
 
@@ -15,6 +28,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use arguments::Arguments;
+pub use id::{ObjectId, ObjectKind, binding_id};
+pub use password::HashingAlgorithm;
+pub use queue_type::QueueType;
+pub use version::TargetVersion;
+
+/// The name prefix warren keeps for itself: its generated policies
+/// (`warren.retry.…`) and its ownership records (global parameters `warren.<spec>`).
+/// A spec may not name its own objects with it.
+pub const RESERVED_PREFIX: &str = "warren.";
 
 /// A whole definitions document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -186,6 +208,60 @@ pub const VHOST_LIMITS_COMPONENT: &str = "vhost-limits";
 /// Component name under which operator policies are stored.
 pub const OPERATOR_POLICY_COMPONENT: &str = "operator_policy";
 
+/// Component name under which the definitions format may list user policies.
+pub const POLICY_COMPONENT: &str = "policy";
+
+/// Components that are runtime parameters on the broker but objects of their own kind
+/// in warren (vhost limits, operator policies) or in the definitions format (policies):
+/// a spec's `parameters` cannot hold them, and they are never read as plain parameters.
+pub fn is_own_kind_component(component: &str) -> bool {
+    matches!(
+        component,
+        VHOST_LIMITS_COMPONENT | OPERATOR_POLICY_COMPONENT | POLICY_COMPONENT
+    )
+}
+
+impl Parameter {
+    /// An operator policy as the runtime parameter the broker stores it in: the value
+    /// holds the policy's pattern, `apply-to`, definition and priority.
+    pub fn operator_policy(policy: &Policy) -> Parameter {
+        Parameter {
+            vhost: policy.vhost.clone(),
+            component: OPERATOR_POLICY_COMPONENT.into(),
+            name: policy.name.clone(),
+            value: serde_json::json!({
+                "pattern": policy.pattern,
+                "apply-to": policy.apply_to,
+                "definition": policy.definition,
+                "priority": policy.priority,
+            }),
+        }
+    }
+
+    /// The operator policy this parameter holds, with the broker's defaults for what
+    /// its value leaves out; `None` for any other component.
+    pub fn as_operator_policy(&self) -> Option<Policy> {
+        if self.component != OPERATOR_POLICY_COMPONENT {
+            return None;
+        }
+        let value = &self.value;
+        Some(Policy {
+            vhost: self.vhost.clone(),
+            name: self.name.clone(),
+            pattern: value["pattern"].as_str().unwrap_or_default().to_string(),
+            apply_to: value["apply-to"].as_str().unwrap_or("all").to_string(),
+            definition: value["definition"]
+                .as_object()
+                .map(|m| m.clone().into_iter().collect())
+                .unwrap_or_default(),
+            priority: value["priority"]
+                .as_i64()
+                .or_else(|| value["priority"].as_f64().map(|f| f as i64))
+                .unwrap_or(0),
+        })
+    }
+}
+
 /// A global runtime parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GlobalParameter {
@@ -354,6 +430,13 @@ impl Definitions {
         self.queues.shrink_to_fit();
         self.exchanges.shrink_to_fit();
         self.bindings.shrink_to_fit();
+    }
+
+    /// The version of the broker that exported the document, if it says.
+    pub fn exported_by(&self) -> Option<&str> {
+        self.rabbitmq_version
+            .as_deref()
+            .or(self.rabbit_version.as_deref())
     }
 
     /// Number of objects of every kind, for summaries.

@@ -1,5 +1,6 @@
 //! Definitions as a map from object identity to a normalised value: the form both
-//! desired and live state take before they are compared.
+//! desired and live state take before they are compared, and its inverse
+//! ([`definition_entry`]), which turns one object back into a definitions entry.
 //!
 //! Normalisation removes what the broker adds or reorders without meaning anything:
 //! key order, whole numbers written as floats, tags as a comma string, an implicit
@@ -9,8 +10,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Definitions, OPERATOR_POLICY_COMPONENT, VHOST_LIMITS_COMPONENT};
-use crate::compile::{ObjectId, ObjectKind, binding_id};
+use super::record::Record;
+use super::{
+    Definitions, HashingAlgorithm, OPERATOR_POLICY_COMPONENT, ObjectId, ObjectKind,
+    VHOST_LIMITS_COMPONENT, binding_id,
+};
 
 /// Every object of a definitions document, by identity.
 pub type Objects = BTreeMap<ObjectId, Value>;
@@ -46,6 +50,27 @@ fn tags_value(tags: Vec<String>) -> Value {
     tags.sort();
     tags.dedup();
     json!(tags)
+}
+
+/// A policy's (or operator policy's) value: what is compared, without its vhost and name.
+fn policy_value(policy: &super::Policy) -> Value {
+    json!({
+        "pattern": policy.pattern,
+        "apply-to": policy.apply_to,
+        "definition": policy.definition,
+        "priority": policy.priority,
+    })
+}
+
+/// The identity of a binding with its arguments normalised, so that a broker's
+/// spelling of them (`5.0`, reordered keys) names the same binding as the spec's.
+pub fn normalized_binding_id(binding: &super::Binding) -> ObjectId {
+    let mut normalized = binding.clone();
+    normalized.arguments = normalize_value(&json!(binding.arguments))
+        .as_object()
+        .map(|m| m.clone().into_iter().collect())
+        .unwrap_or_default();
+    binding_id(&normalized)
 }
 
 /// Enumerates the objects of `definitions`, normalised.
@@ -100,7 +125,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
                 "hashing_algorithm": user
                     .hashing_algorithm
                     .clone()
-                    .unwrap_or_else(|| "rabbit_password_hashing_sha256".into()),
+                    .unwrap_or_else(|| HashingAlgorithm::Sha256.module().into()),
                 "tags": tags_value(user.tags.to_list()),
                 "limits": user.limits,
             })),
@@ -146,15 +171,9 @@ pub fn objects(definitions: &Definitions) -> Objects {
                 format!("{component}/{}", parameter.name),
             ),
         };
-        let value = if kind == ObjectKind::OperatorPolicy {
-            json!({
-                "pattern": parameter.value["pattern"],
-                "apply-to": parameter.value.get("apply-to").cloned().unwrap_or(json!("all")),
-                "definition": parameter.value["definition"],
-                "priority": parameter.value.get("priority").cloned().unwrap_or(json!(0)),
-            })
-        } else {
-            parameter.value.clone()
+        let value = match parameter.as_operator_policy() {
+            Some(policy) => policy_value(&policy),
+            None => parameter.value.clone(),
         };
         objects.insert(
             id(kind, Some(&parameter.vhost), name),
@@ -162,7 +181,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
         );
     }
     for parameter in &definitions.global_parameters {
-        if parameter.name.starts_with(crate::state::RECORD_PREFIX) {
+        if Record::is_record_name(&parameter.name) {
             continue; // ownership records are not objects of any spec
         }
         objects.insert(
@@ -173,12 +192,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
     for policy in &definitions.policies {
         objects.insert(
             id(ObjectKind::Policy, Some(&policy.vhost), &policy.name),
-            normalize_value(&json!({
-                "pattern": policy.pattern,
-                "apply-to": policy.apply_to,
-                "definition": policy.definition,
-                "priority": policy.priority,
-            })),
+            normalize_value(&policy_value(policy)),
         );
     }
     for queue in &definitions.queues {
@@ -211,13 +225,8 @@ pub fn objects(definitions: &Definitions) -> Objects {
         );
     }
     for binding in &definitions.bindings {
-        let mut normalized = binding.clone();
-        normalized.arguments = normalize_value(&json!(binding.arguments))
-            .as_object()
-            .map(|m| m.clone().into_iter().collect())
-            .unwrap_or_default();
         objects.insert(
-            binding_id(&normalized),
+            normalized_binding_id(binding),
             json!({
                 "source": binding.source,
                 "destination": binding.destination,
@@ -228,6 +237,90 @@ pub fn objects(definitions: &Definitions) -> Objects {
         );
     }
     objects
+}
+
+/// The sections of a definitions document, dependencies first: an entry never needs
+/// one of a later section.
+pub const SECTIONS: [&str; 10] = [
+    "global_parameters",
+    "users",
+    "vhosts",
+    "permissions",
+    "topic_permissions",
+    "parameters",
+    "policies",
+    "exchanges",
+    "queues",
+    "bindings",
+];
+
+/// The definitions-format entry of an object, and the section it goes in.
+pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
+    let vhost = id.vhost.clone().unwrap_or_default();
+    if id.kind == ObjectKind::GlobalParameter {
+        return (
+            "global_parameters",
+            json!({"name": id.name, "value": value}),
+        );
+    }
+    if id.kind == ObjectKind::Parameter {
+        let (component, name) = id.name.split_once('/').unwrap_or(("", &id.name));
+        return (
+            "parameters",
+            json!({"vhost": vhost, "component": component, "name": name, "value": value}),
+        );
+    }
+    let mut entry = value.clone();
+    let object = entry.as_object_mut().expect("objects are JSON objects");
+    match id.kind {
+        ObjectKind::Vhost => {
+            // Some versions read the import's metadata map, others the top-level fields.
+            let metadata = Value::Object(object.clone());
+            object.insert("name".into(), json!(id.name));
+            object.insert("metadata".into(), metadata);
+            ("vhosts", entry)
+        }
+        ObjectKind::User => {
+            object.insert("name".into(), json!(id.name));
+            ("users", entry)
+        }
+        ObjectKind::Permission => {
+            object.insert("vhost".into(), json!(vhost));
+            ("permissions", entry)
+        }
+        ObjectKind::TopicPermission => {
+            object.insert("vhost".into(), json!(vhost));
+            ("topic_permissions", entry)
+        }
+        ObjectKind::VhostLimits => (
+            "parameters",
+            json!({"vhost": vhost, "component": VHOST_LIMITS_COMPONENT, "name": "limits", "value": value}),
+        ),
+        ObjectKind::OperatorPolicy => (
+            "parameters",
+            json!({"vhost": vhost, "component": OPERATOR_POLICY_COMPONENT, "name": id.name, "value": value}),
+        ),
+        ObjectKind::Policy => {
+            object.insert("vhost".into(), json!(vhost));
+            object.insert("name".into(), json!(id.name));
+            ("policies", entry)
+        }
+        ObjectKind::Queue => {
+            object.insert("vhost".into(), json!(vhost));
+            object.insert("name".into(), json!(id.name));
+            ("queues", entry)
+        }
+        ObjectKind::Exchange => {
+            object.insert("vhost".into(), json!(vhost));
+            object.insert("name".into(), json!(id.name));
+            ("exchanges", entry)
+        }
+        ObjectKind::Binding => {
+            object.insert("vhost".into(), json!(vhost));
+            ("bindings", entry)
+        }
+        ObjectKind::GlobalParameter | ObjectKind::Parameter => unreachable!("handled above"),
+    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,9 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::diff::{Action, Change};
+use crate::model::redact::redact;
+use crate::model::{ObjectId, ObjectKind};
 use crate::plan::Plan;
 
 /// Text styles; all empty when color is off.
@@ -62,51 +63,6 @@ fn kind_heading(kind: ObjectKind) -> &'static str {
         ObjectKind::GlobalParameter => "global parameters",
         ObjectKind::Parameter => "parameters",
     }
-}
-
-/// Hides the password of every URI inside a value (`amqp://user:***@host`).
-pub fn redact_uris(value: &Value) -> Value {
-    match value {
-        Value::String(text) => Value::String(redact_uri(text)),
-        Value::Array(items) => Value::Array(items.iter().map(redact_uris).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), redact_uris(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// `scheme://user:password@host…` → `scheme://user:***@host…`; other text unchanged.
-pub fn redact_uri(text: &str) -> String {
-    let Some(scheme_end) = text.find("://") else {
-        return text.to_string();
-    };
-    let rest = &text[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
-        return text.to_string();
-    };
-    let userinfo = &authority[..at];
-    let user = userinfo.split(':').next().unwrap_or_default();
-    if !userinfo.contains(':') {
-        return text.to_string();
-    }
-    format!("{}://{user}:***{}", &text[..scheme_end], &rest[at..])
-}
-
-/// Hides password hashes and URI credentials: a plan says "password changed" and
-/// nothing more.
-pub fn redact(value: &Value) -> Value {
-    let mut value = redact_uris(value);
-    if let Some(object) = value.as_object_mut()
-        && object.contains_key("password_hash")
-    {
-        object.insert("password_hash".into(), Value::from("(redacted)"));
-    }
-    value
 }
 
 /// The plan as JSON with password hashes redacted (what `--format json` prints).
@@ -307,18 +263,6 @@ mod tests {
             unmanaged: false,
             handle: None,
         }
-    }
-
-    #[test]
-    fn uri_credentials_are_hidden() {
-        assert_eq!(
-            redact_uri("amqps://shovel:s3cret@mq.example:5671/%2F?heartbeat=5"),
-            "amqps://shovel:***@mq.example:5671/%2F?heartbeat=5"
-        );
-        assert_eq!(redact_uri("amqp://mq.example"), "amqp://mq.example");
-        assert_eq!(redact_uri("no uri"), "no uri");
-        let value = redact_uris(&json!({"src-uri": ["amqp://a:b@h1"], "n": 1}));
-        assert_eq!(value, json!({"src-uri": ["amqp://a:***@h1"], "n": 1}));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::duration::Duration;
+pub use crate::model::{HashingAlgorithm, QueueType};
 
 /// A warren spec: the RabbitMQ topology of one team or system, as code.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -74,31 +75,6 @@ impl Defaults {
             && self.exchange_type.is_none()
             && self.retry.is_none()
             && self.delivery_limit.is_none()
-    }
-}
-
-/// Queue types.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum QueueType {
-    /// Replicated, durable, the right type for anything important.
-    Quorum,
-    /// Single-node queue.
-    Classic,
-    /// Append-only log; cannot dead-letter, so it cannot have a retry ladder.
-    Stream,
-}
-
-impl QueueType {
-    /// The value of the `x-queue-type` argument.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            QueueType::Quorum => "quorum",
-            QueueType::Classic => "classic",
-            QueueType::Stream => "stream",
-        }
     }
 }
 
@@ -481,7 +457,7 @@ pub struct PlainPolicy {
     pub priority: Option<i64>,
     /// Policy keys and values, e.g. `max-length: 10000`; the schema gives each known
     /// key its JSON type.
-    #[schemars(schema_with = "crate::compile::policy_keys::definition_schema")]
+    #[schemars(schema_with = "crate::model::policy_keys::definition_schema")]
     pub definition: IndexMap<String, Value>,
 }
 
@@ -572,16 +548,6 @@ pub struct PasswordSource {
     /// relative to the spec file's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-}
-
-/// RabbitMQ password hashing algorithms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum HashingAlgorithm {
-    /// `rabbit_password_hashing_sha256` (RabbitMQ's default).
-    Sha256,
-    /// `rabbit_password_hashing_sha512`.
-    Sha512,
 }
 
 /// Permissions of a user in a vhost: three regular expressions over resource names.

@@ -1,7 +1,7 @@
 //! Multi-hop dead-letter cycles on RabbitMQ 3.13.
 
 use crate::lint::{Context, Finding, Level, Rule};
-use crate::version::TargetVersion;
+use crate::model::version::TargetVersion;
 
 pub const RULE: Rule = Rule {
     id: "cycle-on-3-13",

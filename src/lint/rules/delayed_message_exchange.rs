@@ -1,7 +1,7 @@
 //! The delayed-message plugin's exchange type.
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
     id: "delayed-message-exchange",

@@ -4,9 +4,9 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::Context;
 use crate::lint::facts::{QueueFacts, Route, Router, cycles};
+use crate::model::{ObjectId, ObjectKind};
 
 /// Queues, their facts, and where their dead letters go.
 pub struct Graph<'a> {

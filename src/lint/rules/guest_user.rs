@@ -1,7 +1,7 @@
 //! The well-known `guest` user.
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
     id: "guest-user",

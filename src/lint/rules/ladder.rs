@@ -1,7 +1,7 @@
 //! Rules on the delays of retry ladders, read from the consumer contract.
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::{ObjectId, ObjectKind};
 
 /// A week: longer delays are almost always a unit mistake.
 const SENSIBLE_MAX_MS: u64 = 7 * 24 * 3_600_000;

@@ -4,8 +4,8 @@ use std::borrow::Cow;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
     id: "name-differs-only-by-case",

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::compile::{ObjectId, ObjectKind};
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::{ObjectId, ObjectKind};
 use crate::spec::source_map::Segment;
 
 pub const RULE: Rule = Rule {

@@ -1,8 +1,8 @@
 //! A policy that would apply to a queue is skipped because of one key its type lacks.
 
 use super::graph::queue_id;
-use crate::compile::policy_keys;
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::policy_keys;
 
 pub const RULE: Rule = Rule {
     id: "policy-skipped-for-queue-type",

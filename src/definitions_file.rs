@@ -1,4 +1,6 @@
-//! Definitions → the JSON file a broker loads at boot (`load_definitions`) or imports.
+//! The definitions file: the JSON a broker loads at boot (`load_definitions`) or
+//! imports, written by `warren export` and read by `diff --against`, `lint
+//! --definitions` and `import --from`.
 
 use std::io::Write;
 use std::path::Path;
@@ -6,7 +8,19 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::model::Definitions;
-use crate::version::TargetVersion;
+use crate::model::version::TargetVersion;
+
+/// Reads a definitions file (a broker's export, or warren's own).
+pub fn read(path: &Path) -> Result<Definitions, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    serde_json::from_str(&text).map_err(|err| {
+        format!(
+            "{} is not a RabbitMQ definitions file: {err}",
+            path.display()
+        )
+    })
+}
 
 /// The definitions as a JSON document for the target version.
 pub fn document(definitions: &Definitions, target: TargetVersion) -> Value {

@@ -1,4 +1,5 @@
-//! The ownership record warren keeps in the broker itself.
+//! The ownership record warren keeps in the broker itself: its format. Reading and
+//! writing it is `broker::record`; taking its lock is `apply::lock`.
 //!
 //! Each spec has one global runtime parameter, `warren.<spec name>`, holding the list
 //! of objects it manages, a serial that grows with every apply, and a lock. Removing an
@@ -11,14 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::compile::{ObjectId, ObjectKind};
-use crate::model::GlobalParameter;
-
-/// Prefix of the global parameters that hold ownership records.
-pub const RECORD_PREFIX: &str = "warren.";
-
-/// How long a lock is honoured if its holder never releases it (e.g. it was killed).
-pub const LOCK_LIFETIME_SECS: u64 = 15 * 60;
+use super::{GlobalParameter, ObjectId, ObjectKind, RESERVED_PREFIX};
 
 /// One spec's record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -61,7 +55,13 @@ pub fn now() -> u64 {
 impl Record {
     /// The global parameter name of a spec's record.
     pub fn parameter_name(spec: &str) -> String {
-        format!("{RECORD_PREFIX}{spec}")
+        format!("{RESERVED_PREFIX}{spec}")
+    }
+
+    /// Whether a global parameter of this name is an ownership record (they are not
+    /// objects of any spec).
+    pub fn is_record_name(name: &str) -> bool {
+        name.starts_with(RESERVED_PREFIX)
     }
 
     /// The managed objects as ids.
@@ -96,24 +96,12 @@ impl Record {
 pub fn records(parameters: &[GlobalParameter]) -> BTreeMap<String, Record> {
     parameters
         .iter()
-        .filter(|p| p.name.starts_with(RECORD_PREFIX))
+        .filter(|p| Record::is_record_name(&p.name))
         .filter_map(|p| {
             let record: Record = serde_json::from_value(p.value.clone()).ok()?;
             Some((record.spec.clone(), record))
         })
         .collect()
-}
-
-/// A holder name for this process: host, pid and a random token.
-pub fn holder_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown-host".into());
-    format!(
-        "{host}:{}:{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    )
 }
 
 #[cfg(test)]

@@ -7,11 +7,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::compile::{Compiled, ObjectId, ObjectKind};
+mod against;
+
+pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
+
+use crate::compile::Compiled;
 use crate::diff::{self, Action, Change, Ownership};
-use crate::model::Definitions;
-use crate::model::objects::{Objects, objects};
-use crate::state::Record;
+use crate::model::objects::{Objects, normalized_binding_id, objects};
+use crate::model::record::Record;
+use crate::model::{Definitions, ObjectId, ObjectKind};
 
 /// Identifies a plan document.
 pub const PLAN_FORMAT: &str = "warren-plan/1";
@@ -105,6 +109,29 @@ impl Plan {
             .collect()
     }
 
+    /// Records the message counts of [`Plan::queues_needing_counts`], in that order,
+    /// and recounts the summary.
+    pub fn set_message_counts(&mut self, queues: &[(String, String)], counts: Vec<Option<u64>>) {
+        let counts: BTreeMap<(&str, &str), Option<u64>> = queues
+            .iter()
+            .map(|(vhost, name)| (vhost.as_str(), name.as_str()))
+            .zip(counts)
+            .collect();
+        for change in &mut self.changes {
+            if change.id.kind != ObjectKind::Queue {
+                continue;
+            }
+            let key = (
+                change.id.vhost.as_deref().unwrap_or_default(),
+                change.id.name.as_str(),
+            );
+            if let Some(count) = counts.get(&key) {
+                change.messages = *count;
+            }
+        }
+        self.summarize();
+    }
+
     /// Queues whose message counts the plan needs: deleted or replaced.
     pub fn queues_needing_counts(&self) -> Vec<(String, String)> {
         self.changes
@@ -188,7 +215,7 @@ pub fn fingerprint(live: &Objects, relevant: &BTreeSet<ObjectId>, serial: u64) -
 }
 
 /// Builds a plan (message counts are filled in by the caller for
-/// [`Plan::queues_needing_counts`]).
+/// [`Plan::queues_needing_counts`], see [`Plan::set_message_counts`]).
 pub fn build(inputs: Inputs<'_>) -> Plan {
     let record = inputs.records.get(inputs.spec);
     let vhosts = scope(&inputs.desired.definitions, record);
@@ -213,7 +240,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         &desired,
         &live,
         &ownership,
-        &inputs.desired.secrets,
+        &inputs.desired.passwords,
         inputs.prune_unmanaged,
     );
     let serial = record.map(|r| r.serial).unwrap_or(0);
@@ -249,13 +276,7 @@ fn attach_binding_handles(changes: &mut [Change], live: &Definitions) {
         .iter()
         .filter_map(|binding| {
             let key = binding.extra.get("properties_key")?.as_str()?.to_string();
-            let mut normalized = binding.clone();
-            normalized.arguments =
-                crate::model::objects::normalize_value(&serde_json::json!(binding.arguments))
-                    .as_object()
-                    .map(|m| m.clone().into_iter().collect())
-                    .unwrap_or_default();
-            Some((crate::compile::binding_id(&normalized), key))
+            Some((normalized_binding_id(binding), key))
         })
         .collect();
     for change in changes.iter_mut() {

@@ -1,0 +1,274 @@
+//! Writing objects: the definitions import for creates, and one request per update or
+//! delete. Callers say *what* to write, as object ids and normal-form values
+//! ([`crate::model::objects`]); this module owns *how*: every write path of the
+//! management API.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{BrokerError, Client, segment};
+use crate::model::objects::{SECTIONS, definition_entry};
+use crate::model::{ObjectId, ObjectKind};
+
+/// Largest body sent in one definitions import (the broker refuses large bodies).
+pub const IMPORT_CHUNK_BYTES: usize = 2 * 1024 * 1024;
+
+/// One object to update in place or remove.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectWrite<'a> {
+    /// The object.
+    pub id: &'a ObjectId,
+    /// Its live value (normal form), when it exists.
+    pub before: Option<&'a Value>,
+    /// Its desired value (normal form); `None` removes the object.
+    pub after: Option<&'a Value>,
+    /// The broker's handle needed to delete it (a binding's `properties_key`).
+    pub handle: Option<&'a str>,
+}
+
+/// One HTTP request: method, path and body.
+type Request = (&'static str, String, Option<Value>);
+
+impl Client {
+    /// Creates objects through the definitions import (`POST /api/definitions`), in
+    /// chunks under the broker's body limit, dependencies first: a chunk never needs an
+    /// object of a later chunk.
+    pub async fn import_objects<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
+    ) -> Result<(), BrokerError> {
+        let mut entries: Vec<(usize, Value)> = objects
+            .into_iter()
+            .map(|(id, value)| definition_entry(id, value))
+            .map(|(section, entry)| {
+                (
+                    SECTIONS.iter().position(|s| *s == section).unwrap_or(0),
+                    entry,
+                )
+            })
+            .collect();
+        entries.sort_by_key(|(section, _)| *section);
+        let mut chunk: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        let mut size = 0;
+        for (section, entry) in entries {
+            let entry_size = entry.to_string().len();
+            if size + entry_size > IMPORT_CHUNK_BYTES && size > 0 {
+                self.post_definitions(std::mem::take(&mut chunk)).await?;
+                size = 0;
+            }
+            size += entry_size;
+            chunk.entry(SECTIONS[section]).or_default().push(entry);
+        }
+        if size > 0 {
+            self.post_definitions(chunk).await?;
+        }
+        Ok(())
+    }
+
+    async fn post_definitions(&self, chunk: BTreeMap<&str, Vec<Value>>) -> Result<(), BrokerError> {
+        let body: serde_json::Map<String, Value> = chunk
+            .into_iter()
+            .map(|(section, entries)| (section.to_string(), Value::Array(entries)))
+            .collect();
+        self.post("/api/definitions", &Value::Object(body)).await
+    }
+
+    /// Updates and removes objects, a bounded number of requests at a time, stopping at
+    /// the first error.
+    pub async fn write_objects(&self, writes: &[ObjectWrite<'_>]) -> Result<(), BrokerError> {
+        let requests = writes.iter().flat_map(requests_for).collect::<Vec<_>>();
+        let results = super::live::futures_join_all(requests.into_iter().map(
+            |(method, path, body)| async move {
+                match method {
+                    "PUT" => self.put(&path, &body.unwrap_or(Value::Null)).await,
+                    _ => self.delete(&path).await,
+                }
+            },
+        ))
+        .await;
+        results.into_iter().collect()
+    }
+}
+
+/// The HTTP requests that carry out one write.
+fn requests_for(change: &ObjectWrite<'_>) -> Vec<Request> {
+    let v = segment(change.id.vhost.as_deref().unwrap_or_default());
+    let n = segment(&change.id.name);
+    let removing = change.after.is_none();
+    let after = change.after.cloned().unwrap_or(Value::Null);
+    match change.id.kind {
+        ObjectKind::Queue => vec![("DELETE", format!("/api/queues/{v}/{n}"), None)],
+        ObjectKind::Exchange => vec![("DELETE", format!("/api/exchanges/{v}/{n}"), None)],
+        ObjectKind::Binding => {
+            let before = change.before.cloned().unwrap_or(Value::Null);
+            let destination_kind = if before["destination_type"] == "exchange" {
+                "e"
+            } else {
+                "q"
+            };
+            let handle = change.handle.unwrap_or("~");
+            vec![(
+                "DELETE",
+                format!(
+                    "/api/bindings/{v}/e/{}/{destination_kind}/{}/{}",
+                    segment(before["source"].as_str().unwrap_or_default()),
+                    segment(before["destination"].as_str().unwrap_or_default()),
+                    segment(handle)
+                ),
+                None,
+            )]
+        }
+        ObjectKind::Policy if removing => vec![("DELETE", format!("/api/policies/{v}/{n}"), None)],
+        ObjectKind::Policy => vec![("PUT", format!("/api/policies/{v}/{n}"), Some(after))],
+        ObjectKind::OperatorPolicy if removing => {
+            vec![("DELETE", format!("/api/operator-policies/{v}/{n}"), None)]
+        }
+        ObjectKind::OperatorPolicy => vec![(
+            "PUT",
+            format!("/api/operator-policies/{v}/{n}"),
+            Some(after),
+        )],
+        ObjectKind::Permission => {
+            let user = segment(&change.id.name);
+            if removing {
+                vec![("DELETE", format!("/api/permissions/{v}/{user}"), None)]
+            } else {
+                vec![("PUT", format!("/api/permissions/{v}/{user}"), Some(after))]
+            }
+        }
+        ObjectKind::TopicPermission => {
+            let value = if removing {
+                change.before.cloned()
+            } else {
+                change.after.cloned()
+            }
+            .unwrap_or(Value::Null);
+            let user = segment(value["user"].as_str().unwrap_or_default());
+            if removing {
+                vec![("DELETE", format!("/api/topic-permissions/{v}/{user}"), None)]
+            } else {
+                vec![(
+                    "PUT",
+                    format!("/api/topic-permissions/{v}/{user}"),
+                    Some(after),
+                )]
+            }
+        }
+        ObjectKind::User => {
+            if removing {
+                vec![("DELETE", format!("/api/users/{n}"), None)]
+            } else {
+                let body = json!({
+                    "password_hash": after["password_hash"],
+                    "hashing_algorithm": after["hashing_algorithm"],
+                    "tags": tags_text(&after["tags"]),
+                });
+                let mut requests = vec![("PUT", format!("/api/users/{n}"), Some(body))];
+                requests.extend(limit_requests(
+                    &format!("/api/user-limits/{n}"),
+                    change.before.map(|b| &b["limits"]),
+                    &after["limits"],
+                ));
+                requests
+            }
+        }
+        ObjectKind::Vhost => {
+            if removing {
+                vec![("DELETE", format!("/api/vhosts/{n}"), None)]
+            } else {
+                let mut body = after;
+                body["tags"] = json!(tags_text(&body["tags"]));
+                vec![("PUT", format!("/api/vhosts/{n}"), Some(body))]
+            }
+        }
+        ObjectKind::Parameter => {
+            let (component, name) = change
+                .id
+                .name
+                .split_once('/')
+                .unwrap_or(("", &change.id.name));
+            let path = format!(
+                "/api/parameters/{}/{v}/{}",
+                segment(component),
+                segment(name)
+            );
+            if removing {
+                vec![("DELETE", path, None)]
+            } else {
+                vec![("PUT", path, Some(json!({"value": after})))]
+            }
+        }
+        ObjectKind::GlobalParameter => {
+            if removing {
+                vec![("DELETE", format!("/api/global-parameters/{n}"), None)]
+            } else {
+                vec![(
+                    "PUT",
+                    format!("/api/global-parameters/{n}"),
+                    Some(json!({"name": change.id.name, "value": after})),
+                )]
+            }
+        }
+        ObjectKind::VhostLimits => {
+            let before = change.before.cloned().unwrap_or(json!({}));
+            let mut requests = Vec::new();
+            if let Some(map) = before.as_object() {
+                for key in map.keys() {
+                    if removing || after.get(key).is_none() {
+                        requests.push((
+                            "DELETE",
+                            format!("/api/vhost-limits/{v}/{}", segment(key)),
+                            None,
+                        ));
+                    }
+                }
+            }
+            if !removing && let Some(map) = after.as_object() {
+                for (key, value) in map {
+                    requests.push((
+                        "PUT",
+                        format!("/api/vhost-limits/{v}/{}", segment(key)),
+                        Some(json!({ "value": value })),
+                    ));
+                }
+            }
+            requests
+        }
+    }
+}
+
+/// PUTs for the limits in `after`, DELETEs for those only in `before`.
+fn limit_requests(base: &str, before: Option<&Value>, after: &Value) -> Vec<Request> {
+    let mut requests = Vec::new();
+    if let Some(Value::Object(map)) = before {
+        for key in map.keys() {
+            if after.get(key).is_none() {
+                requests.push(("DELETE", format!("{base}/{}", segment(key)), None));
+            }
+        }
+    }
+    if let Value::Object(map) = after {
+        for (key, value) in map {
+            if before.and_then(|b| b.get(key)) != Some(value) {
+                requests.push((
+                    "PUT",
+                    format!("{base}/{}", segment(key)),
+                    Some(json!({ "value": value })),
+                ));
+            }
+        }
+    }
+    requests
+}
+
+fn tags_text(tags: &Value) -> String {
+    tags.as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}

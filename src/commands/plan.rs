@@ -1,0 +1,270 @@
+//! `warren plan`, `warren apply` and `warren diff`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{EXIT_CHANGES, EXIT_ERROR, EXIT_OK, client, fail, load_spec, report, runtime};
+use crate::apply::{self, ApplyError};
+use crate::cli::{BrokerArgs, Format, PlanArgs};
+use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
+use crate::render::plan::{Style, redacted_json, render_text};
+use crate::spec::SpecFile;
+
+fn color_for(stream_is_terminal: bool) -> Style {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    Style::new(stream_is_terminal && !no_color)
+}
+
+fn print_plan(plan: &Plan, format: Format, stdout: &mut dyn Write) -> std::io::Result<()> {
+    match format {
+        Format::Text => render_text(stdout, plan, color_for(std::io::stdout().is_terminal())),
+        Format::Json => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&redacted_json(plan)).expect("JSON")
+        ),
+    }
+}
+
+/// Prints a planning result's diagnostics; the plan, or `None` after an error.
+fn reported(
+    file: &SpecFile,
+    made: Result<Planned, PlanError>,
+    stderr: &mut dyn Write,
+) -> Option<Plan> {
+    match made {
+        Ok(Planned { plan, warnings }) => {
+            report(file, &warnings, stderr);
+            Some(plan)
+        }
+        Err(PlanError::Invalid(diagnostics)) => {
+            report(file, &diagnostics, stderr);
+            None
+        }
+        Err(PlanError::Broker { error, warnings }) => {
+            report(file, &warnings, stderr);
+            fail(stderr, &error.to_string());
+            None
+        }
+    }
+}
+
+fn exit_for_plan(plan: &Plan) -> u8 {
+    if !plan.conflicts.is_empty() {
+        EXIT_ERROR
+    } else if plan.has_changes() {
+        EXIT_CHANGES
+    } else {
+        EXIT_OK
+    }
+}
+
+/// `warren plan SPEC`.
+pub fn plan(
+    spec: &Path,
+    connection: &BrokerArgs,
+    args: &PlanArgs,
+    output: Option<&Path>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let client = match client(connection) {
+        Ok(client) => client,
+        Err(err) => return fail(stderr, &err.to_string()),
+    };
+    let Some(file) = load_spec(spec, stderr) else {
+        return EXIT_ERROR;
+    };
+    let file = Arc::new(file);
+    let made = runtime().block_on(plan::against_broker(
+        &client,
+        Arc::clone(&file),
+        args.target_version,
+        args.prune_unmanaged,
+    ));
+    let Some(plan) = reported(&file, made, stderr) else {
+        return EXIT_ERROR;
+    };
+    // For benchmarks (bench/run): how many HTTP requests the plan made.
+    if std::env::var_os("WARREN_REQUEST_COUNT").is_some_and(|v| v == "1") {
+        let _ = writeln!(stderr, "requests: {}", client.request_count());
+    }
+    if print_plan(&plan, args.format, stdout).is_err() {
+        return EXIT_ERROR;
+    }
+    if let Some(output) = output {
+        let text = serde_json::to_string_pretty(&plan).expect("JSON") + "\n";
+        if let Err(err) = crate::definitions_file::write_atomically(output, &text) {
+            return fail(stderr, &format!("cannot write {}: {err}", output.display()));
+        }
+        let _ = writeln!(
+            stderr,
+            "saved the plan to {} (apply it with `warren apply {}`)",
+            output.display(),
+            output.display()
+        );
+    }
+    exit_for_plan(&plan)
+}
+
+/// Reads a plan file, or `None` when the file is not a plan (then it is a spec).
+fn read_plan_file(path: &Path) -> Result<Option<Plan>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if value["format"] != PLAN_FORMAT {
+        return Err(format!(
+            "{} is JSON but not a warren plan (expected \"format\": \"{PLAN_FORMAT}\")",
+            path.display()
+        ));
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|err| format!("{} is not a valid plan: {err}", path.display()))
+}
+
+/// How `warren apply` runs.
+pub struct ApplyFlags {
+    /// Apply without asking.
+    pub auto_approve: bool,
+    /// Accept deleting or replacing queues that hold messages.
+    pub allow_data_loss: bool,
+}
+
+/// `warren apply PLAN|SPEC`.
+pub fn apply(
+    target: &Path,
+    connection: &BrokerArgs,
+    args: &PlanArgs,
+    flags: &ApplyFlags,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let saved = match read_plan_file(target) {
+        Ok(saved) => saved,
+        Err(err) => return fail(stderr, &err),
+    };
+    let client = match client(connection) {
+        Ok(client) => client,
+        Err(err) => return fail(stderr, &err.to_string()),
+    };
+    let runtime = runtime();
+    let plan = match saved {
+        Some(plan) => plan,
+        None => {
+            let Some(file) = load_spec(target, stderr) else {
+                return EXIT_ERROR;
+            };
+            let file = Arc::new(file);
+            let made = runtime.block_on(plan::against_broker(
+                &client,
+                Arc::clone(&file),
+                args.target_version,
+                args.prune_unmanaged,
+            ));
+            let Some(plan) = reported(&file, made, stderr) else {
+                return EXIT_ERROR;
+            };
+            if print_plan(&plan, args.format, stdout).is_err() {
+                return EXIT_ERROR;
+            }
+            if !plan.conflicts.is_empty() {
+                return fail(
+                    stderr,
+                    "the plan takes over objects another spec manages; nothing was applied",
+                );
+            }
+            if !plan.has_changes() {
+                return EXIT_OK;
+            }
+            if !flags.auto_approve && !confirm(stdout, stderr) {
+                let _ = writeln!(stderr, "apply cancelled; nothing was changed");
+                return EXIT_ERROR;
+            }
+            plan
+        }
+    };
+    if !plan.has_changes() {
+        let _ = writeln!(stdout, "Nothing to apply.");
+        return EXIT_OK;
+    }
+    let options = apply::Options {
+        allow_data_loss: flags.allow_data_loss,
+    };
+    let show_progress = std::io::stderr().is_terminal();
+    let mut progress = |step: &str| {
+        if show_progress {
+            eprintln!("  {step}");
+        }
+    };
+    match runtime.block_on(apply::apply(&client, &plan, &options, &mut progress)) {
+        Ok(report) => {
+            let _ = writeln!(
+                stdout,
+                "Applied: {} changes to spec `{}` ({} requests).",
+                report.done.len(),
+                plan.spec,
+                client.request_count()
+            );
+            EXIT_OK
+        }
+        Err(ApplyError::Broker { error, report }) => {
+            let _ = writeln!(stderr, "error: {error}");
+            let _ = writeln!(
+                stderr,
+                "{} changes were made, {} were not; run `warren plan` and `warren apply` again to finish",
+                report.done.len(),
+                report.not_done.len()
+            );
+            for item in report.not_done.iter().take(20) {
+                let _ = writeln!(stderr, "  not done: {item}");
+            }
+            EXIT_ERROR
+        }
+        Err(err) => fail(stderr, &format!("{err}; nothing was changed")),
+    }
+}
+
+/// Asks on the terminal; anything but "yes" declines.
+fn confirm(stdout: &mut dyn Write, stderr: &mut dyn Write) -> bool {
+    if !std::io::stdin().is_terminal() {
+        let _ = writeln!(
+            stderr,
+            "error: no terminal to confirm on: review the plan and pass --auto-approve, or apply a saved plan file"
+        );
+        return false;
+    }
+    let _ = write!(stdout, "\nApply these changes? Only `yes` is accepted: ");
+    let _ = stdout.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    answer.trim() == "yes"
+}
+
+/// `warren diff SPEC --against FILE`.
+pub fn diff(
+    spec: &Path,
+    against: &Path,
+    args: &PlanArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let live = match crate::definitions_file::read(against) {
+        Ok(live) => live,
+        Err(err) => return fail(stderr, &err),
+    };
+    let Some(file) = load_spec(spec, stderr) else {
+        return EXIT_ERROR;
+    };
+    let made = plan::against_definitions(&file, &live, args.target_version, args.prune_unmanaged);
+    let Some(plan) = reported(&file, made, stderr) else {
+        return EXIT_ERROR;
+    };
+    if print_plan(&plan, args.format, stdout).is_err() {
+        return EXIT_ERROR;
+    }
+    exit_for_plan(&plan)
+}

@@ -1,0 +1,200 @@
+//! Every name warren generates, and the parsers that read them back.
+//!
+//! The compiler names a consumer's objects from its work queue (`<work>.retry`,
+//! `<work>.retry.<n>`, `<work>.attempt.<n>`, `<work>.parking`), routes inside a retry
+//! exchange on `1`, `2`, … and `parking`, and names the policies that carry tunables
+//! after the setting's group (`warren.retry.<origin>.<tier>`,
+//! `warren.delivery-limit.<n>`), where the origin says where the setting was written.
+//! `warren import` recognises a ladder by the same names, so it uses the parsers here:
+//! writing and reading a name cannot drift apart.
+
+use crate::model::RESERVED_PREFIX;
+
+/// A consumer's work queue when the spec does not name it.
+pub fn work_queue(service: &str, consumer: &str) -> String {
+    format!("{service}.{consumer}")
+}
+
+/// The consumer name a work queue's default name gives inside `service`: `None` when
+/// the queue is not named `<service>.<consumer>`.
+pub fn consumer_of_work_queue<'a>(service: &str, work_queue: &'a str) -> Option<&'a str> {
+    work_queue
+        .strip_prefix(service)?
+        .strip_prefix('.')
+        .filter(|consumer| !consumer.is_empty())
+}
+
+/// A consumer's retry exchange.
+pub fn retry_exchange(work_queue: &str) -> String {
+    format!("{work_queue}.retry")
+}
+
+/// Delay queue `n` (1-based) of a consumer.
+pub fn delay_queue(work_queue: &str, n: usize) -> String {
+    format!("{work_queue}.retry.{n}")
+}
+
+/// The default names of a consumer's first `count` delay queues.
+pub fn delay_queues(work_queue: &str, count: usize) -> Vec<String> {
+    (1..=count).map(|n| delay_queue(work_queue, n)).collect()
+}
+
+/// The default names of the work queues of attempts 2 … `retries + 1` (`reject-chain`).
+pub fn attempt_queues(work_queue: &str, retries: usize) -> Vec<String> {
+    (2..=retries + 1)
+        .map(|n| format!("{work_queue}.attempt.{n}"))
+        .collect()
+}
+
+/// A consumer's parking queue.
+pub fn parking_queue(work_queue: &str) -> String {
+    format!("{work_queue}.parking")
+}
+
+/// Routing key of the parking queue on a consumer's retry exchange.
+pub const PARKING_ROUTING_KEY: &str = "parking";
+
+/// Routing key of delay queue `index` (0-based) on the retry exchange.
+pub fn delay_routing_key(index: usize) -> String {
+    (index + 1).to_string()
+}
+
+/// Origin of delays written in the top-level `defaults`.
+pub const DEFAULTS_ORIGIN: &str = "defaults";
+/// Origin of delays written in a vhost's `defaults`.
+pub const VHOST_ORIGIN: &str = "vhost";
+const SERVICE_ORIGIN: &str = "service.";
+const CONSUMER_ORIGIN: &str = "consumer.";
+const LADDER_ORIGIN: &str = "ladder.";
+
+/// Origin of delays written in a service's `defaults`.
+pub fn service_origin(service: &str) -> String {
+    format!("{SERVICE_ORIGIN}{service}")
+}
+
+/// Origin of delays written on a consumer.
+pub fn consumer_origin(service: &str, consumer: &str) -> String {
+    format!("{CONSUMER_ORIGIN}{service}.{consumer}")
+}
+
+/// Origin of delays of a named ladder.
+pub fn ladder_origin(ladder: &str) -> String {
+    format!("{LADDER_ORIGIN}{ladder}")
+}
+
+/// The service of a service origin.
+pub fn origin_service(origin: &str) -> Option<&str> {
+    origin.strip_prefix(SERVICE_ORIGIN)
+}
+
+/// `<service>.<consumer>` of a consumer origin (the split is ambiguous when names hold
+/// dots, so it is left to the caller).
+pub fn origin_consumer(origin: &str) -> Option<&str> {
+    origin.strip_prefix(CONSUMER_ORIGIN)
+}
+
+/// The ladder of a named-ladder origin.
+pub fn origin_ladder(origin: &str) -> Option<&str> {
+    origin.strip_prefix(LADDER_ORIGIN)
+}
+
+const RETRY_GROUP: &str = "retry.";
+const DELIVERY_LIMIT_GROUP: &str = "delivery-limit.";
+const UNLIMITED: &str = "unlimited";
+
+/// Policy group of a tier's TTL: queues with the same origin and tier share it.
+pub fn retry_group(origin: &str, tier: usize) -> String {
+    format!("{RETRY_GROUP}{origin}.{tier}")
+}
+
+/// Policy group of a counted quorum delivery limit.
+pub fn delivery_limit_group(limit: u32) -> String {
+    format!("{DELIVERY_LIMIT_GROUP}{limit}")
+}
+
+/// Policy group of an unlimited quorum delivery limit (4.0 and later).
+pub fn unlimited_delivery_group() -> String {
+    format!("{DELIVERY_LIMIT_GROUP}{UNLIMITED}")
+}
+
+/// Several groups one queue needs, merged into one policy (the broker applies only one).
+pub fn merged_group(groups: &[String]) -> String {
+    groups.join("+")
+}
+
+/// A group that also carries a user policy's keys.
+pub fn with_user_policy(group: &str, user_policy: &str) -> String {
+    format!("{group}+{user_policy}")
+}
+
+/// The name of part `part` (0-based) of a group's generated policy: a group too large
+/// for one pattern gets parts `~2`, `~3`… that share its definition.
+pub fn policy_name(group: &str, part: usize) -> String {
+    match part {
+        0 => format!("{RESERVED_PREFIX}{group}"),
+        _ => format!("{RESERVED_PREFIX}{group}~{}", part + 1),
+    }
+}
+
+/// Whether a name is in warren's reserved namespace (generated policies).
+pub fn is_reserved(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
+}
+
+/// The origin of a generated retry policy (`warren.retry.<origin>.<tier>`, possibly
+/// merged with other groups and split into parts); `None` for any other policy.
+pub fn retry_policy_origin(policy: &str) -> Option<&str> {
+    let group = policy
+        .strip_prefix(RESERVED_PREFIX)?
+        .strip_prefix(RETRY_GROUP)?;
+    let group = group.split('+').next().unwrap_or(group);
+    group.rsplit_once('.').map(|(origin, _)| origin)
+}
+
+/// Whether a policy is a generated counted delivery limit (not the unlimited one).
+pub fn is_counted_delivery_limit_policy(policy: &str) -> bool {
+    policy
+        .strip_prefix(RESERVED_PREFIX)
+        .and_then(|rest| rest.strip_prefix(DELIVERY_LIMIT_GROUP))
+        .is_some_and(|_| !policy.contains(UNLIMITED))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_read_back() {
+        let group = merged_group(&[retry_group(&consumer_origin("orders", "email"), 2)]);
+        assert_eq!(
+            policy_name(&group, 0),
+            "warren.retry.consumer.orders.email.2"
+        );
+        assert_eq!(
+            retry_policy_origin(&policy_name(&group, 3)),
+            Some("consumer.orders.email")
+        );
+        let merged = merged_group(&[retry_group(DEFAULTS_ORIGIN, 1), delivery_limit_group(5)]);
+        assert_eq!(
+            retry_policy_origin(&policy_name(&merged, 0)),
+            Some("defaults")
+        );
+        assert_eq!(retry_policy_origin("warren.delivery-limit.5"), None);
+        assert!(is_counted_delivery_limit_policy(&policy_name(
+            &delivery_limit_group(5),
+            0
+        )));
+        assert!(!is_counted_delivery_limit_policy(&policy_name(
+            &unlimited_delivery_group(),
+            0
+        )));
+        assert_eq!(origin_service(&service_origin("orders")), Some("orders"));
+        assert_eq!(origin_ladder(&ladder_origin("slow")), Some("slow"));
+        assert_eq!(origin_consumer(&consumer_origin("a", "b")), Some("a.b"));
+        assert_eq!(
+            consumer_of_work_queue("orders", &work_queue("orders", "email")),
+            Some("email")
+        );
+        assert_eq!(consumer_of_work_queue("orders", "ordersx.email"), None);
+    }
+}

@@ -1,0 +1,464 @@
+//! Recognising retry ladders in warren's shape and placing them back where their
+//! policies say they were defined.
+//!
+//! A ladder is a work queue that dead-letters to its own direct retry exchange with
+//! routing key `1`, delay queues bound to that exchange on `1`, `2`, … that dead-letter
+//! straight back (or, in reject-chain mode, to the next attempt's queue), and a parking
+//! queue on `parking`. Their delays come from the generated retry policies, whose names
+//! say where the delays were written: the top-level or vhost defaults, a service, a
+//! consumer or a named ladder. Every name is read with [`crate::compile::naming`], the
+//! scheme the compiler writes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use indexmap::IndexMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{Notes, text};
+use crate::compile::naming;
+use crate::model::pattern::PatternMatcher;
+use crate::model::{
+    Binding, Definitions, Exchange, ObjectId, Policy, Queue, QueueType, binding_id,
+};
+use crate::spec::{
+    Consumer, DeliveryLimit, Duration, ExchangeType, HeaderMatch, HeaderMatchMode, InnerExchange,
+    Retry, RetryMode, RetryNames, Service, Spec, Vhost,
+};
+
+/// The objects recognised as ladders, which the plain import leaves out.
+#[derive(Debug, Default)]
+pub(super) struct Claimed {
+    /// Queues of a ladder (work, delay, attempt and parking queues).
+    pub queues: BTreeSet<String>,
+    /// Retry and inner exchanges.
+    pub exchanges: BTreeSet<String>,
+    /// Bindings of a ladder.
+    pub bindings: FxHashSet<ObjectId>,
+}
+
+/// A recognised consumer, before it is placed in a service.
+struct Recognised {
+    exchange: String,
+    exchange_type: ExchangeType,
+    consumer_name: String,
+    consumer: Consumer,
+    origin: String,
+    delays: Vec<Duration>,
+    claimed_queues: Vec<String>,
+    claimed_exchanges: Vec<String>,
+    claimed_bindings: Vec<Binding>,
+}
+
+/// One vhost's definitions, indexed once: recognising a ladder looks queues, exchanges,
+/// bindings and policies up by name for every queue of the vhost.
+struct VhostIndex<'a> {
+    queues: FxHashMap<&'a str, &'a Queue>,
+    exchanges: FxHashMap<&'a str, &'a Exchange>,
+    /// Bindings to queues, by source exchange, in definitions order.
+    to_queues_from: FxHashMap<&'a str, Vec<&'a Binding>>,
+    /// Bindings to queues, by destination queue, in definitions order.
+    to_queue: FxHashMap<&'a str, Vec<&'a Binding>>,
+    /// warren's retry policies, patterns compiled once.
+    retry_policies: Vec<(&'a Policy, PatternMatcher)>,
+    /// warren's counted delivery-limit policies, patterns compiled once.
+    limit_policies: Vec<(&'a Policy, PatternMatcher)>,
+}
+
+impl<'a> VhostIndex<'a> {
+    fn new(definitions: &'a Definitions, vhost: &str) -> VhostIndex<'a> {
+        let mut index = VhostIndex {
+            queues: FxHashMap::default(),
+            exchanges: FxHashMap::default(),
+            to_queues_from: FxHashMap::default(),
+            to_queue: FxHashMap::default(),
+            retry_policies: Vec::new(),
+            limit_policies: Vec::new(),
+        };
+        for queue in definitions.queues.iter().filter(|q| q.vhost == vhost) {
+            index.queues.entry(&queue.name).or_insert(queue);
+        }
+        for exchange in definitions.exchanges.iter().filter(|e| e.vhost == vhost) {
+            index.exchanges.entry(&exchange.name).or_insert(exchange);
+        }
+        let queue_bindings = definitions
+            .bindings
+            .iter()
+            .filter(|b| b.vhost == vhost && b.destination_type == "queue");
+        for binding in queue_bindings {
+            index
+                .to_queues_from
+                .entry(&binding.source)
+                .or_default()
+                .push(binding);
+            index
+                .to_queue
+                .entry(&binding.destination)
+                .or_default()
+                .push(binding);
+        }
+        index.retry_policies = definitions
+            .policies
+            .iter()
+            .filter(|p| p.vhost == vhost && naming::retry_policy_origin(&p.name).is_some())
+            .map(|p| (p, PatternMatcher::new(&p.pattern)))
+            .collect();
+        index.limit_policies = definitions
+            .policies
+            .iter()
+            .filter(|p| p.vhost == vhost && naming::is_counted_delivery_limit_policy(&p.name))
+            .map(|p| (p, PatternMatcher::new(&p.pattern)))
+            .collect();
+        index
+    }
+
+    /// The origin and TTL of the warren retry policy that applies to a tier queue.
+    fn generated_ttl_policy(&self, queue: &str) -> Option<(String, u64)> {
+        self.retry_policies
+            .iter()
+            .filter(|(_, matcher)| matcher.is_match(queue))
+            .find_map(|(p, _)| {
+                let ttl = p.definition.get("message-ttl")?.as_u64()?;
+                Some((naming::retry_policy_origin(&p.name)?.to_string(), ttl))
+            })
+    }
+}
+
+fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
+    let by_name = |name: &str| indexed.queues.get(name).copied();
+    let retry_exchange = text(work.arguments.get("x-dead-letter-exchange"))?;
+    if text(work.arguments.get("x-dead-letter-routing-key")) != Some(&naming::delay_routing_key(0))
+    {
+        return None;
+    }
+    let exchange = indexed
+        .exchanges
+        .get(retry_exchange)
+        .filter(|e| e.kind == "direct")?;
+    let from_retry: &[&Binding] = indexed
+        .to_queues_from
+        .get(exchange.name.as_str())
+        .map_or(&[], Vec::as_slice);
+    let bound = |key: &str| {
+        from_retry
+            .iter()
+            .find(|b| b.routing_key == key)
+            .map(|b| b.destination.clone())
+    };
+    // Delay queues on keys 1, 2, … in order.
+    let mut delay_queues = Vec::new();
+    while let Some(name) = bound(&naming::delay_routing_key(delay_queues.len())) {
+        delay_queues.push(name);
+    }
+    if delay_queues.is_empty() || from_retry.len() > delay_queues.len() + 1 {
+        return None;
+    }
+    let parking = bound(naming::PARKING_ROUTING_KEY);
+    let first = by_name(&delay_queues[0])?;
+    let first_target = text(first.arguments.get("x-dead-letter-exchange"));
+    let via_inner = first_target.is_some_and(|t| !t.is_empty());
+    let chain = !via_inner
+        && text(first.arguments.get("x-dead-letter-routing-key")) != Some(work.name.as_str());
+    // The inner exchange: the one other binding to the work queue's source.
+    let inbound: &[&Binding] = indexed
+        .to_queue
+        .get(work.name.as_str())
+        .map_or(&[], Vec::as_slice);
+    let inner = inbound.first()?.source.clone();
+    if inbound.iter().any(|b| b.source != inner) {
+        return None;
+    }
+    let mut attempt_queues = Vec::new();
+    let mut delays = Vec::new();
+    let mut origin = None;
+    for (index, name) in delay_queues.iter().enumerate() {
+        let queue = by_name(name)?;
+        let expected_exchange = if via_inner { inner.as_str() } else { "" };
+        if text(queue.arguments.get("x-dead-letter-exchange")) != Some(expected_exchange) {
+            return None;
+        }
+        let (group_origin, ttl) = indexed.generated_ttl_policy(name)?;
+        if origin.as_ref().is_some_and(|o| o != &group_origin) {
+            return None;
+        }
+        origin = Some(group_origin);
+        delays.push(Duration::from_millis(ttl));
+        if via_inner {
+            // Back through the inner exchange, with the consumer's one key or none.
+            let key = text(queue.arguments.get("x-dead-letter-routing-key"));
+            let fits = match key {
+                None => true,
+                Some(key) => inbound.len() == 1 && inbound[0].routing_key == key,
+            };
+            if !fits {
+                return None;
+            }
+            continue;
+        }
+        let target = text(queue.arguments.get("x-dead-letter-routing-key"))?;
+        if chain {
+            let attempt = by_name(target)?;
+            let next_key = if index + 1 < delay_queues.len() {
+                naming::delay_routing_key(index + 1)
+            } else {
+                naming::PARKING_ROUTING_KEY.to_string()
+            };
+            let attempt_key = text(attempt.arguments.get("x-dead-letter-routing-key"));
+            let last_drops =
+                index + 1 == delay_queues.len() && parking.is_none() && attempt_key.is_none();
+            if !last_drops && attempt_key != Some(next_key.as_str()) {
+                return None;
+            }
+            attempt_queues.push(target.to_string());
+        } else if target != work.name {
+            return None;
+        }
+    }
+    let inner_exchange = indexed.exchanges.get(inner.as_str())?;
+    let inner_type = match inner_exchange.kind.as_str() {
+        "fanout" => ExchangeType::Fanout,
+        "direct" => ExchangeType::Direct,
+        "topic" => ExchangeType::Topic,
+        "headers" => ExchangeType::Headers,
+        _ => return None,
+    };
+    let mut consumer = Consumer {
+        queue: Some(work.name.clone()),
+        kind: Some(QueueType::of(work)),
+        ..Consumer::default()
+    };
+    if inner_type == ExchangeType::Headers {
+        if inbound.len() != 1 {
+            return None;
+        }
+        let mut values = IndexMap::new();
+        let mut mode = HeaderMatchMode::All;
+        for (key, value) in &inbound[0].arguments {
+            if key == "x-match" {
+                mode = if value == "any" {
+                    HeaderMatchMode::Any
+                } else {
+                    HeaderMatchMode::All
+                };
+            } else {
+                values.insert(key.clone(), value.clone());
+            }
+        }
+        consumer.headers = Some(HeaderMatch {
+            mode: Some(mode),
+            values,
+        });
+    } else if inner_type != ExchangeType::Fanout
+        || inbound.iter().any(|b| !b.routing_key.is_empty())
+    {
+        if inbound.iter().any(|b| !b.arguments.is_empty()) {
+            return None;
+        }
+        consumer.routing_keys = inbound.iter().map(|b| b.routing_key.clone()).collect();
+    }
+    let tier_type = QueueType::of(first);
+    let work_queue = &work.name;
+    let names = overridden_names(
+        work_queue,
+        &exchange.name,
+        &delay_queues,
+        parking.as_deref(),
+        chain.then_some(attempt_queues.as_slice()),
+    );
+    consumer.retry = Some(Retry {
+        mode: chain.then_some(RetryMode::RejectChain),
+        return_via: via_inner.then_some(crate::spec::ReturnVia::InnerExchange),
+        on_exhausted: parking.is_none().then_some(crate::spec::OnExhausted::Drop),
+        queue_type: (tier_type != QueueType::of(work)).then_some(tier_type),
+        names,
+        ..Retry::default()
+    });
+    if let Some(limit) = indexed
+        .limit_policies
+        .iter()
+        .find(|(_, matcher)| matcher.is_match(work_queue))
+        .and_then(|(p, _)| p.definition.get("delivery-limit")?.as_u64())
+    {
+        consumer.delivery_limit = Some(DeliveryLimit::Count(limit as u32));
+    }
+    let mut claimed_queues = vec![work.name.clone()];
+    claimed_queues.extend(delay_queues.iter().cloned());
+    claimed_queues.extend(attempt_queues.iter().cloned());
+    claimed_queues.extend(parking.iter().cloned());
+    let mut claimed_bindings: Vec<Binding> = inbound.iter().map(|b| (*b).clone()).collect();
+    claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
+    let consumer_name = work
+        .name
+        .strip_prefix(&format!("{inner}."))
+        .unwrap_or(&work.name)
+        .to_string();
+    Some(Recognised {
+        exchange: inner,
+        exchange_type: inner_type,
+        consumer_name,
+        consumer,
+        origin: origin?,
+        delays,
+        claimed_queues,
+        claimed_exchanges: vec![exchange.name.clone()],
+        claimed_bindings,
+    })
+}
+
+/// The `retry.names` a recognised ladder needs: only the names that differ from the
+/// defaults; `None` when all are the defaults.
+fn overridden_names(
+    work_queue: &str,
+    exchange: &str,
+    delay_queues: &[String],
+    parking: Option<&str>,
+    attempt_queues: Option<&[String]>,
+) -> Option<RetryNames> {
+    let names = RetryNames {
+        exchange: (exchange != naming::retry_exchange(work_queue)).then(|| exchange.to_string()),
+        tiers: (delay_queues != naming::delay_queues(work_queue, delay_queues.len()))
+            .then(|| delay_queues.to_vec()),
+        parking: parking
+            .filter(|parking| *parking != naming::parking_queue(work_queue))
+            .map(str::to_string),
+        attempts: attempt_queues
+            .filter(|attempts| *attempts != naming::attempt_queues(work_queue, attempts.len()))
+            .map(<[String]>::to_vec),
+    };
+    let any = names.exchange.is_some()
+        || names.tiers.is_some()
+        || names.parking.is_some()
+        || names.attempts.is_some();
+    any.then_some(names)
+}
+
+/// The service name a recognised consumer's policy origin suggests.
+fn preferred_service(found: &Recognised) -> String {
+    if let Some(service) = naming::origin_service(&found.origin) {
+        return service.to_string();
+    }
+    if let Some(rest) = naming::origin_consumer(&found.origin) {
+        // `consumer.<service>.<consumer>`: split where the work queue's default name
+        // (`<service>.<consumer>`) or the inner exchange's name says.
+        if rest.starts_with(&format!("{}.", found.exchange)) {
+            return found.exchange.clone();
+        }
+        if let Some((service, _)) = rest.split_once('.') {
+            return service.to_string();
+        }
+    }
+    found.exchange.clone()
+}
+
+/// The consumer's name within its service.
+fn consumer_name(found: &Recognised, service: &str) -> String {
+    if let Some(name) = naming::origin_consumer(&found.origin)
+        .and_then(|rest| naming::consumer_of_work_queue(service, rest))
+    {
+        return name.to_string();
+    }
+    let queue = found.consumer.queue.clone().unwrap_or_default();
+    naming::consumer_of_work_queue(service, &queue)
+        .map(str::to_string)
+        .unwrap_or(queue)
+}
+
+/// Recognises the ladders of a vhost and writes them into `vhost` (and, for delays
+/// written at the top level or in a named ladder, into `spec`).
+pub(super) fn place(
+    definitions: &Definitions,
+    vhost_name: &str,
+    spec: &mut Spec,
+    vhost: &mut Vhost,
+    notes: &mut Notes,
+) -> Claimed {
+    let index = VhostIndex::new(definitions, vhost_name);
+    let mut recognised: Vec<Recognised> = definitions
+        .queues
+        .iter()
+        .filter(|q| q.vhost == vhost_name)
+        .filter_map(|queue| recognise(&index, queue))
+        .collect();
+    recognised
+        .sort_by(|a, b| (&a.exchange, &a.consumer_name).cmp(&(&b.exchange, &b.consumer_name)));
+    let mut claimed = Claimed::default();
+    // Each ladder goes back where its policy's name says it was defined.
+    // A service per inner exchange, named as the policies' origins say when they can.
+    let mut service_names: BTreeMap<String, String> = BTreeMap::new();
+    for found in &recognised {
+        let preferred = preferred_service(found);
+        service_names
+            .entry(found.exchange.clone())
+            .or_insert(preferred);
+    }
+    for mut found in recognised {
+        claimed.queues.extend(found.claimed_queues.iter().cloned());
+        claimed
+            .exchanges
+            .extend(found.claimed_exchanges.iter().cloned());
+        claimed.exchanges.insert(found.exchange.clone());
+        claimed
+            .bindings
+            .extend(found.claimed_bindings.iter().map(binding_id));
+        let service_name = service_names[&found.exchange].clone();
+        let consumer_name = consumer_name(&found, &service_name);
+        let service = vhost
+            .services
+            .entry(service_name.clone())
+            .or_insert_with(|| Service {
+                exchange: InnerExchange {
+                    name: (found.exchange != service_name).then(|| found.exchange.clone()),
+                    kind: Some(found.exchange_type),
+                    durable: definitions
+                        .exchanges
+                        .iter()
+                        .find(|e| e.vhost == vhost_name && e.name == found.exchange)
+                        .map(|e| e.durable)
+                        .filter(|d| !d),
+                },
+                ..Service::default()
+            });
+        let retry = found.consumer.retry.get_or_insert_with(Retry::default);
+        let origin = found.origin.clone();
+        let delays = Some(found.delays.clone());
+        if origin == naming::DEFAULTS_ORIGIN {
+            spec.defaults
+                .retry
+                .get_or_insert_with(Retry::default)
+                .delays = delays;
+        } else if origin == naming::VHOST_ORIGIN {
+            vhost
+                .defaults
+                .retry
+                .get_or_insert_with(Retry::default)
+                .delays = delays;
+        } else if let Some(ladder) = naming::origin_ladder(&origin) {
+            spec.ladders
+                .entry(ladder.to_string())
+                .or_insert_with(|| Retry {
+                    delays: delays.clone(),
+                    ..Retry::default()
+                });
+            retry.ladder = Some(ladder.to_string());
+        } else if naming::origin_service(&origin) == Some(service_name.as_str()) {
+            service
+                .defaults
+                .retry
+                .get_or_insert_with(Retry::default)
+                .delays = delays;
+        } else {
+            retry.delays = delays;
+            if origin != naming::consumer_origin(&service_name, &consumer_name) {
+                notes.0.push(format!(
+                    "vhost `{vhost_name}`: consumer `{consumer_name}` had its delays from `{origin}`; they are now written on the consumer (its policy gets a new name)"
+                ));
+            }
+        }
+        if found.consumer.queue.as_deref()
+            == Some(naming::work_queue(&service_name, &consumer_name).as_str())
+        {
+            found.consumer.queue = None;
+        }
+        service.consumers.insert(consumer_name, found.consumer);
+    }
+    claimed
+}

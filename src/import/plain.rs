@@ -1,0 +1,230 @@
+//! Everything of a vhost that is not a recognised ladder, imported as plain exchanges,
+//! queues, bindings, policies and runtime parameters.
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::Notes;
+use super::ladders::Claimed;
+use crate::model::objects::normalize_value;
+use crate::model::redact::redact_uris;
+use crate::model::{
+    Arguments, Definitions, OPERATOR_POLICY_COMPONENT, QueueType, VHOST_LIMITS_COMPONENT,
+    binding_id,
+};
+use crate::spec::{
+    ApplyTo, DestinationType, PlainBinding, PlainExchange, PlainPolicy, PlainQueue, Vhost,
+    VhostLimits,
+};
+
+/// Adds the vhost's unclaimed objects to `vhost`.
+pub(super) fn place(
+    definitions: &Definitions,
+    vhost_name: &str,
+    claimed: &Claimed,
+    vhost: &mut Vhost,
+    notes: &mut Notes,
+) {
+    for exchange in definitions
+        .exchanges
+        .iter()
+        .filter(|e| e.vhost == vhost_name)
+    {
+        if claimed.exchanges.contains(&exchange.name)
+            || exchange.name.is_empty()
+            || exchange.name.starts_with("amq.")
+        {
+            continue;
+        }
+        let mut arguments: IndexMap<String, Value> = exchange
+            .arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), normalize_value(v)))
+            .collect();
+        let alternate = arguments
+            .shift_remove("alternate-exchange")
+            .and_then(|v| v.as_str().map(str::to_string));
+        vhost.exchanges.insert(
+            exchange.name.clone(),
+            PlainExchange {
+                lint: None,
+                kind: exchange.kind.clone(),
+                durable: (!exchange.durable).then_some(false),
+                auto_delete: exchange.auto_delete.then_some(true),
+                internal: exchange.internal.then_some(true),
+                alternate_exchange: alternate,
+                arguments,
+            },
+        );
+    }
+    for queue in definitions.queues.iter().filter(|q| q.vhost == vhost_name) {
+        if claimed.queues.contains(&queue.name) {
+            continue;
+        }
+        let arguments: IndexMap<String, Value> = queue
+            .arguments
+            .iter()
+            .filter(|(k, _)| *k != "x-queue-type")
+            .map(|(k, v)| (k.clone(), normalize_value(v)))
+            .collect();
+        vhost.queues.insert(
+            queue.name.clone(),
+            PlainQueue {
+                lint: None,
+                kind: Some(QueueType::of(queue)),
+                durable: (!queue.durable).then_some(false),
+                auto_delete: queue.auto_delete.then_some(true),
+                arguments,
+            },
+        );
+    }
+    for binding in definitions
+        .bindings
+        .iter()
+        .filter(|b| b.vhost == vhost_name && !b.source.is_empty())
+    {
+        if claimed.bindings.contains(&binding_id(binding)) {
+            continue;
+        }
+        vhost.bindings.push(PlainBinding {
+            source: binding.source.clone(),
+            destination: binding.destination.clone(),
+            destination_type: (binding.destination_type == "exchange")
+                .then_some(DestinationType::Exchange),
+            routing_key: (!binding.routing_key.is_empty()).then(|| binding.routing_key.clone()),
+            arguments: binding
+                .arguments
+                .iter()
+                .map(|(k, v)| (k.clone(), normalize_value(v)))
+                .collect(),
+        });
+    }
+    for policy in definitions
+        .policies
+        .iter()
+        .filter(|p| p.vhost == vhost_name)
+    {
+        if policy.name.starts_with(crate::model::RESERVED_PREFIX) {
+            let explained = fancy_regex::Regex::new(&policy.pattern)
+                .map(|regex| {
+                    definitions
+                        .queues
+                        .iter()
+                        .filter(|q| {
+                            q.vhost == vhost_name && regex.is_match(&q.name).unwrap_or(false)
+                        })
+                        .all(|q| claimed.queues.contains(&q.name))
+                })
+                .unwrap_or(false);
+            if explained {
+                continue; // regenerated from the recognised consumers
+            }
+            let renamed = format!("was-{}", policy.name);
+            notes.0.push(format!(
+                "vhost `{vhost_name}`: policy `{}` covers queues that were not recognised as a retry ladder; imported as plain policy `{renamed}` (`warren.` names are reserved)",
+                policy.name
+            ));
+            vhost.policies.insert(
+                renamed,
+                plain_policy(
+                    &policy.pattern,
+                    &policy.apply_to,
+                    policy.priority,
+                    &policy.definition,
+                    notes,
+                ),
+            );
+            continue;
+        }
+        vhost.policies.insert(
+            policy.name.clone(),
+            plain_policy(
+                &policy.pattern,
+                &policy.apply_to,
+                policy.priority,
+                &policy.definition,
+                notes,
+            ),
+        );
+    }
+    for parameter in definitions
+        .parameters
+        .iter()
+        .filter(|p| p.vhost == vhost_name)
+    {
+        match parameter.component.as_str() {
+            VHOST_LIMITS_COMPONENT => {
+                vhost.limits = Some(VhostLimits {
+                    max_queues: parameter.value["max-queues"].as_u64(),
+                    max_connections: parameter.value["max-connections"].as_u64(),
+                });
+            }
+            OPERATOR_POLICY_COMPONENT => {
+                let value = &parameter.value;
+                let definition = value["definition"]
+                    .as_object()
+                    .map(|m| m.clone().into_iter().collect())
+                    .unwrap_or_default();
+                vhost.operator_policies.insert(
+                    parameter.name.clone(),
+                    plain_policy(
+                        value["pattern"].as_str().unwrap_or_default(),
+                        value["apply-to"].as_str().unwrap_or("all"),
+                        value["priority"].as_i64().unwrap_or(0),
+                        &definition,
+                        notes,
+                    ),
+                );
+            }
+            "policy" => {}
+            component => {
+                let value = normalize_value(&parameter.value);
+                let redacted = redact_uris(&value);
+                if redacted != value {
+                    notes.0.push(format!(
+                        "vhost `{vhost_name}`: {component} `{}` holds URI credentials; they are written as `***`: replace the URI with `{{ env: VARIABLE }}`",
+                        parameter.name
+                    ));
+                }
+                vhost
+                    .parameters
+                    .entry(component.to_string())
+                    .or_default()
+                    .insert(parameter.name.clone(), redacted);
+            }
+        }
+    }
+}
+
+fn plain_policy(
+    pattern: &str,
+    apply_to: &str,
+    priority: i64,
+    definition: &Arguments,
+    notes: &mut Notes,
+) -> PlainPolicy {
+    let apply_to = match apply_to {
+        "queues" => ApplyTo::Queues,
+        "classic_queues" => ApplyTo::ClassicQueues,
+        "quorum_queues" => ApplyTo::QuorumQueues,
+        "streams" => ApplyTo::Streams,
+        "exchanges" => ApplyTo::Exchanges,
+        "all" => ApplyTo::All,
+        other => {
+            notes
+                .0
+                .push(format!("apply-to `{other}` is unknown; imported as `all`"));
+            ApplyTo::All
+        }
+    };
+    PlainPolicy {
+        lint: None,
+        pattern: pattern.to_string(),
+        apply_to: Some(apply_to),
+        priority: (priority != 0).then_some(priority),
+        definition: definition
+            .iter()
+            .map(|(k, v)| (k.clone(), normalize_value(v)))
+            .collect(),
+    }
+}

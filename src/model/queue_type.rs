@@ -1,0 +1,46 @@
+//! The queue types RabbitMQ has.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Queue types.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    /// Replicated, durable, the right type for anything important.
+    Quorum,
+    /// Single-node queue.
+    Classic,
+    /// Append-only log; cannot dead-letter, so it cannot have a retry ladder.
+    Stream,
+}
+
+impl QueueType {
+    /// The value of the `x-queue-type` argument.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Quorum => "quorum",
+            QueueType::Classic => "classic",
+            QueueType::Stream => "stream",
+        }
+    }
+}
+
+impl QueueType {
+    /// The type of a queue as the broker sees it (`x-queue-type`, else the `type` a
+    /// recent export carries, else `classic`).
+    pub fn of(queue: &super::Queue) -> QueueType {
+        let declared = queue
+            .arguments
+            .get("x-queue-type")
+            .or_else(|| queue.extra.get("type"))
+            .and_then(|v| v.as_str());
+        match declared {
+            Some("quorum") => QueueType::Quorum,
+            Some("stream") => QueueType::Stream,
+            _ => QueueType::Classic,
+        }
+    }
+}

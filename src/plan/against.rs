@@ -1,0 +1,165 @@
+//! Making a plan for a spec: against a live broker (`warren plan`, `warren apply SPEC`)
+//! or against a definitions file (`warren diff --against`).
+
+use std::sync::Arc;
+
+use super::{Inputs, Plan, build, scope};
+use crate::broker::{BrokerError, Client};
+use crate::compile::{self, Compiled, Options};
+use crate::diagnostic::Diagnostic;
+use crate::model::objects::{Objects, objects};
+use crate::model::record::records;
+use crate::model::{Definitions, TargetVersion};
+use crate::spec::SpecFile;
+
+/// A plan, with the compiler's warnings about the spec.
+#[derive(Debug)]
+pub struct Planned {
+    /// The plan.
+    pub plan: Plan,
+    /// Warnings of the compiler (locations resolved).
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Why no plan was made.
+#[derive(Debug)]
+pub enum PlanError {
+    /// The spec does not compile: every error found, and the warnings.
+    Invalid(Vec<Diagnostic>),
+    /// The broker could not be read; the spec's warnings, if it compiled.
+    Broker {
+        /// What went wrong.
+        error: BrokerError,
+        /// The compiler's warnings.
+        warnings: Vec<Diagnostic>,
+    },
+}
+
+/// The name a plan gives the spec: its `name`, else the file's stem.
+pub fn spec_name(file: &SpecFile) -> String {
+    file.spec.name.clone().unwrap_or_else(|| {
+        file.path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "warren".into())
+    })
+}
+
+/// Reads the broker and plans a loaded spec. Without `target`, the spec compiles for
+/// the broker's own version.
+///
+/// The spec compiles on a blocking thread while the broker's listings are read: the
+/// vhosts to read are known from the loaded spec and the ownership records, so neither
+/// waits for the other.
+pub async fn against_broker(
+    client: &Client,
+    file: Arc<SpecFile>,
+    target: Option<TargetVersion>,
+    prune_unmanaged: bool,
+) -> Result<Planned, PlanError> {
+    let name = spec_name(&file);
+    let declared: Vec<String> = file.spec.vhosts.keys().cloned().collect();
+    // Two strands run at once: the broker's version (a slow request on a large 3.x
+    // broker), then the compiler; and the ownership records with the listings of
+    // every vhost in scope (the declared ones and those an earlier apply managed).
+    let compiling = async {
+        let version = client.version().await?;
+        let target = target
+            .or_else(|| TargetVersion::for_broker(&version))
+            .unwrap_or(TargetVersion::V3_10);
+        let file = Arc::clone(&file);
+        let result = tokio::task::spawn_blocking(move || {
+            let options = Options::reading_secrets(&file, target);
+            compile::compile(&file, &options).map(|compiled| {
+                let objects = objects(&compiled.definitions);
+                (compiled, objects)
+            })
+        })
+        .await
+        .expect("the compiler does not panic");
+        Ok::<_, BrokerError>((version, target, result))
+    };
+    let reading = async {
+        // The declared vhosts are read at once; a vhost only the record names (one
+        // the spec no longer declares) costs a second read.
+        let (global_parameters, live) =
+            tokio::join!(client.global_parameters(), client.read_live(&declared));
+        let global_parameters = global_parameters?;
+        let records = records(&global_parameters);
+        let mut vhosts = scope(&Definitions::default(), records.get(&name));
+        vhosts.extend(declared.iter().cloned());
+        vhosts.sort();
+        vhosts.dedup();
+        let live = if vhosts.iter().all(|vhost| declared.contains(vhost)) {
+            live?
+        } else {
+            client.read_live(&vhosts).await?
+        };
+        Ok::<_, BrokerError>((global_parameters, records, vhosts, live))
+    };
+    let (compiled, read) = tokio::join!(compiling, reading);
+    // The version request's error comes first: it is where bad credentials show.
+    let (version, target, result) = compiled.map_err(|error| PlanError::Broker {
+        error,
+        warnings: Vec::new(),
+    })?;
+    let (compiled, desired_objects): (Compiled, Objects) = result.map_err(PlanError::Invalid)?;
+    let warnings = compiled.warnings.clone();
+    let broker_error = |error| PlanError::Broker {
+        error,
+        warnings: warnings.clone(),
+    };
+    let (global_parameters, records, vhosts, mut live) = read.map_err(broker_error)?;
+    let scope = scope(&compiled.definitions, records.get(&name));
+    if scope.iter().any(|vhost| !vhosts.contains(vhost)) {
+        live = client.read_live(&scope).await.map_err(broker_error)?;
+    }
+    live.definitions.global_parameters = global_parameters;
+    let mut plan = build(Inputs {
+        spec: &name,
+        target_version: target.to_string(),
+        broker_version: Some(version),
+        desired: &compiled,
+        live: &live.definitions,
+        records,
+        protected_user: Some(client.user().to_string()),
+        prune_unmanaged,
+        desired_objects: Some(desired_objects),
+    });
+    let queues = plan.queues_needing_counts();
+    if !queues.is_empty() {
+        let counts = client.message_counts(&queues).await.map_err(broker_error)?;
+        plan.set_message_counts(&queues, counts);
+    }
+    Ok(Planned { plan, warnings })
+}
+
+/// Plans a loaded spec against a definitions file, as if it were the broker. Without
+/// `target`, the spec compiles for the version the file was exported by.
+pub fn against_definitions(
+    file: &SpecFile,
+    live: &Definitions,
+    target: Option<TargetVersion>,
+    prune_unmanaged: bool,
+) -> Result<Planned, PlanError> {
+    let target = target
+        .or_else(|| live.exported_by().and_then(TargetVersion::for_broker))
+        .unwrap_or(TargetVersion::DEFAULT);
+    let compiled = compile::compile(file, &Options::reading_secrets(file, target))
+        .map_err(PlanError::Invalid)?;
+    let plan = build(Inputs {
+        spec: &spec_name(file),
+        target_version: target.to_string(),
+        broker_version: None,
+        desired: &compiled,
+        live,
+        records: records(&live.global_parameters),
+        protected_user: None,
+        prune_unmanaged,
+        desired_objects: None,
+    });
+    Ok(Planned {
+        plan,
+        warnings: compiled.warnings,
+    })
+}
