@@ -18,7 +18,6 @@ pub mod cli;
 pub mod commands;
 pub mod compile;
 pub mod definitions_file;
-pub mod diagnostic;
 pub mod diff;
 pub mod import;
 pub mod lint;

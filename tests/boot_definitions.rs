@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Node, NodeOptions, Version, pct};
 use warren::model::Definitions;
+use warren::model::TargetVersion;
 use warren::model::effective::effective_policy;
 use warren::spec::HashingAlgorithm;
-use warren::model::TargetVersion;
 
 const ADMIN: &str = "warren-test-admin";
 const ADMIN_PASSWORD: &str = "admin-pw";
@@ -43,7 +43,8 @@ fn export(example: &str, version: Version, out: &Path) -> Definitions {
 /// Adds an administrator (hashed by warren itself) with full rights on every vhost.
 fn with_admin(definitions: &Definitions) -> Value {
     let mut document = serde_json::to_value(definitions).unwrap();
-    let hash = warren::model::password::hash_password(ADMIN, ADMIN_PASSWORD, HashingAlgorithm::Sha256);
+    let hash =
+        warren::model::password::hash_password(ADMIN, ADMIN_PASSWORD, HashingAlgorithm::Sha256);
     document["users"].as_array_mut().unwrap().push(json!({
         "name": ADMIN, "password_hash": hash,
         "hashing_algorithm": "rabbit_password_hashing_sha256", "tags": ["administrator"],

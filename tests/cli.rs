@@ -245,3 +245,103 @@ fn every_example_points_editors_at_the_schema() {
         );
     }
 }
+
+/// A web server that is not the management API: it answers the version requests as
+/// RabbitMQ would, and every other request with a proxy's HTML login page (200 OK).
+/// Returns its base URL and the request lines it received.
+fn login_page_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let log = std::sync::Arc::clone(&log);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut length = 0usize;
+                    loop {
+                        let mut header = String::new();
+                        reader.read_line(&mut header).unwrap();
+                        if header.trim().is_empty() {
+                            break;
+                        }
+                        if let Some(value) =
+                            header.to_ascii_lowercase().strip_prefix("content-length:")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    log.lock().unwrap().push(request_line.trim().to_string());
+                    let path = request_line.split_whitespace().nth(1).unwrap_or_default();
+                    let (content_type, body) = if path.starts_with("/api/whoami") {
+                        (
+                            "application/json",
+                            r#"{"name":"guest","tags":["administrator"]}"#,
+                        )
+                    } else if path.starts_with("/api/overview") {
+                        ("application/json", r#"{"rabbitmq_version":"3.10.8"}"#)
+                    } else {
+                        (
+                            "text/html; charset=utf-8",
+                            "<html><body><form>Sign in</form></body></html>",
+                        )
+                    };
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// A 2xx answer that is not JSON (a proxy's login page in front of the management
+/// API) is an error naming the URL and the content type: read as "no objects", it
+/// would make a plan create everything, or delete everything an earlier apply made.
+#[test]
+fn a_login_page_instead_of_the_management_api_is_an_error_and_nothing_is_written() {
+    let (url, seen) = login_page_server();
+    for command in [
+        vec!["plan", "examples/shop.yaml", "--url", url.as_str()],
+        vec![
+            "apply",
+            "examples/shop.yaml",
+            "--auto-approve",
+            "--url",
+            url.as_str(),
+        ],
+        vec!["import", "-o", "-", "--url", url.as_str()],
+    ] {
+        let output = warren(&command);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {err}");
+        assert!(
+            err.contains(&format!("{url}/api/")) && err.contains("answered 200 with text/html"),
+            "{command:?}: {err}"
+        );
+        assert!(
+            stdout(&output).is_empty(),
+            "{command:?}: nothing planned or imported"
+        );
+    }
+    let requests = seen.lock().unwrap();
+    assert!(requests.iter().any(|r| r.starts_with("GET /api/")));
+    assert!(
+        requests.iter().all(|r| r.starts_with("GET ")),
+        "only reads were sent: {requests:?}"
+    );
+}

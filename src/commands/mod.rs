@@ -17,8 +17,8 @@ use clap::Parser;
 
 use crate::broker::{BrokerError, Client, Endpoint};
 use crate::cli::{BrokerArgs, Cli, Command};
-use crate::diagnostic::Diagnostic;
 use crate::render::diagnostics;
+use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{self, SpecFile};
 
 /// Exit code: success (and, for `plan`, no changes).

@@ -21,13 +21,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::diagnostic::Diagnostic;
 use crate::model::password::Passwords;
 use crate::model::record::Record;
 use crate::model::version::TargetVersion;
 use crate::model::{
     Arguments, Binding, Definitions, Exchange, ObjectId, ObjectKind, Queue, binding_id,
 };
+use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{QueueType, SpecFile, SpecPath};
 
 pub use contract::Contract;

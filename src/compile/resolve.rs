@@ -1,6 +1,6 @@
 //! Settings inheritance: top-level defaults → vhost → service → consumer.
 
-use crate::diagnostic::Diagnostic;
+use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{
     Defaults, DeliveryLimit, Duration, ExchangeType, OnExhausted, QueueType, Retry, RetryMode,
     RetryNames, ReturnVia, Spec, SpecPath,

@@ -12,9 +12,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::diagnostic::Diagnostic;
 use crate::model::is_own_kind_component;
 use crate::model::password::Passwords;
+use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{Spec, SpecFile, SpecPath};
 
 /// Everything read from outside the spec. Its `Debug` shows names and counts only.

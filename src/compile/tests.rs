@@ -5,9 +5,9 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{Options, compile};
-use crate::diagnostic::Diagnostic;
 use crate::model::version::TargetVersion;
 use crate::model::{Definitions, Queue};
+use crate::spec::diagnostic::Diagnostic;
 use crate::spec::load_str;
 
 fn compile_yaml(yaml: &str, target: TargetVersion) -> Result<Definitions, Vec<Diagnostic>> {

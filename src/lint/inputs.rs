@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::{Context, run};
 use crate::compile;
-use crate::diagnostic::Diagnostic;
 use crate::model::{Definitions, TargetVersion};
+use crate::spec::diagnostic::Diagnostic;
 
 /// Loads, compiles and lints a spec file; load and compile errors are reported like
 /// findings. Returns the source (for showing lines) and the findings.

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::compile::{Compiled, Contract};
-use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::ObjectId;
 use crate::model::version::TargetVersion;
 use crate::model::{Definitions, Policy};
+use crate::spec::diagnostic::{Diagnostic, Severity};
 use crate::spec::{Spec, SpecPath};
 
 pub use rules::RULES;

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use crate::model::version::TargetVersion;
-use crate::spec::QueueType;
+use super::QueueType;
+use super::TargetVersion;
 
 /// The JSON type a policy key takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use super::{Inputs, Plan, build, scope};
 use crate::broker::{BrokerError, Client};
 use crate::compile::{self, Compiled, Options};
-use crate::diagnostic::Diagnostic;
 use crate::model::objects::{Objects, objects};
 use crate::model::record::records;
 use crate::model::{Definitions, TargetVersion};
 use crate::spec::SpecFile;
+use crate::spec::diagnostic::Diagnostic;
 
 /// A plan, with the compiler's warnings about the spec.
 #[derive(Debug)]

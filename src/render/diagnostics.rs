@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::spec::diagnostic::{Diagnostic, Severity};
 
 /// Writes every diagnostic, then a one-line summary ending in "; nothing was written"
 /// when there are errors (what every command that writes something says).

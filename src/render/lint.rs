@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::diagnostic::{Diagnostic, Severity};
 use crate::lint::{Level, RULES};
+use crate::spec::diagnostic::{Diagnostic, Severity};
 
 fn severity(diagnostic: &Diagnostic) -> &'static str {
     match diagnostic.severity {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diagnostic::Diagnostic;
+use crate::spec::diagnostic::Diagnostic;
 
 use super::source_map::{Location, SourceMap};
 use super::types::Spec;

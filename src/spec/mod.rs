@@ -1,5 +1,7 @@
-//! What the user writes: the spec types, their loader, and source positions.
+//! What the user writes: the spec types, their loader, source positions, and the
+//! diagnostics that point into them.
 
+pub mod diagnostic;
 pub mod duration;
 pub mod load;
 pub mod source_map;

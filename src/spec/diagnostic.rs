@@ -1,6 +1,6 @@
 //! Findings about a spec: what is wrong, where, and how to fix it.
 
-use crate::spec::{Location, SpecPath};
+use super::{Location, SpecPath};
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]

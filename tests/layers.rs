@@ -1,0 +1,232 @@
+//! The layering of `src/` (docs/architecture.md) as a test: no module uses one above
+//! it, no two files of one module import each other, and only `broker/` holds
+//! management API paths.
+//!
+//! It reads the source as text: a `crate::<module>` path names a top-level module, and
+//! `super::<file>` or `crate::<module>::<file>` names a sibling file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top-level modules from the bottom up; a module may use only those of lower rank.
+const LAYERS: &[(&str, u32)] = &[
+    ("model", 0),
+    ("suggest", 0),
+    ("spec", 1),
+    ("broker", 1),
+    ("definitions_file", 1),
+    ("schema", 2),
+    ("compile", 2),
+    ("diff", 3),
+    ("lint", 3),
+    ("import", 3),
+    ("plan", 4),
+    ("apply", 5),
+    ("render", 6),
+    ("cli", 7),
+    ("commands", 8),
+];
+
+fn rank(module: &str) -> Option<u32> {
+    LAYERS
+        .iter()
+        .find(|(name, _)| *name == module)
+        .map(|(_, rank)| *rank)
+}
+
+fn rust_files(directory: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(directory).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The identifiers that follow `prefix` in `text`.
+fn names_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.match_indices(prefix)
+        .map(|(at, _)| {
+            let rest = &text[at + prefix.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// Source text without line comments (doc links name modules above on purpose).
+fn code_of(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| match line.trim_start().starts_with("//") {
+            true => "",
+            false => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+struct Source {
+    /// Top-level module (`compile` for `src/compile/retry.rs`).
+    module: String,
+    /// File stem within the module's folder (`retry`), `None` for the module's root file.
+    file: Option<String>,
+    code: String,
+}
+
+fn sources() -> Vec<(PathBuf, Source)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|path| {
+            let relative = path.strip_prefix(&src).unwrap().to_path_buf();
+            let parts: Vec<String> = relative
+                .iter()
+                .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+                .collect();
+            let module = parts[0].clone();
+            if module == "lib" || module == "main" {
+                return None;
+            }
+            let file = match parts.as_slice() {
+                [_] => None,
+                [_, file] if file == "mod" => None,
+                [_, file, ..] => Some(file.clone()),
+                _ => None,
+            };
+            let code = code_of(&path);
+            Some((relative, Source { module, file, code }))
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_uses_one_above_it() {
+    let mut upward = Vec::new();
+    for (path, source) in sources() {
+        let own = rank(&source.module).unwrap_or_else(|| {
+            panic!(
+                "{}: add module `{}` to LAYERS",
+                path.display(),
+                source.module
+            )
+        });
+        let used: BTreeSet<&str> = names_after(&source.code, "crate::").into_iter().collect();
+        for module in used {
+            if module == source.module {
+                continue;
+            }
+            match rank(module) {
+                Some(theirs) if theirs < own => {}
+                _ => upward.push(format!("{} uses crate::{module}", path.display())),
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that point up or sideways:\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn no_two_files_of_a_module_import_each_other() {
+    let sources = sources();
+    let siblings: BTreeSet<(String, String)> = sources
+        .iter()
+        .filter_map(|(_, s)| Some((s.module.clone(), s.file.clone()?)))
+        .collect();
+    // Edges between the non-root files of one module.
+    let mut edges: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (_, source) in &sources {
+        let Some(file) = &source.file else { continue };
+        let mut named: Vec<&str> = names_after(&source.code, "super::");
+        named.extend(names_after(
+            &source.code,
+            &format!("crate::{}::", source.module),
+        ));
+        for other in named {
+            if other != file && siblings.contains(&(source.module.clone(), other.to_string())) {
+                edges
+                    .entry((source.module.clone(), file.clone()))
+                    .or_default()
+                    .insert(other.to_string());
+            }
+        }
+    }
+    let mut cycles = Vec::new();
+    for ((module, file), targets) in &edges {
+        for target in targets {
+            let back = edges
+                .get(&(module.clone(), target.clone()))
+                .is_some_and(|t| t.contains(file));
+            if back && file < target {
+                cycles.push(format!("{module}/{file}.rs <-> {module}/{target}.rs"));
+            }
+        }
+    }
+    // Longer cycles: a file reaching itself through its siblings.
+    for (module, file) in edges.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<String> = edges[&(module.clone(), file.clone())]
+            .iter()
+            .cloned()
+            .collect();
+        while let Some(next) = stack.pop() {
+            if &next == file {
+                cycles.push(format!("{module}/{file}.rs reaches itself"));
+                break;
+            }
+            if seen.insert(next.clone())
+                && let Some(more) = edges.get(&(module.clone(), next))
+            {
+                stack.extend(more.iter().cloned());
+            }
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn only_the_broker_module_holds_management_api_paths() {
+    let outside: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, s)| s.module != "broker" && s.code.contains("\"/api/"))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "API paths outside src/broker/: {outside:?}"
+    );
+}
+
+#[test]
+fn the_checker_sees_what_it_checks() {
+    let sources = sources();
+    let broker_paths = sources
+        .iter()
+        .filter(|(_, s)| s.module == "broker" && s.code.contains("\"/api/"))
+        .count();
+    assert!(broker_paths >= 3, "the broker's API paths are found");
+    let compile_files = sources
+        .iter()
+        .filter(|(_, s)| s.module == "compile")
+        .count();
+    assert!(
+        compile_files >= 10,
+        "compile's files are found: {compile_files}"
+    );
+    assert_eq!(
+        names_after("use crate::model::{A}; crate::spec::x", "crate::"),
+        vec!["model", "spec"]
+    );
+}
