@@ -1,16 +1,24 @@
 //! warren: RabbitMQ topology as code.
 //!
-//! The data flows one way, each stage a plain function:
+//! The data flows one way, each stage a plain function; only `broker` touches the
+//! network and only `compile::secrets` the environment:
 //!
 //! ```text
 //! warren.yaml ──spec::load──► SpecFile (typed spec + source positions)
+//!             ──compile::secrets::read──► passwords and env values
 //!             ──compile────► Compiled { definitions, origins, contract, warnings }
-//!             ──export─────► definitions.json for a broker's boot or import
+//!             ──definitions_file──► definitions.json for a broker's boot or import
+//! broker ─────broker::read_live──► live Definitions
+//! desired × live × ownership records ──plan::build (diff)──► Plan ──apply──► broker
 //! ```
 //!
-//! `spec` knows YAML, `compile` knows RabbitMQ's semantics, `model` is the one
-//! definitions type for desired and live state, `render` is the only code that formats
-//! output, and `commands` turns flags into calls.
+//! The layers, from the bottom: `model` (the leaf: the RabbitMQ vocabulary, object
+//! identity, the normal form, policy and pattern rules, passwords, redaction, versions,
+//! the ownership record's format); `spec`, `broker` and `definitions_file`; `compile`;
+//! `diff`, `lint` and `import`; `plan`; `apply`; `render` (the only code that formats
+//! output); `cli` and `commands` (flags in, one library call, output out). A module
+//! uses only modules below it: docs/architecture.md is the map, and a test keeps it
+//! true.
 
 pub mod apply;
 pub mod broker;

@@ -79,8 +79,6 @@ pub struct Compiled {
     pub contract: Contract,
     /// Findings that do not stop compilation.
     pub warnings: Vec<Diagnostic>,
-    /// The spec's `name`, if it sets one.
-    pub spec_name: Option<String>,
     /// The users' clear passwords, kept in memory only to recognise an unchanged
     /// password on the broker. Never printed or written.
     pub passwords: Passwords,
@@ -130,7 +128,6 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         origins,
         contract,
         warnings: diagnostics,
-        spec_name: file.spec.name.clone(),
         passwords,
     })
 }

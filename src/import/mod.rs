@@ -1,10 +1,10 @@
 //! Live state (or a definitions file) → a spec that reproduces it.
 //!
 //! Retry topologies in warren's shape are recognised and written as services and
-//! consumers with ladders ([`ladders`]), so the ladders are rebuilt where they were
+//! consumers with ladders (`ladders`), so the ladders are rebuilt where they were
 //! defined (top level, vhost, service, consumer or a named ladder) and the regenerated
 //! policies keep their names. Everything else becomes plain exchanges, queues,
-//! bindings and policies ([`plain`]). Users keep their password hashes ([`users`]).
+//! bindings and policies (`plain`). Users keep their password hashes (`users`).
 //! Compiling the result and planning it against the same broker gives no changes.
 
 mod ladders;

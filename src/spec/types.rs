@@ -3,6 +3,10 @@
 //! Every struct denies unknown keys so that a typo is an error, never a silently ignored
 //! setting. Maps keep the order the user wrote them in (`IndexMap`), which keeps
 //! diagnostics in reading order; everything printed later is sorted.
+//!
+//! One file on purpose, though long: it is the spec format itself, read top to bottom
+//! in the order a user writes a spec, and its doc comments are the JSON Schema's
+//! descriptions (`schemas/warren.schema.json`).
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
