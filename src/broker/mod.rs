@@ -349,12 +349,10 @@ impl Client {
 const OVERVIEW_WITHOUT_STATISTICS: &str =
     "/api/overview?disable_stats=true&enable_queue_totals=false";
 
-/// A URL as it may be printed.
+/// A URL as it may be printed (an endpoint's URLs hold no credentials, see
+/// [`Endpoint::from_urls`]; this holds even for one built by hand).
 fn without_credentials(url: &Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_password(None);
-    let _ = url.set_username("");
-    url.to_string()
+    crate::model::redact::redact_uri(url.as_str())
 }
 
 fn join(base: &Url, path: &str) -> Url {
