@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{EXIT_CHANGES, EXIT_ERROR, EXIT_OK, client, fail, load_spec, report, runtime};
 use crate::apply::{self, ApplyError};
+use crate::broker::Client;
 use crate::cli::{BrokerArgs, Format, PlanArgs};
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::plan::{Style, redacted_json, render_text};
@@ -50,6 +51,25 @@ fn reported(
     }
 }
 
+/// Loads a spec and plans it against the broker, printing diagnostics; `None` after an
+/// error.
+fn plan_spec(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    spec: &Path,
+    args: &PlanArgs,
+    stderr: &mut dyn Write,
+) -> Option<Plan> {
+    let file = Arc::new(load_spec(spec, stderr)?);
+    let made = runtime.block_on(plan::against_broker(
+        client,
+        Arc::clone(&file),
+        args.target_version,
+        args.prune_unmanaged,
+    ));
+    reported(&file, made, stderr)
+}
+
 fn exit_for_plan(plan: &Plan) -> u8 {
     if !plan.conflicts.is_empty() {
         EXIT_ERROR
@@ -73,17 +93,7 @@ pub fn plan(
         Ok(client) => client,
         Err(err) => return fail(stderr, &err.to_string()),
     };
-    let Some(file) = load_spec(spec, stderr) else {
-        return EXIT_ERROR;
-    };
-    let file = Arc::new(file);
-    let made = runtime().block_on(plan::against_broker(
-        &client,
-        Arc::clone(&file),
-        args.target_version,
-        args.prune_unmanaged,
-    ));
-    let Some(plan) = reported(&file, made, stderr) else {
+    let Some(plan) = plan_spec(&runtime(), &client, spec, args, stderr) else {
         return EXIT_ERROR;
     };
     // For benchmarks (bench/run): how many HTTP requests the plan made.
@@ -155,17 +165,7 @@ pub fn apply(
     let plan = match saved {
         Some(plan) => plan,
         None => {
-            let Some(file) = load_spec(target, stderr) else {
-                return EXIT_ERROR;
-            };
-            let file = Arc::new(file);
-            let made = runtime.block_on(plan::against_broker(
-                &client,
-                Arc::clone(&file),
-                args.target_version,
-                args.prune_unmanaged,
-            ));
-            let Some(plan) = reported(&file, made, stderr) else {
+            let Some(plan) = plan_spec(&runtime, &client, target, args, stderr) else {
                 return EXIT_ERROR;
             };
             if print_plan(&plan, args.format, stdout).is_err() {
