@@ -1,12 +1,11 @@
 //! Proves the broker test harness: nodes of both supported RabbitMQ versions
 //! start, answer the management API, and boot from definitions.
 
-mod support;
-
 use std::time::Instant;
 
 use serde_json::json;
-use support::{Node, NodeOptions, Version, pct, rabbit_password_hash};
+
+use crate::node::{Node, NodeOptions, Version, pct, rabbit_password_hash};
 
 fn shared_node_reports_its_version(version: Version) {
     let started = Instant::now();
@@ -159,36 +158,14 @@ fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
     node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
 }
 
-#[test]
-fn generated_patterns_fit_the_regex_limit_of_3_10() {
-    generated_patterns_fit_the_brokers_regex_limit(Version::V3_10);
-}
+per_version!(
+    shared_node_reports_its_version,
+    node_boots_from_definitions,
+    generated_patterns_fit_the_brokers_regex_limit,
+);
 
-#[test]
-fn generated_patterns_fit_the_regex_limit_of_4_0() {
-    generated_patterns_fit_the_brokers_regex_limit(Version::V4_0);
-}
-
-#[test]
-fn shared_node_3_10_reports_its_version() {
-    shared_node_reports_its_version(Version::V3_10);
-}
-
-#[test]
-fn shared_node_4_0_reports_its_version() {
-    shared_node_reports_its_version(Version::V4_0);
-}
-
-#[test]
-fn node_3_10_boots_from_definitions() {
-    node_boots_from_definitions(Version::V3_10);
-}
-
-#[test]
-fn node_4_0_boots_from_definitions() {
-    node_boots_from_definitions(Version::V4_0);
-}
-
+/// A check of the harness itself, which needs no broker: it stays here, with the
+/// harness it checks, which is only compiled into this binary.
 #[test]
 fn versions_have_targets() {
     assert_eq!(Version::all().map(Version::target), ["3.10", "4.0"]);

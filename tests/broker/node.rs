@@ -35,6 +35,8 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::support;
+
 /// How long a node may take to answer on its management and AMQP ports.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Attempts when a port picked as free was taken before the node bound it.
@@ -158,7 +160,6 @@ pub struct Node {
     pub version: Version,
     /// `http://127.0.0.1:PORT`, without a trailing slash.
     pub mgmt_url: String,
-    pub mgmt_port: u16,
     pub amqp_port: u16,
     pub node_name: String,
     pub user: String,
@@ -311,7 +312,6 @@ impl Node {
             let mut node = Node {
                 version,
                 mgmt_url: format!("http://127.0.0.1:{mgmt_port}"),
-                mgmt_port,
                 amqp_port,
                 node_name,
                 user: opts.user.clone(),
@@ -534,6 +534,30 @@ impl Node {
             &serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
         );
         name
+    }
+
+    /// A vhost name not used yet on this node, for warren to create: the vhost is
+    /// created to take the name, then deleted again.
+    #[track_caller]
+    pub fn unused_vhost(&self, prefix: &str) -> String {
+        let name = self.unique_vhost(prefix);
+        self.delete(&format!("/api/vhosts/{}", pct(&name)));
+        name
+    }
+
+    /// `warren ARGS` against this node: [`support::warren`] with the node's
+    /// management URL and credentials (`--url`, `--user`, `--password`) appended.
+    pub fn warren(&self, args: &[&str]) -> Command {
+        let mut command = support::warren(args);
+        command.args([
+            "--url",
+            &self.mgmt_url,
+            "--user",
+            &self.user,
+            "--password",
+            &self.password,
+        ]);
+        command
     }
 
     /// The broker's full version string, e.g. `"3.10.8"`.

@@ -6,13 +6,12 @@
 //! failure behaviours of docs/consumer-contract.md, reading every name and number
 //! from the contract JSON that `warren compile --contract` prints.
 //!
-//! Tests are synchronous (the management helpers of [`super::Node`] use blocking
-//! HTTP, which must not run inside an async runtime): they own a [`Amqp`] runtime
-//! and `block_on` the AMQP parts, while consumers run as tasks on it.
+//! Tests are synchronous (the management helpers of [`Node`] use blocking HTTP, which
+//! must not run inside an async runtime): they own a tokio runtime ([`runtime`]) and
+//! `block_on` the AMQP parts, while consumers run as tasks on it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,13 +26,16 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::broker::{Node, pct};
+use crate::node::{Node, pct};
+use crate::support::{Capture, warren};
 
 /// Header of the retry count in `publish` mode (`warren::compile::contract::RETRY_COUNT_HEADER`).
 pub const RETRY_HEADER: &str = "warren-retries";
 
 // ---------------------------------------------------------------------------
-// The contract, as `warren compile --contract` prints it.
+// The contract, as `warren compile --contract` prints it: the fields this client
+// reads (the whole document is pinned by the contract snapshots of
+// `tests/offline/cli.rs`).
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Contract {
@@ -42,8 +44,6 @@ pub struct Contract {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ConsumerContract {
-    pub vhost: String,
-    pub service: String,
     pub consumer: String,
     pub queue: String,
     pub consume_from: Vec<String>,
@@ -66,8 +66,6 @@ pub struct RetryContract {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct RetryStep {
-    pub retry: u32,
-    pub tier: u32,
     pub delay_ms: u64,
     pub routing_key: String,
     pub queue: String,
@@ -85,18 +83,20 @@ impl Contract {
     /// Runs `warren compile SPEC --contract --target-version TARGET`.
     #[track_caller]
     pub fn of(spec: &Path, target: &str) -> Contract {
-        let out = Command::new(env!("CARGO_BIN_EXE_warren"))
-            .args(["compile", spec.to_str().unwrap(), "--contract"])
-            .args(["--target-version", target])
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("warren runs");
+        let run = warren(&[
+            "compile",
+            spec.to_str().unwrap(),
+            "--contract",
+            "--target-version",
+            target,
+        ])
+        .run();
         assert!(
-            out.status.success(),
+            run.code == Some(0),
             "warren compile --contract failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
+            run.stderr
         );
-        serde_json::from_slice(&out.stdout).expect("contract JSON")
+        serde_json::from_str(&run.stdout).expect("contract JSON")
     }
 
     /// The contract of `consumer` (by consumer name).
@@ -497,7 +497,6 @@ pub struct Event {
     pub action: Action,
     pub body: Vec<u8>,
     pub message_id: Option<String>,
-    pub routing_key: String,
     pub headers: BTreeMap<String, AMQPValue>,
 }
 
@@ -616,7 +615,6 @@ async fn handle(
             .message_id()
             .as_ref()
             .map(|s| s.to_string()),
-        routing_key: delivery.routing_key.to_string(),
         headers: headers(&delivery),
     });
 }

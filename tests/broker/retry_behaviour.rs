@@ -4,117 +4,187 @@
 //! Each scenario applies a test copy of an example (short delays, a vhost and spec
 //! name of its own) to the shared node of its version with the `warren` binary, reads
 //! the consumer contract with `warren compile --contract`, and runs consumers from
-//! `tests/support/amqp.rs`. Times are measured: a delivery comes at least `delay`
-//! after the previous one; upper bounds are generous (seconds).
-
-mod support;
+//! `tests/broker/amqp.rs`; [`Scenario`] does the setup they share. Times are measured:
+//! a delivery comes at least `delay` after the previous one; upper bounds are generous
+//! (seconds).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lapin::BasicProperties;
+use lapin::message::Delivery;
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use serde_json::json;
-use support::amqp::{
-    self, Action, Client, Contract, Decide, Event, Log, eventually, message, spawn_consumer,
+
+use crate::amqp::{
+    self, Action, Client, ConsumerContract, Contract, Decide, Event, Log, RetryContract,
+    eventually, message, spawn_consumer,
 };
-use support::{Node, Version, pct};
+use crate::node::{Node, Version, pct};
+use crate::spec::Spec;
+use crate::support::Capture;
 
 /// Upper bound for anything that should happen "soon" (never tight).
 const SOON: Duration = Duration::from_secs(20);
 
-/// A spec file in a temp dir.
-struct Spec {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
+/// What every scenario starts from: a spec applied to a fresh vhost on the shared node
+/// of its version, the spec's consumer contract, and an AMQP connection to the vhost
+/// on a runtime of the scenario's own. The connection is closed when the scenario
+/// ends (unless it fails).
+struct Scenario {
+    node: &'static Node,
+    vhost: String,
+    spec: Spec,
+    contract: Contract,
+    rt: tokio::runtime::Runtime,
+    client: Client,
 }
 
-impl Spec {
-    fn new(yaml: &str) -> Spec {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("spec.yaml");
-        std::fs::write(&path, yaml).unwrap();
-        Spec { _dir: dir, path }
-    }
-
-    /// An example with its text substituted (`from` → `to`, each must occur).
+impl Scenario {
+    /// Applies `spec(vhost)` to a fresh vhost named `PREFIX-...` on the shared node of
+    /// `version`, reads the contract for `version` and connects to the vhost.
     #[track_caller]
-    fn example(file: &str, substitutions: &[(&str, &str)]) -> Spec {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("examples")
-            .join(file);
-        let mut text = std::fs::read_to_string(path).unwrap();
-        for (from, to) in substitutions {
-            assert!(text.contains(from), "{file} has no `{from}`");
-            text = text.replace(from, to);
+    fn start(version: Version, prefix: &str, spec: impl FnOnce(&str) -> Spec) -> Scenario {
+        let node = Node::shared(version);
+        let vhost = node.unused_vhost(prefix);
+        let spec = spec(&vhost);
+        apply(node, &spec, &vhost);
+        let contract = Contract::of(&spec.path, version.target());
+        let rt = amqp::runtime();
+        let client = rt.block_on(Client::connect(node, &vhost));
+        Scenario {
+            node,
+            vhost,
+            spec,
+            contract,
+            rt,
+            client,
         }
-        Spec::new(&text)
     }
 
-    fn write(&self, yaml: &str) {
-        std::fs::write(&self.path, yaml).unwrap();
+    /// Applies the spec again (after [`Spec::write`]); returns how long `warren apply`
+    /// took.
+    #[track_caller]
+    fn reapply(&self) -> Duration {
+        apply(self.node, &self.spec, &self.vhost)
+    }
+
+    /// The contract of `consumer` (by consumer name).
+    #[track_caller]
+    fn consumer(&self, consumer: &str) -> ConsumerContract {
+        self.contract.consumer(consumer).clone()
+    }
+
+    /// A second connection to the vhost.
+    fn connect(&self) -> Client {
+        self.rt.block_on(Client::connect(self.node, &self.vhost))
+    }
+
+    /// Starts `consumer` (see [`spawn_consumer`]), logging to `log`.
+    fn consume(&self, consumer: &ConsumerContract, prefetch: u16, decide: Decide, log: &Log) {
+        self.rt.block_on(spawn_consumer(
+            &self.client,
+            consumer,
+            prefetch,
+            decide,
+            log,
+            false,
+        ));
+    }
+
+    /// Publishes and waits for the confirm; panics if the message is unroutable.
+    #[track_caller]
+    fn publish(&self, exchange: &str, routing_key: &str, body: &[u8], properties: BasicProperties) {
+        self.rt
+            .block_on(self.client.publish(exchange, routing_key, body, properties))
+            .unwrap();
+    }
+
+    /// Ready messages in `queue` (exact).
+    fn ready(&self, queue: &str) -> u32 {
+        self.rt.block_on(self.client.ready(queue))
+    }
+
+    /// Every queue of the vhost with its ready message count (exact, via passive
+    /// declare).
+    fn depths(&self) -> BTreeMap<String, u32> {
+        let names: Vec<String> = self
+            .node
+            .get(&format!("/api/queues/{}?columns=name", pct(&self.vhost)))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["name"].as_str().unwrap().to_string())
+            .collect();
+        self.rt.block_on(async {
+            let mut depths = BTreeMap::new();
+            for name in names {
+                let n = self.client.ready(&name).await;
+                depths.insert(name, n);
+            }
+            depths
+        })
+    }
+
+    /// Asserts that the one message left in the vhost is in the parking queue of
+    /// `retry`, and takes it.
+    #[track_caller]
+    fn take_the_parked_message(&self, retry: &RetryContract) -> Delivery {
+        let parking = retry.on_exhausted.queue.clone().unwrap();
+        let depths = self.depths();
+        assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
+        self.rt.block_on(self.client.get(&parking)).unwrap()
+    }
+
+    /// Waits until `log` has `n` events, then a little longer to see that no more come.
+    #[track_caller]
+    fn wait_for_events(&self, log: &Log, n: usize, quiet: Duration) -> Vec<Event> {
+        let reached = self.rt.block_on(eventually(SOON, || log.len() >= n));
+        assert!(
+            reached,
+            "expected {n} deliveries, got {}: {:#?}",
+            log.len(),
+            summary(&log.events())
+        );
+        std::thread::sleep(quiet);
+        let events = log.events();
+        assert_eq!(
+            events.len(),
+            n,
+            "more deliveries than expected: {:#?}",
+            summary(&events)
+        );
+        events
     }
 }
 
-/// A vhost name not used yet on `node` (warren creates the vhost).
-fn fresh_vhost(node: &Node, prefix: &str) -> String {
-    let name = node.unique_vhost(prefix);
-    node.delete(&format!("/api/vhosts/{}", pct(&name)));
-    name
+impl Drop for Scenario {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.rt.block_on(self.client.close());
+        }
+    }
 }
 
-/// `warren apply SPEC --auto-approve` against `node`, then lets the node's user in.
+/// `warren apply SPEC --auto-approve` against `node`, then lets the node's user into
+/// `vhost`. Returns how long the apply took.
 #[track_caller]
-fn apply(node: &Node, spec: &Spec, vhosts: &[&str]) -> Duration {
+fn apply(node: &Node, spec: &Spec, vhost: &str) -> Duration {
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["apply", spec.path.to_str().unwrap(), "--auto-approve"])
-        .args(["--url", &node.mgmt_url, "--user", &node.user])
-        .args(["--password", &node.password])
-        .env("NO_COLOR", "1")
-        .env_remove("WARREN_TARGET_VERSION")
-        .output()
-        .expect("warren runs");
+    let out = node.warren(&["apply", spec.arg(), "--auto-approve"]).run();
     let took = started.elapsed();
     assert!(
-        out.status.success(),
+        out.code == Some(0),
         "warren apply failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        out.stdout,
+        out.stderr
     );
-    for vhost in vhosts {
-        node.put(
-            &format!("/api/permissions/{}/{}", pct(vhost), pct(&node.user)),
-            &json!({"configure": ".*", "write": ".*", "read": ".*"}),
-        );
-    }
+    node.put(
+        &format!("/api/permissions/{}/{}", pct(vhost), pct(&node.user)),
+        &json!({"configure": ".*", "write": ".*", "read": ".*"}),
+    );
     took
-}
-
-/// Every queue of `vhost` with its ready message count (exact, via passive declare).
-fn queue_depths(
-    node: &Node,
-    rt: &tokio::runtime::Runtime,
-    client: &Client,
-    vhost: &str,
-) -> BTreeMap<String, u32> {
-    let names: Vec<String> = node
-        .get(&format!("/api/queues/{}?columns=name", pct(vhost)))
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|q| q["name"].as_str().unwrap().to_string())
-        .collect();
-    rt.block_on(async {
-        let mut depths = BTreeMap::new();
-        for name in names {
-            let n = client.ready(&name).await;
-            depths.insert(name, n);
-        }
-        depths
-    })
 }
 
 /// Queues of `vhost` that hold messages.
@@ -128,32 +198,6 @@ fn non_empty(depths: &BTreeMap<String, u32>) -> BTreeMap<String, u32> {
 
 fn always(ok: bool) -> Decide {
     Arc::new(move |_, _| ok)
-}
-
-/// Waits until `log` has `n` events, then a little longer to see that no more come.
-#[track_caller]
-fn wait_for_events(
-    rt: &tokio::runtime::Runtime,
-    log: &Log,
-    n: usize,
-    quiet: Duration,
-) -> Vec<Event> {
-    let reached = rt.block_on(eventually(SOON, || log.len() >= n));
-    assert!(
-        reached,
-        "expected {n} deliveries, got {}: {:#?}",
-        log.len(),
-        summary(&log.events())
-    );
-    std::thread::sleep(quiet);
-    let events = log.events();
-    assert_eq!(
-        events.len(),
-        n,
-        "more deliveries than expected: {:#?}",
-        summary(&events)
-    );
-    events
 }
 
 fn summary(events: &[Event]) -> Vec<String> {
@@ -194,41 +238,29 @@ fn text_header(value: &str) -> AMQPValue {
 // 1. The article's single loop.
 
 fn the_articles_single_loop(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "single-loop");
-    let spec = Spec::example(
-        "single-loop.yaml",
-        &[
-            (
-                "name: single-loop\n",
-                &format!("name: {vhost}\ndefaults:\n  queue_type: classic\n"),
-            ),
-            ("service_a_vh:", &format!("{vhost}:")),
-            ("delays: [60s]", "delays: [300ms]"),
-        ],
-    );
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let input = contract.consumer("input").clone();
+    let s = Scenario::start(version, "single-loop", |vhost| {
+        Spec::example(
+            "single-loop.yaml",
+            &[
+                (
+                    "name: single-loop\n",
+                    &format!("name: {vhost}\ndefaults:\n  queue_type: classic\n"),
+                ),
+                ("service_a_vh:", &format!("{vhost}:")),
+                ("delays: [60s]", "delays: [300ms]"),
+            ],
+        )
+    });
+    let input = s.consumer("input");
     let retry = input.retry().clone();
     assert_eq!((retry.mode.as_str(), retry.max_retries), ("reject", 2));
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
     let log = Log::default();
-    rt.block_on(spawn_consumer(
-        &client,
-        &input,
-        10,
-        always(false),
-        &log,
-        false,
-    ));
-    rt.block_on(client.publish("service_a_inner_exch", "", b"hello", message("m1")))
-        .unwrap();
+    s.consume(&input, 10, always(false), &log);
+    s.publish("service_a_inner_exch", "", b"hello", message("m1"));
 
-    let events = wait_for_events(&rt, &log, 3, Duration::from_millis(1200));
-    let delays: Vec<u64> = retry.schedule.iter().map(|s| s.delay_ms).collect();
+    let events = s.wait_for_events(&log, 3, Duration::from_millis(1200));
+    let delays: Vec<u64> = retry.schedule.iter().map(|step| step.delay_ms).collect();
     assert_eq!(delays, [300, 300]);
     assert_gaps(&events, &delays);
     // The broker counts: x-death {work queue, rejected} is the number of retries so far.
@@ -268,40 +300,39 @@ fn the_articles_single_loop(version: Version) {
     );
 
     // Gone: in no queue at all.
-    let depths = queue_depths(node, &rt, &client, &vhost);
+    let depths = s.depths();
     assert_eq!(depths.len(), 2, "{depths:?}");
     assert!(non_empty(&depths).is_empty(), "{depths:?}");
-    rt.block_on(client.close());
 }
 
 // ---------------------------------------------------------------------------
 // 2. Two consumers on one fanout exchange.
 
-fn a_retry_returns_only_to_the_consumer_that_failed(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "multi");
-    let spec = Spec::example(
+/// `examples/multi-consumer.yaml` on `vhost`, with a retry delay of `delay`.
+fn multi_consumer_spec(vhost: &str, delay: &str) -> Spec {
+    Spec::example(
         "multi-consumer.yaml",
         &[
             ("name: multi-consumer", &format!("name: {vhost}")),
             ("service_a_vh:", &format!("{vhost}:")),
-            ("delays: [60s]", "delays: [300ms]"),
+            ("delays: [60s]", &format!("delays: [{delay}]")),
         ],
-    );
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let a = contract.consumer("input").clone();
-    let b = contract.consumer("another_input").clone();
+    )
+}
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
+fn a_retry_returns_only_to_the_consumer_that_failed(version: Version) {
+    let s = Scenario::start(version, "multi", |vhost| {
+        multi_consumer_spec(vhost, "300ms")
+    });
+    let a = s.consumer("input");
+    let b = s.consumer("another_input");
+
     let log = Log::default();
-    rt.block_on(spawn_consumer(&client, &a, 10, always(false), &log, false));
-    rt.block_on(spawn_consumer(&client, &b, 10, always(true), &log, false));
-    rt.block_on(client.publish("service_a_inner_exch", "", b"order 42", message("m1")))
-        .unwrap();
+    s.consume(&a, 10, always(false), &log);
+    s.consume(&b, 10, always(true), &log);
+    s.publish("service_a_inner_exch", "", b"order 42", message("m1"));
 
-    let events = wait_for_events(&rt, &log, 4, Duration::from_millis(1200));
+    let events = s.wait_for_events(&log, 4, Duration::from_millis(1200));
     let of = |name: &str| -> Vec<Event> {
         events
             .iter()
@@ -327,13 +358,9 @@ fn a_retry_returns_only_to_the_consumer_that_failed(version: Version) {
 
     // Quorum work queue (the example's default): the broker counted the rejections
     // in x-death on this version, and the parked copy is the only message left.
-    let parking = a.retry().on_exhausted.queue.clone().unwrap();
-    let depths = queue_depths(node, &rt, &client, &vhost);
-    assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
-    let parked = rt.block_on(client.get(&parking)).unwrap();
+    let parked = s.take_the_parked_message(a.retry());
     assert_eq!(parked.data, b"order 42");
     assert_eq!(amqp::x_death_count(&parked, &a.queue, "rejected"), 2);
-    rt.block_on(client.close());
 }
 
 // ---------------------------------------------------------------------------
@@ -351,7 +378,7 @@ fn ladder_spec(vhost: &str, queue_type: &str) -> Spec {
     )
 }
 
-fn publish_original(rt: &tokio::runtime::Runtime, client: &Client, routing_key: &str) {
+fn publish_original(s: &Scenario, routing_key: &str) {
     let mut headers = FieldTable::default();
     headers.insert("tenant".into(), text_header("acme"));
     headers.insert("attempt-budget".into(), AMQPValue::LongLongInt(7));
@@ -359,10 +386,8 @@ fn publish_original(rt: &tokio::runtime::Runtime, client: &Client, routing_key: 
         .with_headers(headers)
         .with_content_type("text/plain".into())
         .with_correlation_id("c-9".into());
-    rt.block_on(client.publish("notifications", routing_key, b"your code is 1234", props))
-        .unwrap();
+    s.publish("notifications", routing_key, b"your code is 1234", props);
 }
-
 #[track_caller]
 fn assert_original_kept(parked: &lapin::message::Delivery) {
     assert_eq!(parked.data, b"your code is 1234");
@@ -382,30 +407,19 @@ fn assert_original_kept(parked: &lapin::message::Delivery) {
 }
 
 fn the_ladder_in_publish_mode(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "ladder-publish");
-    let spec = ladder_spec(&vhost, "quorum");
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let sms = contract.consumer("sms").clone();
+    let s = Scenario::start(version, "ladder-publish", |vhost| {
+        ladder_spec(vhost, "quorum")
+    });
+    let sms = s.consumer("sms");
     let retry = sms.retry().clone();
     assert_eq!(retry.mode, "publish");
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
     let log = Log::default();
-    rt.block_on(spawn_consumer(
-        &client,
-        &sms,
-        10,
-        always(false),
-        &log,
-        false,
-    ));
-    publish_original(&rt, &client, "notify.sms.urgent");
+    s.consume(&sms, 10, always(false), &log);
+    publish_original(&s, "notify.sms.urgent");
 
-    let events = wait_for_events(&rt, &log, 4, Duration::from_millis(1000));
-    let delays: Vec<u64> = retry.schedule.iter().map(|s| s.delay_ms).collect();
+    let events = s.wait_for_events(&log, 4, Duration::from_millis(1000));
+    let delays: Vec<u64> = retry.schedule.iter().map(|step| step.delay_ms).collect();
     assert_eq!(delays, [200, 400, 600]);
     assert_gaps(&events, &delays);
     assert_eq!(
@@ -432,10 +446,7 @@ fn the_ladder_in_publish_mode(version: Version) {
         assert_eq!(from_tier[0]["reason"], "expired");
     }
 
-    let parking = retry.on_exhausted.queue.clone().unwrap();
-    let depths = queue_depths(node, &rt, &client, &vhost);
-    assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
-    let parked = rt.block_on(client.get(&parking)).unwrap();
+    let parked = s.take_the_parked_message(&retry);
     assert_original_kept(&parked);
     assert_eq!(amqp::header_u64(&parked, amqp::RETRY_HEADER), Some(3));
     let key_header = retry
@@ -446,34 +457,22 @@ fn the_ladder_in_publish_mode(version: Version) {
         amqp::header_string(&parked, key_header).as_deref(),
         Some("notify.sms.urgent")
     );
-    rt.block_on(client.close());
 }
 
 fn the_ladder_with_a_consumer_that_only_rejects(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "ladder-chain");
-    let spec = ladder_spec(&vhost, "quorum");
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let push = contract.consumer("push").clone();
+    let s = Scenario::start(version, "ladder-chain", |vhost| {
+        ladder_spec(vhost, "quorum")
+    });
+    let push = s.consumer("push");
     let retry = push.retry().clone();
     assert_eq!(retry.mode, "reject-chain");
     assert_eq!(push.consume_from.len(), 4);
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
     let log = Log::default();
-    rt.block_on(spawn_consumer(
-        &client,
-        &push,
-        10,
-        always(false),
-        &log,
-        false,
-    ));
-    publish_original(&rt, &client, "notify.push.urgent");
+    s.consume(&push, 10, always(false), &log);
+    publish_original(&s, "notify.push.urgent");
 
-    let events = wait_for_events(&rt, &log, 4, Duration::from_millis(1000));
+    let events = s.wait_for_events(&log, 4, Duration::from_millis(1000));
     assert_gaps(&events, &[200, 400, 600]);
     // Attempt n + 1 comes from consume_from[n]; the consumer only ever rejected.
     let path: Vec<&str> = events.iter().map(|e| e.queue.as_str()).collect();
@@ -486,10 +485,7 @@ fn the_ladder_with_a_consumer_that_only_rejects(version: Version) {
     );
     assert!(events.iter().all(|e| e.action == Action::Rejected));
 
-    let parking = retry.on_exhausted.queue.clone().unwrap();
-    let depths = queue_depths(node, &rt, &client, &vhost);
-    assert_eq!(non_empty(&depths), BTreeMap::from([(parking.clone(), 1)]));
-    let parked = rt.block_on(client.get(&parking)).unwrap();
+    let parked = s.take_the_parked_message(&retry);
     assert_original_kept(&parked);
     // The broker recorded the whole path; the first rejection keeps the original key.
     let deaths = amqp::x_death(&parked);
@@ -512,7 +508,6 @@ fn the_ladder_with_a_consumer_that_only_rejects(version: Version) {
         .find(|e| e["queue"] == push.queue.as_str())
         .unwrap();
     assert_eq!(first["routing-keys"], json!(["notify.push.urgent"]));
-    rt.block_on(client.close());
 }
 
 // ---------------------------------------------------------------------------
@@ -521,31 +516,18 @@ fn the_ladder_with_a_consumer_that_only_rejects(version: Version) {
 const LOAD: usize = 10_000;
 
 fn no_message_is_lost_or_duplicated_under_load(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "load");
-    let spec = ladder_spec(&vhost, "quorum");
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let sms = contract.consumer("sms").clone();
+    let s = Scenario::start(version, "load", |vhost| ladder_spec(vhost, "quorum"));
+    let sms = s.consumer("sms");
     let parking = sms.retry().on_exhausted.queue.clone().unwrap();
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
     let log = Log::default();
     let fail_30_percent: Decide = Arc::new(|_, _| rand::random::<f64>() >= 0.3);
-    rt.block_on(spawn_consumer(
-        &client,
-        &sms,
-        200,
-        fail_30_percent,
-        &log,
-        false,
-    ));
+    s.consume(&sms, 200, fail_30_percent, &log);
 
     let started = Instant::now();
     // A connection of its own for the publisher, confirms awaited in batches.
-    let publisher = rt.block_on(Client::connect(node, &vhost));
-    rt.block_on(async {
+    let publisher = s.connect();
+    s.rt.block_on(async {
         let mut pending = Vec::new();
         for i in 0..LOAD {
             let body = format!("{i}");
@@ -573,7 +555,7 @@ fn no_message_is_lost_or_duplicated_under_load(version: Version) {
             .filter(|e| matches!(e.action, Action::Processed | Action::Parked))
             .count()
     };
-    let done = rt.block_on(eventually(Duration::from_secs(120), || {
+    let done = s.rt.block_on(eventually(Duration::from_secs(120), || {
         finished(&log.events()) >= LOAD
     }));
     std::thread::sleep(Duration::from_millis(1000));
@@ -608,7 +590,7 @@ fn no_message_is_lost_or_duplicated_under_load(version: Version) {
         assert!(actions.len() <= 4, "{id}: {actions:?}");
     }
     assert_eq!(processed + parked, LOAD);
-    let depths = queue_depths(node, &rt, &client, &vhost);
+    let depths = s.depths();
     assert_eq!(
         non_empty(&depths),
         if parked > 0 {
@@ -618,41 +600,30 @@ fn no_message_is_lost_or_duplicated_under_load(version: Version) {
         }
     );
     eprintln!("{version}: processed {processed}, parked {parked}");
-    rt.block_on(publisher.close());
-    rt.block_on(client.close());
+    s.rt.block_on(publisher.close());
 }
 
 // ---------------------------------------------------------------------------
 // 6. Quorum queues: x-death counts retries, x-delivery-count counts requeues only.
 
 fn quorum_work_queues_count_retries_in_x_death_not_x_delivery_count(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "quorum");
-    let spec = Spec::example(
-        "multi-consumer.yaml",
-        &[
-            ("name: multi-consumer", &format!("name: {vhost}")),
-            ("service_a_vh:", &format!("{vhost}:")),
-            ("delays: [60s]", "delays: [200ms]"),
-        ],
-    );
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let a = contract.consumer("input").clone();
-    let queue = node.get(&format!("/api/queues/{}/{}", pct(&vhost), pct(&a.queue)));
+    let s = Scenario::start(version, "quorum", |vhost| {
+        multi_consumer_spec(vhost, "200ms")
+    });
+    let a = s.consumer("input");
+    let queue = s
+        .node
+        .get(&format!("/api/queues/{}/{}", pct(&s.vhost), pct(&a.queue)));
     assert_eq!(queue["type"], "quorum");
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
-    rt.block_on(client.publish("service_a_inner_exch", "", b"q", message("q1")))
-        .unwrap();
+    s.publish("service_a_inner_exch", "", b"q", message("q1"));
 
     // Requeue 25 times: more than 4.0's default delivery limit of 20. warren sets
     // the limit of work queues to unlimited, so the message is never dead-lettered.
     let mut seen: Vec<(Option<u64>, u64)> = Vec::new();
-    rt.block_on(async {
+    s.rt.block_on(async {
         for _ in 0..=25 {
-            let d = take(&client, &a.queue).await;
+            let d = take(&s.client, &a.queue).await;
             seen.push((
                 amqp::header_u64(&d, "x-delivery-count"),
                 amqp::x_death_count(&d, &a.queue, "rejected"),
@@ -671,17 +642,17 @@ fn quorum_work_queues_count_retries_in_x_death_not_x_delivery_count(version: Ver
         seen.iter().all(|s| s.1 == 0),
         "requeues are not deaths: {seen:?}"
     );
-    assert_eq!(rt.block_on(client.ready(&a.retry().schedule[0].queue)), 0);
+    assert_eq!(s.ready(&a.retry().schedule[0].queue), 0);
 
     // Each rejection goes through the delay tier and comes back: x-death counts the
     // retries on every version; x-delivery-count is reset (3.10) or counts what the
     // queue saw as failed deliveries (4.0), so it is no retry counter either way.
-    let returns: Vec<(u64, Option<u64>)> = rt.block_on(async {
+    let returns: Vec<(u64, Option<u64>)> = s.rt.block_on(async {
         let mut returns = Vec::new();
-        let mut d = take(&client, &a.queue).await;
+        let mut d = take(&s.client, &a.queue).await;
         for _ in 0..3 {
             amqp::reject(&d).await.unwrap();
-            d = take(&client, &a.queue).await;
+            d = take(&s.client, &a.queue).await;
             returns.push((
                 amqp::x_death_count(&d, &a.queue, "rejected"),
                 amqp::header_u64(&d, "x-delivery-count"),
@@ -701,11 +672,10 @@ fn quorum_work_queues_count_retries_in_x_death_not_x_delivery_count(version: Ver
         // rejection, but not with the requeues before it: still no retry count.
         Version::V4_0 => assert_eq!(delivery_counts, [1, 2, 3]),
     }
-    rt.block_on(client.close());
 }
 
 /// Waits for one message in `queue` (basic.get, unacked).
-async fn take(client: &Client, queue: &str) -> lapin::message::Delivery {
+async fn take(client: &Client, queue: &str) -> Delivery {
     use lapin::options::BasicGetOptions;
     let channel = client.connection.create_channel().await.unwrap();
     let deadline = Instant::now() + SOON;
@@ -727,59 +697,53 @@ async fn take(client: &Client, queue: &str) -> lapin::message::Delivery {
 // ---------------------------------------------------------------------------
 // 7. Changing a delay while messages wait in the tier.
 
+/// A spec whose vhost and name are `vhost`, with one consumer `worker` of service
+/// `jobs` on routing key `job`; `settings` are the consumer's other lines.
+fn worker_yaml(vhost: &str, settings: &str) -> String {
+    format!(
+        "version: 1\nname: {vhost}\nvhosts:\n  {vhost}:\n    services:\n      jobs:\n        consumers:\n          worker:\n            routing_keys: [job]\n{settings}"
+    )
+}
+
 fn a_delay_change_applies_to_new_retries_and_loses_nothing(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "live");
-    let yaml = |delay: &str| {
+    let settings = |delay: &str| {
         format!(
-            "version: 1\nname: {vhost}\nvhosts:\n  {vhost}:\n    services:\n      jobs:\n        consumers:\n          worker:\n            routing_keys: [job]\n            retry:\n              delays: [{delay}]\n              max_retries: 2\n"
+            "            retry:\n              delays: [{delay}]\n              max_retries: 2\n"
         )
     };
-    let spec = Spec::new(&yaml("5s"));
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let worker = contract.consumer("worker").clone();
+    let s = Scenario::start(version, "live", |vhost| {
+        Spec::new(&worker_yaml(vhost, &settings("5s")))
+    });
+    let worker = s.consumer("worker");
     let tier = worker.retry().schedule[0].queue.clone();
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
     let log = Log::default();
-    rt.block_on(spawn_consumer(
-        &client,
-        &worker,
-        50,
-        always(false),
-        &log,
-        false,
-    ));
+    s.consume(&worker, 50, always(false), &log);
     const N: usize = 20;
-    rt.block_on(async {
+    s.rt.block_on(async {
         for i in 0..N {
-            client
+            s.client
                 .publish("jobs", "job", b"job", message(&format!("j{i}")))
                 .await
                 .unwrap();
         }
     });
-    assert!(rt.block_on(eventually(SOON, || log.len() >= N)));
-    assert_eq!(
-        rt.block_on(client.ready(&tier)) as usize,
-        N,
-        "all wait in the tier"
-    );
+    assert!(s.rt.block_on(eventually(SOON, || log.len() >= N)));
+    assert_eq!(s.ready(&tier) as usize, N, "all wait in the tier");
 
-    spec.write(&yaml("300ms"));
-    let took = apply(node, &spec, &[&vhost]);
+    s.spec.write(&worker_yaml(&s.vhost, &settings("300ms")));
+    let took = s.reapply();
     let changed = Instant::now();
     eprintln!("{version}: the delay change applied in {took:?}");
-    let ttl_shown = node.wait_until(SOON, || {
-        node.get(&format!("/api/queues/{}/{}", pct(&vhost), pct(&tier)))
+    let ttl_shown = s.node.wait_until(SOON, || {
+        s.node
+            .get(&format!("/api/queues/{}/{}", pct(&s.vhost), pct(&tier)))
             ["effective_policy_definition"]["message-ttl"]
             == 300
     });
     assert!(ttl_shown, "the tier's effective policy has the new TTL");
 
-    let events = wait_for_events(&rt, &log, 3 * N, Duration::from_millis(1000));
+    let events = s.wait_for_events(&log, 3 * N, Duration::from_millis(1000));
     let mut by_id: HashMap<String, Vec<Event>> = HashMap::new();
     for e in events {
         by_id
@@ -814,8 +778,7 @@ fn a_delay_change_applies_to_new_retries_and_loses_nothing(version: Version) {
     }
     eprintln!("{version}: {waited_old} of {N} messages already in the tier kept the old delay");
     let parking = worker.retry().on_exhausted.queue.clone().unwrap();
-    assert_eq!(rt.block_on(client.ready(&parking)) as usize, N);
-    rt.block_on(client.close());
+    assert_eq!(s.ready(&parking) as usize, N);
 }
 
 // ---------------------------------------------------------------------------
@@ -824,48 +787,41 @@ fn a_delay_change_applies_to_new_retries_and_loses_nothing(version: Version) {
 /// A dead letter that no binding routes is dropped without a trace; a consumer's
 /// re-publish with `mandatory` is returned instead, so publish mode never loses it.
 fn an_unroutable_dead_letter_is_dropped_silently(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "unroutable");
-    let spec = ladder_spec(&vhost, "quorum");
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let push = contract.consumer("push").clone();
-    let sms = contract.consumer("sms").clone();
+    let s = Scenario::start(version, "unroutable", |vhost| ladder_spec(vhost, "quorum"));
+    let push = s.consumer("push");
+    let sms = s.consumer("sms");
     // Break both ladders by hand: no binding for tier 1 any more.
     for c in [&push, &sms] {
         let retry = c.retry();
-        node.delete(&format!(
+        s.node.delete(&format!(
             "/api/bindings/{}/e/{}/q/{}/1",
-            pct(&vhost),
+            pct(&s.vhost),
             pct(&retry.exchange),
             pct(&retry.schedule[0].queue)
         ));
     }
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
-    publish_original(&rt, &client, "notify.push.x");
-    rt.block_on(async {
-        let d = take(&client, &push.queue).await;
+    publish_original(&s, "notify.push.x");
+    s.rt.block_on(async {
+        let d = take(&s.client, &push.queue).await;
         amqp::reject(&d).await.unwrap();
     });
     std::thread::sleep(Duration::from_millis(500));
-    let depths = queue_depths(node, &rt, &client, &vhost);
+    let depths = s.depths();
     assert!(
         non_empty(&depths).is_empty(),
         "the rejected message is gone: {depths:?}"
     );
 
-    publish_original(&rt, &client, "notify.sms.x");
-    let returned = rt.block_on(async {
-        let d = take(&client, &sms.queue).await;
-        client.fail(&sms, &d, &sms.queue).await
+    publish_original(&s, "notify.sms.x");
+    let returned = s.rt.block_on(async {
+        let d = take(&s.client, &sms.queue).await;
+        s.client.fail(&sms, &d, &sms.queue).await
     });
     assert!(
         returned.as_ref().is_err_and(|e| e.contains("unroutable")),
         "{returned:?}"
     );
-    rt.block_on(client.close());
 }
 
 /// With a numeric delivery limit, a message requeued past it is dead-lettered into
@@ -873,23 +829,19 @@ fn an_unroutable_dead_letter_is_dropped_silently(version: Version) {
 /// the broker sees a cycle without a rejection and drops it: the reason warren makes
 /// the limit of work queues unlimited.
 fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) {
-    let node = Node::shared(version);
-    let vhost = fresh_vhost(node, "cycle");
-    let spec = Spec::new(&format!(
-        "version: 1\nname: {vhost}\nvhosts:\n  {vhost}:\n    services:\n      jobs:\n        consumers:\n          worker:\n            routing_keys: [job]\n            delivery_limit: 2\n            retry:\n              delays: [1s]\n"
-    ));
-    apply(node, &spec, &[&vhost]);
-    let contract = Contract::of(&spec.path, version.target());
-    let worker = contract.consumer("worker").clone();
+    let s = Scenario::start(version, "cycle", |vhost| {
+        Spec::new(&worker_yaml(
+            vhost,
+            "            delivery_limit: 2\n            retry:\n              delays: [1s]\n",
+        ))
+    });
+    let worker = s.consumer("worker");
     let tier = worker.retry().schedule[0].queue.clone();
 
-    let rt = amqp::runtime();
-    let client = rt.block_on(Client::connect(node, &vhost));
-    rt.block_on(client.publish("jobs", "job", b"job", message("j1")))
-        .unwrap();
+    s.publish("jobs", "job", b"job", message("j1"));
     // Requeue until the queue gives up on it (the limit's policy may need a moment).
-    let requeues = rt.block_on(async {
-        let channel = client.connection.create_channel().await.unwrap();
+    let requeues = s.rt.block_on(async {
+        let channel = s.client.connection.create_channel().await.unwrap();
         let mut requeues = 0;
         let deadline = Instant::now() + SOON;
         while Instant::now() < deadline {
@@ -905,7 +857,7 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
                     amqp::requeue(&m.delivery).await.unwrap();
                     requeues += 1;
                 }
-                None if client.ready(&tier).await > 0 || requeues > 0 => break,
+                None if s.client.ready(&tier).await > 0 || requeues > 0 => break,
                 None => {}
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -914,33 +866,17 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
     });
     eprintln!("{version}: dead-lettered after {requeues} requeues");
     assert!(requeues >= 2, "{requeues}");
-    assert_eq!(
-        rt.block_on(client.ready(&tier)),
-        1,
-        "it entered the delay tier"
-    );
+    assert_eq!(s.ready(&tier), 1, "it entered the delay tier");
     // It expires back towards the work queue after 1 s, and is dropped.
     std::thread::sleep(Duration::from_millis(2500));
-    let depths = queue_depths(node, &rt, &client, &vhost);
+    let depths = s.depths();
     assert!(
         non_empty(&depths).is_empty(),
         "dropped on return: {depths:?}"
     );
-    rt.block_on(client.close());
 }
 
 // ---------------------------------------------------------------------------
-
-macro_rules! per_version {
-    ($($scenario:ident),* $(,)?) => {
-        mod on_3_10 {
-            $(#[test] fn $scenario() { super::$scenario(super::Version::V3_10); })*
-        }
-        mod on_4_0 {
-            $(#[test] fn $scenario() { super::$scenario(super::Version::V4_0); })*
-        }
-    };
-}
 
 per_version!(
     the_articles_single_loop,

@@ -2,33 +2,17 @@
 //! example compiles to, and the committed JSON Schema.
 
 use std::path::Path;
-use std::process::{Command, Output};
+
+use crate::snapshot_settings;
+use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
 
 const EXAMPLES: &[&str] = &["single-loop", "multi-consumer", "ladder", "shop"];
 
-const SHOP_PASSWORDS: &[(&str, &str)] = &[
-    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
-    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
-    ("SHOP_EMAIL_PASSWORD", "email-pw"),
-    ("SHOP_OPS_PASSWORD", "ops-pw"),
-];
-
-fn warren(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
+/// `warren ARGS` with the passwords of the shop example set.
+fn warren(args: &[&str]) -> Run {
+    support::warren(args)
         .envs(SHOP_PASSWORDS.iter().copied())
-        .env_remove("WARREN_TARGET_VERSION")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("warren runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
+        .run()
 }
 
 #[test]
@@ -42,12 +26,12 @@ fn every_example_validates_for_every_target_version() {
                 target,
             ]);
             assert_eq!(
-                output.status.code(),
+                output.code,
                 Some(0),
                 "{example} for {target}: {}",
-                stderr(&output)
+                output.stderr
             );
-            assert!(stdout(&output).contains("valid"), "{example}");
+            assert!(output.stdout.contains("valid"), "{example}");
         }
     }
 }
@@ -61,12 +45,12 @@ fn compiled_definitions_of_every_example_are_pinned() {
                 &format!("examples/{example}.yaml"),
                 "--target-version",
                 target,
-            ]);
-            assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-            let definitions: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-            insta::with_settings!({ snapshot_suffix => format!("{example}@{target}") }, {
-                insta::assert_json_snapshot!("compile", definitions);
-            });
+            ])
+            .expect(0);
+            let definitions: serde_json::Value = serde_json::from_str(&output.stdout).unwrap();
+            let mut settings = snapshot_settings("snapshots");
+            settings.set_snapshot_suffix(format!("{example}@{target}"));
+            settings.bind(|| insta::assert_json_snapshot!("cli__compile", definitions));
         }
     }
 }
@@ -74,19 +58,19 @@ fn compiled_definitions_of_every_example_are_pinned() {
 #[test]
 fn consumer_contracts_of_every_example_are_pinned() {
     for example in EXAMPLES {
-        let output = warren(&["compile", &format!("examples/{example}.yaml"), "--contract"]);
-        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-        let contract: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        insta::with_settings!({ snapshot_suffix => example.to_string() }, {
-            insta::assert_json_snapshot!("contract", contract);
-        });
+        let output =
+            warren(&["compile", &format!("examples/{example}.yaml"), "--contract"]).expect(0);
+        let contract: serde_json::Value = serde_json::from_str(&output.stdout).unwrap();
+        let mut settings = snapshot_settings("snapshots");
+        settings.set_snapshot_suffix(example.to_string());
+        settings.bind(|| insta::assert_json_snapshot!("cli__contract", contract));
     }
 }
 
 #[test]
 fn target_version_changes_policy_apply_to_and_delivery_limits() {
     let compile = |target: &str| -> serde_json::Value {
-        serde_json::from_slice(
+        serde_json::from_str(
             &warren(&[
                 "compile",
                 "examples/ladder.yaml",
@@ -132,12 +116,8 @@ fn export_writes_the_file_atomically_and_reports_a_summary() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("18 objects"),
-        "{}",
-        stderr(&output)
-    );
+    assert_eq!(output.code, Some(0), "{}", output.stderr);
+    assert!(output.stderr.contains("18 objects"), "{}", output.stderr);
     let definitions: warren::model::Definitions =
         serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(definitions.queues.len(), 6);
@@ -160,9 +140,9 @@ fn a_bad_spec_writes_nothing_and_exits_1() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.code, Some(1));
     assert!(!out.exists());
-    let err = stderr(&output);
+    let err = output.stderr;
     assert!(err.contains("bad.yaml:7:53"), "{err}");
     assert!(err.contains("duration `30` has no unit"), "{err}");
     assert!(
@@ -173,25 +153,23 @@ fn a_bad_spec_writes_nothing_and_exits_1() {
 
 #[test]
 fn validate_needs_no_secrets_but_export_does_and_never_prints_them() {
-    let validate = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["validate", "examples/shop.yaml"])
+    let validate = support::warren(&["validate", "examples/shop.yaml"])
         .env_clear()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert_eq!(validate.status.code(), Some(0), "{}", stderr(&validate));
+        .run();
+    assert_eq!(validate.code, Some(0), "{}", validate.stderr);
 
-    let compile = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["compile", "examples/shop.yaml"])
+    let compile = support::warren(&["compile", "examples/shop.yaml"])
         .env_clear()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert_eq!(compile.status.code(), Some(1));
-    assert!(stderr(&compile).contains("environment variable `SHOP_ORDERS_PASSWORD`"));
+        .run();
+    assert_eq!(compile.code, Some(1));
+    assert!(
+        compile
+            .stderr
+            .contains("environment variable `SHOP_ORDERS_PASSWORD`")
+    );
 
     let output = warren(&["compile", "examples/shop.yaml"]);
-    let text = format!("{}{}", stdout(&output), stderr(&output));
+    let text = format!("{}{}", output.stdout, output.stderr);
     for (_, password) in SHOP_PASSWORDS {
         assert!(!text.contains(password), "password {password} printed");
     }
@@ -200,7 +178,7 @@ fn validate_needs_no_secrets_but_export_does_and_never_prints_them() {
 
 #[test]
 fn usage_errors_exit_1_and_help_exits_0() {
-    assert_eq!(warren(&["frobnicate"]).status.code(), Some(1));
+    assert_eq!(warren(&["frobnicate"]).code, Some(1));
     assert_eq!(
         warren(&[
             "compile",
@@ -208,15 +186,11 @@ fn usage_errors_exit_1_and_help_exits_0() {
             "--target-version",
             "3.11"
         ])
-        .status
-        .code(),
+        .code,
         Some(1)
     );
-    assert_eq!(warren(&["--help"]).status.code(), Some(0));
-    assert_eq!(
-        warren(&["validate", "does-not-exist.yaml"]).status.code(),
-        Some(1)
-    );
+    assert_eq!(warren(&["--help"]).code, Some(0));
+    assert_eq!(warren(&["validate", "does-not-exist.yaml"]).code, Some(1));
 }
 
 #[test]
@@ -225,7 +199,7 @@ fn the_committed_schema_is_up_to_date() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/warren.schema.json"),
     )
     .expect("schemas/warren.schema.json exists");
-    let generated = stdout(&warren(&["schema"]));
+    let generated = warren(&["schema"]).stdout;
     assert!(
         committed == generated,
         "schemas/warren.schema.json is stale: run `cargo run -- schema > schemas/warren.schema.json`"

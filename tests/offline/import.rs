@@ -1,27 +1,12 @@
 //! `warren import`: a spec written from definitions reproduces them exactly.
 
-use std::process::Command;
+use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
 
-const SHOP_PASSWORDS: &[(&str, &str)] = &[
-    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
-    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
-    ("SHOP_EMAIL_PASSWORD", "email-pw"),
-    ("SHOP_OPS_PASSWORD", "ops-pw"),
-];
-
-fn warren(args: &[&str]) -> (Option<i32>, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
+/// `warren ARGS` with the passwords of the shop example set.
+fn warren(args: &[&str]) -> Run {
+    support::warren(args)
         .envs(SHOP_PASSWORDS.iter().copied())
-        .env("NO_COLOR", "1")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("warren runs");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+        .run()
 }
 
 /// Imports `definitions` and checks that the spec compiles and diffs as no change,
@@ -29,7 +14,7 @@ fn warren(args: &[&str]) -> (Option<i32>, String, String) {
 fn round_trip(definitions: &str, target: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("imported.yaml");
-    let (code, _, stderr) = warren(&[
+    let Run { code, stderr, .. } = warren(&[
         "import",
         "--from",
         definitions,
@@ -40,7 +25,11 @@ fn round_trip(definitions: &str, target: &str) -> String {
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"));
-    let (code, stdout, stderr) = warren(&[
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = warren(&[
         "diff",
         spec.to_str().unwrap(),
         "--against",
@@ -64,7 +53,7 @@ fn every_example_survives_export_then_import() {
     for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
         for target in ["3.10", "4.0"] {
             let file = dir.path().join(format!("{example}-{target}.json"));
-            let (code, _, stderr) = warren(&[
+            let Run { code, stderr, .. } = warren(&[
                 "export",
                 &format!("examples/{example}.yaml"),
                 "-o",
@@ -100,7 +89,7 @@ fn a_file_that_is_not_definitions_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"queues": [{"vhost": "v"}]}"#).unwrap();
-    let (code, _, stderr) = warren(&["import", "--from", bad.to_str().unwrap(), "-o", "-"]);
+    let Run { code, stderr, .. } = warren(&["import", "--from", bad.to_str().unwrap(), "-o", "-"]);
     assert_eq!(code, Some(1));
     assert!(
         stderr.contains("is not a RabbitMQ definitions file") && stderr.contains("name"),

@@ -16,12 +16,15 @@
 //! stdout, no panic, a `file:line:column` location, no output file) and snapshots
 //! stderr under `tests/snapshots/bad_specs/`.
 //!
-//! Accept new or changed snapshots with `INSTA_UPDATE=always cargo test --test bad_specs`
-//! and read every changed `.snap` file before committing it.
+//! Accept new or changed snapshots with
+//! `INSTA_UPDATE=always cargo test --test offline bad_specs` and read every changed
+//! `.snap` file before committing it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use crate::snapshot_settings;
+use crate::support::{Capture, Run, warren};
 
 /// The corpus must not shrink below this many specs.
 const MIN_SPECS: usize = 25;
@@ -82,24 +85,9 @@ fn spec_files(root: &Path) -> Vec<PathBuf> {
     files
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_warren(root: &Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
-        .current_dir(root)
-        .env_clear()
-        .output()
-        .expect("the warren binary runs");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+/// `warren ARGS` from the repository root with an empty environment.
+fn run_warren(args: &[&str]) -> Run {
+    warren(args).env_clear().run()
 }
 
 /// True when `stderr` holds `--> FILE:LINE:COL` with numeric line and column.
@@ -135,9 +123,8 @@ fn diagnostic_text(stderr: &str) -> String {
 /// the quoted source line under the message.
 #[test]
 fn clear_text_password_is_never_printed() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let relative = format!("tests/bad_specs/{CLEAR_TEXT_SPEC}.yaml");
-    let run = run_warren(root, &["validate", &relative]);
+    let run = run_warren(&["validate", &relative]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(
         !run.stderr.contains(CLEAR_TEXT_PASSWORD),
@@ -180,7 +167,7 @@ fn bad_specs_fail_with_located_diagnostics() {
         if let Some(target) = &header.target {
             args.extend(["--target-version", target]);
         }
-        let run = run_warren(root, &args);
+        let run = run_warren(&args);
 
         let mut fail = |what: String| failures.push(format!("{relative}: {what}"));
         if run.code != Some(1) {
@@ -214,7 +201,7 @@ fn bad_specs_fail_with_located_diagnostics() {
             if let Some(target) = &header.target {
                 validate.extend(["--target-version", target]);
             }
-            let check = run_warren(root, &validate);
+            let check = run_warren(&validate);
             if check.code != Some(0) {
                 fail(format!(
                     "`validate` should accept an export-only mistake, got exit {:?}:\n{}",
@@ -252,13 +239,9 @@ fn bad_specs_fail_with_located_diagnostics() {
     );
 
     for (name, description, stderr) in snapshots {
-        insta::with_settings!({
-            snapshot_path => "snapshots/bad_specs",
-            prepend_module_to_snapshot => false,
-            description => description,
-            omit_expression => true,
-        }, {
-            insta::assert_snapshot!(name, stderr);
-        });
+        let mut settings = snapshot_settings("snapshots/bad_specs");
+        settings.set_description(description);
+        settings.set_omit_expression(true);
+        settings.bind(|| insta::assert_snapshot!(name, stderr));
     }
 }

@@ -2,41 +2,38 @@
 //! (`load_definitions`) and checks through the management API that every object
 //! exists as compiled and that each queue's effective policy is the one warren meant.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Node, NodeOptions, Version, pct};
 use warren::model::Definitions;
 use warren::model::TargetVersion;
 use warren::model::effective::effective_policy;
 use warren::spec::HashingAlgorithm;
 
+use crate::node::{Node, NodeOptions, Version, pct};
+use crate::support::{Capture, SHOP_PASSWORDS, warren};
+
 const ADMIN: &str = "warren-test-admin";
 const ADMIN_PASSWORD: &str = "admin-pw";
 
-/// The passwords the shop example reads from the environment.
-pub const SHOP_PASSWORDS: &[(&str, &str)] = &[
-    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
-    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
-    ("SHOP_EMAIL_PASSWORD", "email-pw"),
-    ("SHOP_OPS_PASSWORD", "ops-pw"),
-];
-
 fn export(example: &str, version: Version, out: &Path) -> Definitions {
-    let status = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(["export", &format!("examples/{example}.yaml"), "-o"])
-        .arg(out)
-        .args(["--target-version", version.target()])
-        .envs(SHOP_PASSWORDS.iter().copied())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("warren runs");
-    assert!(status.success(), "warren export {example} failed");
+    let run = warren(&[
+        "export",
+        &format!("examples/{example}.yaml"),
+        "-o",
+        out.to_str().unwrap(),
+        "--target-version",
+        version.target(),
+    ])
+    .envs(SHOP_PASSWORDS.iter().copied())
+    .run();
+    assert!(
+        run.code == Some(0),
+        "warren export {example} failed:\n{}",
+        run.stderr
+    );
     serde_json::from_slice(&std::fs::read(out).unwrap()).expect("export is definitions JSON")
 }
 
@@ -311,24 +308,25 @@ fn boot_example(example: &str, version: Version) {
     }
 }
 
-macro_rules! boot_tests {
-    ($($name:ident: $example:literal, $version:expr;)*) => {
-        $(
-            #[test]
-            fn $name() {
-                boot_example($example, $version);
-            }
-        )*
-    };
+fn single_loop_boots(version: Version) {
+    boot_example("single-loop", version);
 }
 
-boot_tests! {
-    single_loop_boots_on_3_10: "single-loop", Version::V3_10;
-    single_loop_boots_on_4_0: "single-loop", Version::V4_0;
-    multi_consumer_boots_on_3_10: "multi-consumer", Version::V3_10;
-    multi_consumer_boots_on_4_0: "multi-consumer", Version::V4_0;
-    ladder_boots_on_3_10: "ladder", Version::V3_10;
-    ladder_boots_on_4_0: "ladder", Version::V4_0;
-    shop_boots_on_3_10: "shop", Version::V3_10;
-    shop_boots_on_4_0: "shop", Version::V4_0;
+fn multi_consumer_boots(version: Version) {
+    boot_example("multi-consumer", version);
 }
+
+fn ladder_boots(version: Version) {
+    boot_example("ladder", version);
+}
+
+fn shop_boots(version: Version) {
+    boot_example("shop", version);
+}
+
+per_version!(
+    single_loop_boots,
+    multi_consumer_boots,
+    ladder_boots,
+    shop_boots
+);

@@ -3,104 +3,27 @@
 //! Scenario tests share one node per version and isolate themselves by vhost and spec
 //! name; the examples test gets a fresh node, because two examples use the same vhost.
 
-mod support;
-
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use serde_json::{Value, json};
-use support::{Node, NodeOptions, Version, pct};
 
-const SHOP_PASSWORDS: &[(&str, &str)] = &[
-    ("SHOP_ORDERS_PASSWORD", "orders-pw"),
-    ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
-    ("SHOP_EMAIL_PASSWORD", "email-pw"),
-    ("SHOP_OPS_PASSWORD", "ops-pw"),
-];
+use crate::node::{Node, NodeOptions, Version, pct};
+use crate::spec::Spec;
+use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
+/// `warren ARGS` against `node`, with the passwords of the shop example set.
 fn warren(node: &Node, args: &[&str]) -> Run {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
-    command
-        .args(args)
-        .args([
-            "--url",
-            &node.mgmt_url,
-            "--user",
-            &node.user,
-            "--password",
-            &node.password,
-        ])
-        .envs(SHOP_PASSWORDS.iter().copied())
-        .env("NO_COLOR", "1")
-        .env_remove("WARREN_TARGET_VERSION")
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    finish(command.output().expect("warren runs"))
+    node.warren(args).envs(SHOP_PASSWORDS.iter().copied()).run()
 }
 
+/// `warren ARGS` without a broker, with the passwords of the shop example set.
 fn warren_offline(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
+    support::warren(args)
         .envs(SHOP_PASSWORDS.iter().copied())
-        .env("NO_COLOR", "1")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("warren runs");
-    finish(output)
+        .run()
 }
 
-fn finish(output: Output) -> Run {
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-impl Run {
-    #[track_caller]
-    fn expect(self, code: i32) -> Run {
-        assert_eq!(
-            self.code,
-            Some(code),
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout,
-            self.stderr
-        );
-        self
-    }
-
-    fn plan_json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
-    }
-}
-
-/// A spec file in a temp dir, for a vhost of its own.
-struct Spec {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl Spec {
-    fn new(yaml: &str) -> Spec {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("spec.yaml");
-        std::fs::write(&path, yaml).unwrap();
-        Spec { _dir: dir, path }
-    }
-
-    fn write(&self, yaml: &str) {
-        std::fs::write(&self.path, yaml).unwrap();
-    }
-
-    fn arg(&self) -> &str {
-        self.path.to_str().unwrap()
-    }
+/// The JSON document a run printed (`plan --format json`).
+fn plan_json(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
 }
 
 fn ladder_spec(name: &str, vhost: &str, first_delay: &str, with_push: bool) -> String {
@@ -140,13 +63,6 @@ fn messages(node: &Node, vhost: &str, queue: &str) -> u64 {
         node.version
     );
     count
-}
-
-fn unique(node: &Node, prefix: &str) -> String {
-    // Only the name: warren creates the vhost itself.
-    let name = node.unique_vhost(prefix);
-    node.delete(&format!("/api/vhosts/{}", pct(&name)));
-    name
 }
 
 fn changes(plan: &Value) -> Vec<(String, String, String)> {
@@ -231,9 +147,7 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
         );
 
         // Clean up for the next example (two examples share a vhost).
-        let plan: Value =
-            serde_json::from_str(&warren(&node, &["plan", &spec, "--format", "json"]).stdout)
-                .unwrap();
+        let plan = plan_document(&node, &spec);
         for vhost in plan["vhosts"].as_array().unwrap() {
             node.delete(&format!("/api/vhosts/{}", pct(vhost.as_str().unwrap())));
         }
@@ -244,6 +158,7 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
     }
 }
 
+/// `warren plan SPEC --format json` against `node`, whatever its exit code.
 fn plan_document(node: &Node, spec: &str) -> Value {
     serde_json::from_str(&warren(node, &["plan", spec, "--format", "json"]).stdout).unwrap()
 }
@@ -266,7 +181,7 @@ fn spec_name(node: &Node, spec: &str) -> String {
 
 fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "delay");
+    let vhost = node.unused_vhost("delay");
     let spec = Spec::new(&ladder_spec(
         &format!("delay-{vhost}"),
         &vhost,
@@ -289,9 +204,7 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
         "45s",
         false,
     ));
-    let plan = warren(node, &["plan", spec.arg(), "--format", "json"])
-        .expect(2)
-        .plan_json();
+    let plan = plan_json(&warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2));
     assert_eq!(
         changes(&plan),
         vec![(
@@ -321,7 +234,7 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
 
 fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "remove");
+    let vhost = node.unused_vhost("remove");
     let name = format!("remove-{vhost}");
     let spec = Spec::new(&ladder_spec(&name, &vhost, "30s", true));
     warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
@@ -332,7 +245,7 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
 
     spec.write(&ladder_spec(&name, &vhost, "30s", false));
     let run = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2);
-    let plan = run.plan_json();
+    let plan = plan_json(&run);
     let deleted: Vec<String> = changes(&plan)
         .into_iter()
         .filter(|(action, _, _)| action == "delete")
@@ -386,7 +299,7 @@ fn plain_queue_spec(name: &str, vhost: &str, kind: &str) -> String {
 
 fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "replace");
+    let vhost = node.unused_vhost("replace");
     let name = format!("replace-{vhost}");
     let spec = Spec::new(&plain_queue_spec(&name, &vhost, "classic"));
     warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
@@ -427,7 +340,7 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
 
 fn stale_plans_and_held_locks_are_refused(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "stale");
+    let vhost = node.unused_vhost("stale");
     let name = format!("stale-{vhost}");
     let spec = Spec::new(&plain_queue_spec(&name, &vhost, "quorum"));
     let dir = tempfile::tempdir().unwrap();
@@ -484,7 +397,7 @@ fn stale_plans_and_held_locks_are_refused(version: Version) {
 
 fn another_specs_objects_are_not_taken_over(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "owners");
+    let vhost = node.unused_vhost("owners");
     let team_a = Spec::new(&plain_queue_spec(&format!("a-{vhost}"), &vhost, "quorum"));
     warren(node, &["apply", team_a.arg(), "--auto-approve"]).expect(0);
     let team_b = Spec::new(&plain_queue_spec(&format!("b-{vhost}"), &vhost, "quorum"));
@@ -505,20 +418,18 @@ fn another_specs_objects_are_not_taken_over(version: Version) {
 fn connection_problems_are_one_line_errors(version: Version) {
     let node = Node::shared(version);
     let spec = "examples/ladder.yaml";
-    let wrong = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args([
-            "plan",
-            spec,
-            "--url",
-            &node.mgmt_url,
-            "--user",
-            "guest",
-            "--password",
-            "not-the-password",
-        ])
-        .output()
-        .unwrap();
-    let wrong = finish(wrong).expect(1);
+    let wrong = support::warren(&[
+        "plan",
+        spec,
+        "--url",
+        &node.mgmt_url,
+        "--user",
+        "guest",
+        "--password",
+        "not-the-password",
+    ])
+    .run()
+    .expect(1);
     assert_eq!(wrong.stderr.lines().count(), 1, "{}", wrong.stderr);
     assert!(
         wrong
@@ -529,19 +440,15 @@ fn connection_problems_are_one_line_errors(version: Version) {
     );
     assert!(!wrong.stderr.contains("not-the-password"));
 
-    let unreachable = finish(
-        Command::new(env!("CARGO_BIN_EXE_warren"))
-            .args([
-                "plan",
-                spec,
-                "--url",
-                "http://127.0.0.1:9",
-                "--timeout",
-                "5",
-            ])
-            .output()
-            .unwrap(),
-    )
+    let unreachable = support::warren(&[
+        "plan",
+        spec,
+        "--url",
+        "http://127.0.0.1:9",
+        "--timeout",
+        "5",
+    ])
+    .run()
     .expect(1);
     assert_eq!(
         unreachable.stderr.lines().count(),
@@ -558,21 +465,17 @@ fn connection_problems_are_one_line_errors(version: Version) {
     );
 
     // A cluster URL list fails over to the node that answers.
-    let failover = finish(
-        Command::new(env!("CARGO_BIN_EXE_warren"))
-            .args([
-                "plan",
-                spec,
-                "--url",
-                &format!("http://127.0.0.1:9,{}", node.mgmt_url),
-                "--user",
-                &node.user,
-                "--password",
-                &node.password,
-            ])
-            .output()
-            .unwrap(),
-    );
+    let failover = support::warren(&[
+        "plan",
+        spec,
+        "--url",
+        &format!("http://127.0.0.1:9,{}", node.mgmt_url),
+        "--user",
+        &node.user,
+        "--password",
+        &node.password,
+    ])
+    .run();
     assert!(
         matches!(failover.code, Some(0) | Some(2)),
         "{}",
@@ -586,21 +489,17 @@ fn connection_problems_are_one_line_errors(version: Version) {
         &json!({"password": "outsider-pw", "tags": "management"}),
     );
     let spec = Spec::new(&plain_queue_spec(&format!("np-{vhost}"), &vhost, "quorum"));
-    let denied = finish(
-        Command::new(env!("CARGO_BIN_EXE_warren"))
-            .args([
-                "plan",
-                spec.arg(),
-                "--url",
-                &node.mgmt_url,
-                "--user",
-                "outsider",
-                "--password",
-                "outsider-pw",
-            ])
-            .output()
-            .unwrap(),
-    )
+    let denied = support::warren(&[
+        "plan",
+        spec.arg(),
+        "--url",
+        &node.mgmt_url,
+        "--user",
+        "outsider",
+        "--password",
+        "outsider-pw",
+    ])
+    .run()
     .expect(1);
     assert_eq!(denied.stderr.lines().count(), 1, "{}", denied.stderr);
     assert!(
@@ -609,17 +508,6 @@ fn connection_problems_are_one_line_errors(version: Version) {
         denied.stderr
     );
     assert!(!denied.stderr.contains("outsider-pw"));
-}
-
-macro_rules! per_version {
-    ($($scenario:ident),* $(,)?) => {
-        mod on_3_10 {
-            $(#[test] fn $scenario() { super::$scenario(super::Version::V3_10); })*
-        }
-        mod on_4_0 {
-            $(#[test] fn $scenario() { super::$scenario(super::Version::V4_0); })*
-        }
-    };
 }
 
 per_version!(
@@ -636,7 +524,7 @@ per_version!(
 
 fn user_limits_and_global_parameters_converge(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "limits");
+    let vhost = node.unused_vhost("limits");
     let name = format!("limits-{vhost}");
     let spec_text = |channels: u64| {
         format!(
@@ -652,9 +540,7 @@ fn user_limits_and_global_parameters_converge(version: Version) {
     assert_eq!(parameter["value"]["replicas"], 3);
 
     spec.write(&spec_text(50));
-    let plan = warren(node, &["plan", spec.arg(), "--format", "json"])
-        .expect(2)
-        .plan_json();
+    let plan = plan_json(&warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2));
     assert_eq!(
         changes(&plan),
         vec![("update".into(), "user".into(), format!("{vhost}-app"))]
@@ -669,7 +555,7 @@ fn user_limits_and_global_parameters_converge(version: Version) {
 
 fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
     let node = Node::shared(version);
-    let vhost = unique(node, "params");
+    let vhost = node.unused_vhost("params");
     let name = format!("params-{vhost}");
     let upstream_password = format!("up-{vhost}-secret");
     let spec_text = |expires: u64| {
@@ -679,17 +565,7 @@ fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
     };
     let spec = Spec::new(&spec_text(3_600_000));
     let run = |args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_warren"));
-        command
-            .args(args)
-            .args([
-                "--url",
-                &node.mgmt_url,
-                "--user",
-                &node.user,
-                "--password",
-                &node.password,
-            ])
+        node.warren(args)
             .env(
                 "UPSTREAM_URI",
                 format!(
@@ -697,8 +573,7 @@ fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
                     node.amqp_port
                 ),
             )
-            .env("NO_COLOR", "1");
-        finish(command.output().unwrap())
+            .run()
     };
     let first = run(&["plan", spec.arg()]).expect(2);
     assert!(

@@ -1,27 +1,13 @@
 //! Every lint rule fires on its bad example and stays quiet on its good one; the
 //! rendered finding of each bad example is pinned by a snapshot.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-}
+use crate::snapshot_settings;
+use crate::support::{self, Capture, Run};
 
 fn warren(args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_warren"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("WARREN_TARGET_VERSION")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("warren runs");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-    }
+    support::warren(args).run()
 }
 
 /// Lints an example (a spec, or a definitions file when it starts with `{`).
@@ -125,9 +111,9 @@ fn every_rule_fires_on_its_bad_example_and_not_on_its_good_one() {
             .split("\n\n")
             .filter(|block| block.contains(&format!("[{id}]")))
             .collect();
-        insta::with_settings!({ snapshot_suffix => id.to_string(), prepend_module_to_snapshot => false }, {
-            insta::assert_snapshot!("rule", own.join("\n\n"));
-        });
+        let mut settings = snapshot_settings("snapshots");
+        settings.set_snapshot_suffix(id.to_string());
+        settings.bind(|| insta::assert_snapshot!("rule", own.join("\n\n")));
     }
 }
 
