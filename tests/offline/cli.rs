@@ -301,14 +301,14 @@ fn a_login_page_instead_of_the_management_api_is_an_error_and_nothing_is_written
         vec!["import", "-o", "-", "--url", url.as_str()],
     ] {
         let output = warren(&command);
-        let err = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{command:?}: {err}");
+        let err = &output.stderr;
+        assert_eq!(output.code, Some(1), "{command:?}: {err}");
         assert!(
             err.contains(&format!("{url}/api/")) && err.contains("answered 200 with text/html"),
             "{command:?}: {err}"
         );
         assert!(
-            stdout(&output).is_empty(),
+            output.stdout.is_empty(),
             "{command:?}: nothing planned or imported"
         );
     }

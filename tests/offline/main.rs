@@ -1,5 +1,6 @@
 //! warren's integration tests that need no RabbitMQ: the binary's exit codes and
-//! outputs, the bad-spec corpus, `import` round trips and the lint rules.
+//! outputs, the bad-spec corpus, `import` round trips, the lint rules and the layering
+//! of `src/`.
 //!
 //! Run them alone with `cargo test --test offline`; the tests against real brokers are
 //! in `tests/broker/`.
@@ -10,6 +11,7 @@ mod support;
 mod bad_specs;
 mod cli;
 mod import;
+mod layers;
 mod lint_rules;
 
 use std::path::Path;

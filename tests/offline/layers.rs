@@ -1,4 +1,4 @@
-//! The layering of `src/` (docs/architecture.md) as a test: no module uses one above
+//! The layering of `src/` (docs/architecture.md) as tests: no module uses one above
 //! it, no two files of one module import each other, and only `broker/` holds
 //! management API paths.
 //!
