@@ -96,7 +96,7 @@ fn node_boots_from_definitions(version: Version) {
 /// The broker compiles policy patterns with PCRE, whose compiled form is limited: a
 /// flat alternation of thousands of queue names is refused. warren writes the names as
 /// a tree of shared prefixes and splits a group that is still too large into parts
-/// (`compile::policies::split_patterns`): every part is accepted. The names share
+/// (`model::pattern::split_patterns`): every part is accepted. The names share
 /// little, as random names would, so the tree saves little and the split is needed.
 fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
     use warren::model::pattern::{MAX_PATTERN_LENGTH, escape, split_patterns};
