@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{BrokerError, Client, segment};
 use crate::model::{
     Binding, Definitions, Exchange, GlobalParameter, Parameter, Permission, Policy, Queue,
-    TopicPermission, User, VHOST_LIMITS_COMPONENT, Vhost, is_own_kind_component,
+    TopicPermission, User, VHOST_LIMITS_COMPONENT, VHOST_LIMITS_NAME, Vhost, is_own_kind_component,
 };
 
 /// The broker's state, as far as a spec can see it.
@@ -136,7 +136,7 @@ impl Client {
                 parameters.push(Parameter {
                     vhost: vhost.to_string(),
                     component: VHOST_LIMITS_COMPONENT.into(),
-                    name: "limits".into(),
+                    name: VHOST_LIMITS_NAME.into(),
                     value: limit["value"].clone(),
                 });
             }

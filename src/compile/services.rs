@@ -7,7 +7,8 @@ use super::naming;
 use super::resolve::{self, Layered};
 use super::{Emitter, durable_queue, queue_arguments, queue_binding, retry};
 use crate::model::{
-    Arguments, Exchange, ObjectId, ObjectKind, Parameter, Tags, VHOST_LIMITS_COMPONENT, Vhost,
+    Arguments, Exchange, ObjectId, ObjectKind, Parameter, Tags, VHOST_LIMITS_COMPONENT,
+    VHOST_LIMITS_NAME, Vhost,
 };
 use crate::spec::{Consumer, ExchangeType, HeaderMatchMode, QueueType, Service, Spec, SpecPath};
 
@@ -131,14 +132,14 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
                 ObjectId {
                     kind: ObjectKind::VhostLimits,
                     vhost: Some(name.to_string()),
-                    name: "limits".into(),
+                    name: VHOST_LIMITS_NAME.into(),
                 },
                 path.key("limits"),
             );
             out.definitions.parameters.push(Parameter {
                 vhost: name.to_string(),
                 component: VHOST_LIMITS_COMPONENT.into(),
-                name: "limits".into(),
+                name: VHOST_LIMITS_NAME.into(),
                 value: Value::Object(value),
             });
         }

@@ -205,6 +205,8 @@ pub struct Parameter {
 
 /// Component name under which vhost limits are stored.
 pub const VHOST_LIMITS_COMPONENT: &str = "vhost-limits";
+/// The name of a vhost's limits, as a parameter and as an object id (a vhost has one).
+pub const VHOST_LIMITS_NAME: &str = "limits";
 /// Component name under which operator policies are stored.
 pub const OPERATOR_POLICY_COMPONENT: &str = "operator_policy";
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::record::Record;
 use super::{
     Definitions, HashingAlgorithm, OPERATOR_POLICY_COMPONENT, ObjectId, ObjectKind,
-    VHOST_LIMITS_COMPONENT, binding_id,
+    VHOST_LIMITS_COMPONENT, VHOST_LIMITS_NAME, binding_id,
 };
 
 /// Every object of a definitions document, by identity.
@@ -163,7 +163,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
     }
     for parameter in &definitions.parameters {
         let (kind, name) = match parameter.component.as_str() {
-            VHOST_LIMITS_COMPONENT => (ObjectKind::VhostLimits, "limits".to_string()),
+            VHOST_LIMITS_COMPONENT => (ObjectKind::VhostLimits, VHOST_LIMITS_NAME.to_string()),
             OPERATOR_POLICY_COMPONENT => (ObjectKind::OperatorPolicy, parameter.name.clone()),
             "policy" => continue,
             component => (
@@ -294,7 +294,7 @@ pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
         }
         ObjectKind::VhostLimits => (
             "parameters",
-            json!({"vhost": vhost, "component": VHOST_LIMITS_COMPONENT, "name": "limits", "value": value}),
+            json!({"vhost": vhost, "component": VHOST_LIMITS_COMPONENT, "name": VHOST_LIMITS_NAME, "value": value}),
         ),
         ObjectKind::OperatorPolicy => (
             "parameters",
