@@ -16,9 +16,7 @@ fn warren(node: &Node, args: &[&str]) -> Run {
 
 /// `warren ARGS` without a broker, with the passwords of the shop example set.
 fn warren_offline(args: &[&str]) -> Run {
-    support::warren(args)
-        .envs(SHOP_PASSWORDS.iter().copied())
-        .run()
+    support::run_with_shop_passwords(args)
 }
 
 /// The JSON document a run printed (`plan --format json`).

@@ -10,9 +10,7 @@ const EXAMPLES: &[&str] = &["single-loop", "multi-consumer", "ladder", "shop"];
 
 /// `warren ARGS` with the passwords of the shop example set.
 fn warren(args: &[&str]) -> Run {
-    support::warren(args)
-        .envs(SHOP_PASSWORDS.iter().copied())
-        .run()
+    support::run_with_shop_passwords(args)
 }
 
 #[test]

@@ -1,12 +1,10 @@
 //! `warren import`: a spec written from definitions reproduces them exactly.
 
-use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
+use crate::support::{self, Run};
 
 /// `warren ARGS` with the passwords of the shop example set.
 fn warren(args: &[&str]) -> Run {
-    support::warren(args)
-        .envs(SHOP_PASSWORDS.iter().copied())
-        .run()
+    support::run_with_shop_passwords(args)
 }
 
 /// Imports `definitions` and checks that the spec compiles and diffs as no change,

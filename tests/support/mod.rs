@@ -33,6 +33,11 @@ pub fn warren(args: &[&str]) -> Command {
     command
 }
 
+/// Runs `warren ARGS` (see [`warren`]) with the passwords of the shop example set.
+pub fn run_with_shop_passwords(args: &[&str]) -> Run {
+    warren(args).envs(SHOP_PASSWORDS.iter().copied()).run()
+}
+
 /// What a run of `warren` left: exit code and output.
 #[derive(Debug)]
 pub struct Run {
