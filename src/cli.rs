@@ -152,7 +152,8 @@ pub struct BrokerArgs {
     /// PEM file of a CA to trust for HTTPS, in addition to the system's.
     #[arg(long, value_name = "FILE", env = "WARREN_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
-    /// Seconds before a request to the broker times out.
+    /// Seconds to wait for one request to the broker, retries and failover to other
+    /// `--url`s included.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub timeout: u64,
 }

@@ -47,6 +47,18 @@ pub enum BrokerError {
         /// The last error.
         reason: String,
     },
+    /// No node answered within `--timeout`, the whole wait for one request.
+    #[error(
+        "{method} {urls} timed out: no answer within {seconds} s (--timeout, the whole wait for one request including retries)"
+    )]
+    TimedOut {
+        /// HTTP method.
+        method: String,
+        /// The URLs that did not answer in time (without credentials).
+        urls: String,
+        /// The timeout.
+        seconds: f64,
+    },
     /// Wrong user name or password.
     #[error(
         "RabbitMQ refused the credentials of user `{user}` (check --user/--password or WARREN_USER/WARREN_PASSWORD)"
@@ -127,8 +139,7 @@ impl Client {
             ));
         }
         let mut builder = reqwest::Client::builder()
-            .timeout(endpoint.timeout)
-            .connect_timeout(Duration::from_secs(5))
+            .connect_timeout(Duration::from_secs(5).min(endpoint.timeout))
             .pool_max_idle_per_host(16);
         if let Some(path) = &endpoint.ca_cert {
             let pem = std::fs::read(path).map_err(|err| {
@@ -184,19 +195,37 @@ impl Client {
     ) -> Result<(StatusCode, Value), BrokerError> {
         let nodes = self.endpoint.urls.len();
         let start = self.current.load(Ordering::Relaxed);
+        // `--timeout` is the whole wait for this request, retries and failover included:
+        // each node gets an equal share of what is left when its turn comes, so one
+        // node that accepts connections and never answers cannot use up the rest.
+        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         let mut last_error = String::new();
+        let mut timed_out_at: Vec<String> = Vec::new();
         for offset in 0..nodes {
             let index = (start + offset) % nodes;
             let base = &self.endpoint.urls[index];
             let url = join(base, path);
+            let share = deadline.saturating_duration_since(tokio::time::Instant::now())
+                / (nodes - offset) as u32;
+            let node_deadline = tokio::time::Instant::now() + share;
             for attempt in 0..ATTEMPTS_PER_NODE {
                 if attempt > 0 {
-                    tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt - 1))).await;
+                    let pause = Duration::from_millis(200 * 2u64.pow(attempt - 1));
+                    if tokio::time::Instant::now() + pause >= node_deadline {
+                        break;
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+                let remaining =
+                    node_deadline.saturating_duration_since(tokio::time::Instant::now());
+                if remaining.is_zero() {
+                    break;
                 }
                 self.requests.fetch_add(1, Ordering::Relaxed);
                 let mut request = self
                     .http
                     .request(method.clone(), url.clone())
+                    .timeout(remaining)
                     .basic_auth(&self.endpoint.user, Some(&self.endpoint.password));
                 if let Some(body) = body {
                     request = request.json(body);
@@ -204,6 +233,10 @@ impl Client {
                 match request.send().await {
                     Err(err) => {
                         last_error = describe_transport_error(&err);
+                        if err.is_timeout() {
+                            timed_out_at.push(without_credentials(&url));
+                            break; // this node does not answer in time: next node
+                        }
                         if err.is_connect() {
                             break; // this node is down: next node
                         }
@@ -216,7 +249,14 @@ impl Client {
                             .and_then(|value| value.to_str().ok())
                             .unwrap_or("no content type")
                             .to_string();
-                        let text = response.text().await.unwrap_or_default();
+                        let text = match tokio::time::timeout(remaining, response.text()).await {
+                            Ok(text) => text.unwrap_or_default(),
+                            Err(_) => {
+                                last_error = "timed out".into();
+                                timed_out_at.push(without_credentials(&url));
+                                break;
+                            }
+                        };
                         if status.is_server_error() {
                             last_error = format!("{status} {}", reason_of(&text));
                             continue;
@@ -226,6 +266,13 @@ impl Client {
                     }
                 }
             }
+        }
+        if !timed_out_at.is_empty() {
+            return Err(BrokerError::TimedOut {
+                method: method.to_string(),
+                urls: timed_out_at.join(", "),
+                seconds: self.endpoint.timeout.as_secs_f64(),
+            });
         }
         Err(BrokerError::Unreachable {
             urls: self.urls_for_messages(),

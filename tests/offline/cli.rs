@@ -317,3 +317,42 @@ fn a_login_page_instead_of_the_management_api_is_an_error_and_nothing_is_written
         "only reads were sent: {requests:?}"
     );
 }
+
+/// `--timeout` is the whole wait for one request, retries included: a server that
+/// accepts connections and never answers is given up on after that long (not three
+/// times as long), with an error that names the request and the URL.
+#[test]
+fn timeout_is_the_whole_wait_and_names_the_request() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream); // accepted, never answered
+        }
+    });
+    let started = std::time::Instant::now();
+    let run = warren(&[
+        "plan",
+        "examples/shop.yaml",
+        "--url",
+        &url,
+        "--timeout",
+        "2",
+    ])
+    .expect(1);
+    let waited = started.elapsed();
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "GET {url}/api/whoami timed out: no answer within 2 s"
+        )),
+        "{}",
+        run.stderr
+    );
+    // 2 s of waiting plus process start; three attempts of 2 s each would be 6 s.
+    assert!(
+        waited < std::time::Duration::from_millis(4500),
+        "gave up after {waited:?}"
+    );
+}
