@@ -149,6 +149,11 @@ pub struct BrokerArgs {
         hide_env_values = true
     )]
     pub password: Option<String>,
+    /// AMQP URL of the broker (`amqp://host:5672`) for the checks that a queue is
+    /// empty at the moment warren deletes it; credentials are those of --user.
+    /// Default: the AMQP listener the broker reports, on the host of --url.
+    #[arg(long, value_name = "URL", env = "WARREN_AMQP_URL")]
+    pub amqp_url: Option<String>,
     /// PEM file of a CA to trust for HTTPS, in addition to the system's.
     #[arg(long, value_name = "FILE", env = "WARREN_CA_CERT")]
     pub ca_cert: Option<PathBuf>,

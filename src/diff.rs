@@ -54,9 +54,31 @@ pub struct Change {
 }
 
 impl Change {
-    /// Whether applying this change loses messages.
+    /// Whether applying this change loses messages, as far as the plan knows: a
+    /// removed queue that held messages when planned, or any removed stream (it keeps
+    /// its log). Apply checks again at the moment of deletion, whatever this says.
     pub fn loses_data(&self) -> bool {
-        matches!(self.action, Action::Delete | Action::Replace) && self.messages.unwrap_or(0) > 0
+        matches!(self.action, Action::Delete | Action::Replace)
+            && (self.messages.unwrap_or(0) > 0 || self.removes_stream())
+    }
+
+    /// Whether this deletes or replaces a stream.
+    pub fn removes_stream(&self) -> bool {
+        self.id.kind == ObjectKind::Queue
+            && matches!(self.action, Action::Delete | Action::Replace)
+            && self
+                .before
+                .as_ref()
+                .is_some_and(|b| b["arguments"]["x-queue-type"] == "stream")
+    }
+
+    /// What the change loses, for people: `12 messages`, or a stream's log.
+    pub fn loss(&self) -> String {
+        if self.removes_stream() {
+            "a stream's log".to_string()
+        } else {
+            format!("{} messages", self.messages.unwrap_or(0))
+        }
     }
 }
 

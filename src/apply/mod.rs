@@ -8,7 +8,9 @@
 
 mod lock;
 
-use crate::broker::{BrokerError, Client, ObjectWrite};
+use std::collections::BTreeSet;
+
+use crate::broker::{BrokerError, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::model::record::{self, Record};
@@ -99,7 +101,7 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
         .changes
         .iter()
         .filter(|c| c.loses_data())
-        .map(|c| format!("{} holds {} messages", c.id, c.messages.unwrap_or(0)))
+        .map(|c| format!("{} holds {}", c.id, c.loss()))
         .collect();
     if !losing.is_empty() && !options.allow_data_loss {
         return Err(ApplyError::DataLoss(losing.join("; ")));
@@ -121,7 +123,7 @@ pub async fn apply(
         ..Record::default()
     });
     lock::acquire(client, &mut record, plan).await?;
-    let outcome = apply_locked(client, plan, progress).await;
+    let outcome = apply_locked(client, plan, options.allow_data_loss, progress).await;
     // Whatever happened, record what is now managed and release the lock.
     let mut managed = record.object_ids();
     match &outcome {
@@ -142,6 +144,7 @@ pub async fn apply(
 async fn apply_locked(
     client: &Client,
     plan: &Plan,
+    allow_data_loss: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let mut live = client.read_live(&plan.vhosts).await?;
@@ -156,57 +159,142 @@ async fn apply_locked(
             "objects in its vhosts were changed".into(),
         ));
     }
-    let mut report = ApplyReport::default();
     let phases = phases(plan);
     let total: usize = phases.iter().map(|p| p.changes.len()).sum();
-    let mut remaining: Vec<String> = phases
-        .iter()
-        .flat_map(|p| p.changes.iter().map(|c| describe(c)))
-        .collect();
-    for phase in &phases {
+    let mut report = ApplyReport::default();
+    for (number, phase) in phases.iter().enumerate() {
         if phase.changes.is_empty() {
             continue;
         }
-        let result = match phase.kind {
-            PhaseKind::Import => {
-                client
-                    .import_objects(
-                        phase
-                            .changes
-                            .iter()
-                            .filter_map(|c| Some((&c.id, c.after.as_ref()?))),
-                    )
-                    .await
-            }
-            PhaseKind::OneByOne => {
-                let writes: Vec<ObjectWrite> = phase.changes.iter().map(|c| write_of(c)).collect();
-                client.write_objects(&writes).await
-            }
-        };
-        match result {
-            Ok(()) => {
-                for change in &phase.changes {
-                    let text = describe(change);
-                    remaining.retain(|r| r != &text);
-                    report.done.push(text);
+        let outcomes = run_phase(client, phase, allow_data_loss).await;
+        let mut failure = None;
+        let mut removed = Vec::new();
+        for (change, outcome) in phase.changes.iter().zip(outcomes) {
+            match outcome {
+                Outcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
+                Outcome::Done => report.done.push(describe(change)),
+                Outcome::Failed(error) => {
+                    failure.get_or_insert(error);
+                    report.not_done.push(not_done(change, phase.kind));
                 }
-                progress(&format!("{}/{total} {}", report.done.len(), phase.name));
-            }
-            Err(error) => {
-                report.not_done = remaining;
-                return Err(ApplyError::Broker {
-                    error,
-                    report: Box::new(report),
-                });
+                Outcome::NotSent => report.not_done.push(not_done(change, phase.kind)),
             }
         }
+        if let Some(error) = failure {
+            if !removed.is_empty() {
+                // A replace never leaves a queue deleted and not declared again.
+                declare_again(client, plan, &removed, &mut report).await;
+            }
+            for later in &phases[number + 1..] {
+                report
+                    .not_done
+                    .extend(later.changes.iter().map(|c| describe(c)));
+            }
+            return Err(ApplyError::Broker {
+                error,
+                report: Box::new(report),
+            });
+        }
+        // Replaced objects are reported once they exist again (in the import phase).
+        progress(&format!(
+            "{}/{total} {}",
+            report.done.len() + removed.len(),
+            phase.name
+        ));
     }
     Ok(report)
 }
 
+/// How a change that was not made is reported: loudly for a replaced object whose old
+/// version is already gone.
+fn not_done(change: &Change, kind: PhaseKind) -> String {
+    if kind == PhaseKind::Import && change.action == Action::Replace {
+        format!(
+            "{} (DELETED AND NOT DECLARED AGAIN: run `warren apply` again at once)",
+            describe(change)
+        )
+    } else {
+        describe(change)
+    }
+}
+
+/// Sends one phase's changes; the outcome of each, in order.
+async fn run_phase(client: &Client, phase: &Phase<'_>, allow_data_loss: bool) -> Vec<Outcome> {
+    match phase.kind {
+        PhaseKind::Import => {
+            // A replace's object is in the plan once: it is created here.
+            client
+                .import_objects(
+                    phase
+                        .changes
+                        .iter()
+                        .map(|c| (&c.id, c.after.as_ref().unwrap_or(&serde_json::Value::Null))),
+                )
+                .await
+        }
+        PhaseKind::RemoveReplaced | PhaseKind::OneByOne => {
+            let writes: Vec<ObjectWrite> = phase
+                .changes
+                .iter()
+                .map(|c| write_of(c, allow_data_loss))
+                .collect();
+            client.write_objects(&writes).await
+        }
+    }
+}
+
+/// After a failure among the removals of replaced objects: declares the removed ones
+/// again, with the bindings their removal took, and reports them.
+async fn declare_again(
+    client: &Client,
+    plan: &Plan,
+    removed: &[&Change],
+    report: &mut ApplyReport,
+) {
+    let names: BTreeSet<(Option<&str>, &str)> = removed
+        .iter()
+        .map(|c| (c.id.vhost.as_deref(), c.id.name.as_str()))
+        .collect();
+    let touches = |change: &Change| {
+        let value = change.after.as_ref().unwrap_or(&serde_json::Value::Null);
+        let vhost = change.id.vhost.as_deref();
+        ["source", "destination"]
+            .iter()
+            .filter_map(|end| value[*end].as_str())
+            .any(|name| names.contains(&(vhost, name)))
+    };
+    let bindings: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Create && c.id.kind == ObjectKind::Binding && touches(c))
+        .collect();
+    let objects: Vec<&Change> = removed.iter().copied().chain(bindings).collect();
+    let outcomes = client
+        .import_objects(
+            objects
+                .iter()
+                .filter_map(|c| Some((&c.id, c.after.as_ref()?))),
+        )
+        .await;
+    for (change, outcome) in objects.iter().zip(outcomes) {
+        if outcome.is_done() {
+            report.done.push(describe(change));
+        } else {
+            report.not_done.push(format!(
+                "{} (DELETED AND NOT DECLARED AGAIN: run `warren apply` again at once)",
+                describe(change)
+            ));
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum PhaseKind {
+    /// Removals of objects that are replaced: undone if one of them fails.
+    RemoveReplaced,
+    /// Creates, through the definitions import.
     Import,
+    /// Updates and deletes, a request each.
     OneByOne,
 }
 
@@ -235,13 +323,14 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
         .iter()
         .filter(|c| matches!(c.action, Action::Create | Action::Replace))
         .collect();
+    // Inflow first (bindings), then the queues, each checked for messages by the
+    // broker at its deletion, then everything else from the leaves up: a refused
+    // queue stops the apply before its policies or exchanges go.
     let delete_order = [
         GlobalParameter,
         Parameter,
         Policy,
         OperatorPolicy,
-        Binding,
-        Queue,
         Exchange,
         TopicPermission,
         Permission,
@@ -252,13 +341,13 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
     let mut deletes: Vec<&Change> = plan
         .changes
         .iter()
-        .filter(|c| c.action == Action::Delete)
+        .filter(|c| c.action == Action::Delete && !matches!(c.id.kind, Binding | Queue))
         .collect();
     deletes.sort_by_key(|c| delete_order.iter().position(|k| *k == c.id.kind));
     vec![
         Phase {
             name: "replaced objects removed",
-            kind: PhaseKind::OneByOne,
+            kind: PhaseKind::RemoveReplaced,
             changes: removals_of_replaced,
         },
         Phase {
@@ -285,6 +374,16 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
             ),
         },
         Phase {
+            name: "bindings deleted",
+            kind: PhaseKind::OneByOne,
+            changes: of(Action::Delete, &[Binding]),
+        },
+        Phase {
+            name: "queues deleted",
+            kind: PhaseKind::OneByOne,
+            changes: of(Action::Delete, &[Queue]),
+        },
+        Phase {
             name: "objects deleted",
             kind: PhaseKind::OneByOne,
             changes: deletes,
@@ -292,8 +391,9 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
     ]
 }
 
-/// The write that carries out an update or delete, or a replace's removal.
-fn write_of(change: &Change) -> ObjectWrite<'_> {
+/// The write that carries out an update or delete, or a replace's removal; a queue
+/// is removed only if the broker finds it empty, unless data loss is accepted.
+fn write_of(change: &Change, allow_data_loss: bool) -> ObjectWrite<'_> {
     let removing = matches!(change.action, Action::Delete | Action::Replace);
     ObjectWrite {
         id: &change.id,
@@ -304,5 +404,6 @@ fn write_of(change: &Change) -> ObjectWrite<'_> {
             change.after.as_ref()
         },
         handle: change.handle.as_deref(),
+        if_empty: removing && !allow_data_loss,
     }
 }

@@ -20,6 +20,9 @@ pub struct Endpoint {
     pub password: String,
     /// Extra CA certificate (PEM) to trust for HTTPS.
     pub ca_cert: Option<PathBuf>,
+    /// AMQP URL (host and port) for the emptiness checks made when deleting queues;
+    /// `None`: the AMQP listener the broker reports, on the management URL's host.
+    pub amqp_url: Option<Url>,
     /// Timeout of one request.
     pub timeout: Duration,
 }
@@ -77,9 +80,33 @@ impl Endpoint {
             urls: parsed,
             user,
             password,
+            amqp_url: None,
             ca_cert,
             timeout,
         })
+    }
+}
+
+impl Endpoint {
+    /// Sets the AMQP URL for the emptiness checks (host and port; any credentials in
+    /// it are dropped: the management credentials are used).
+    pub fn with_amqp_url(mut self, text: Option<&str>) -> Result<Endpoint, BrokerError> {
+        let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else {
+            return Ok(self);
+        };
+        let mut url = Url::parse(text).map_err(|err| {
+            BrokerError::Setup(format!("invalid --amqp-url `{}`: {err}", redact_url(text)))
+        })?;
+        if url.scheme() != "amqp" {
+            return Err(BrokerError::Setup(format!(
+                "invalid --amqp-url `{}`: use amqp://host:port",
+                redact_url(text)
+            )));
+        }
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        self.amqp_url = Some(url);
+        Ok(self)
     }
 }
 

@@ -8,6 +8,7 @@
 //! commands can report how many they made.
 
 mod endpoint;
+mod guard;
 mod live;
 mod record;
 mod write;
@@ -20,8 +21,9 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 pub use endpoint::Endpoint;
+pub use guard::GuardedQueue;
 pub use live::LiveState;
-pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite};
+pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -37,7 +39,7 @@ pub fn segment(text: &str) -> String {
 
 /// What can go wrong talking to the broker. Messages fit on one line and never
 /// contain a password.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum BrokerError {
     /// No node answered.
     #[error("cannot reach RabbitMQ at {urls}: {reason}")]
@@ -45,6 +47,40 @@ pub enum BrokerError {
         /// The URLs tried (without credentials).
         urls: String,
         /// The last error.
+        reason: String,
+    },
+    /// The broker found a queue not empty (or in use) at the moment of deletion.
+    #[error(
+        "refusing to delete queue {queue:?} in vhost {vhost:?}: {reason}; it was not deleted (re-run with --allow-data-loss to accept losing its messages)"
+    )]
+    Refused {
+        /// Vhost.
+        vhost: String,
+        /// Queue.
+        queue: String,
+        /// What the broker found.
+        reason: String,
+    },
+    /// A quorum queue was empty when checked, but messages arrived before its deletion.
+    #[error(
+        "queue {queue:?} in vhost {vhost:?} was empty when checked, but {messages} messages arrived before it was deleted and were deleted with it"
+    )]
+    LostInWindow {
+        /// Vhost.
+        vhost: String,
+        /// Queue.
+        queue: String,
+        /// Messages the broker deleted with the queue.
+        messages: u32,
+    },
+    /// The AMQP connection for the checks at deletion could not be made.
+    #[error(
+        "cannot check over AMQP at {url} that queues are empty before deleting them: {reason} (give --amqp-url, or --allow-data-loss to delete without the check)"
+    )]
+    Amqp {
+        /// The AMQP URL (without credentials).
+        url: String,
+        /// What went wrong.
         reason: String,
     },
     /// No node answered within `--timeout`, the whole wait for one request.

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{BrokerError, Client, segment};
+use super::{BrokerError, Client, GuardedQueue, segment};
 use crate::model::objects::{SECTIONS, definition_entry};
-use crate::model::{ObjectId, ObjectKind};
+use crate::model::{ObjectId, ObjectKind, QueueType};
 
 /// Largest body sent in one definitions import (the broker refuses large bodies).
 pub const IMPORT_CHUNK_BYTES: usize = 2 * 1024 * 1024;
@@ -25,48 +25,94 @@ pub struct ObjectWrite<'a> {
     pub after: Option<&'a Value>,
     /// The broker's handle needed to delete it (a binding's `properties_key`).
     pub handle: Option<&'a str>,
+    /// For a queue removal: delete it only if the broker finds it empty and unused
+    /// at that moment (see `broker::guard`).
+    pub if_empty: bool,
 }
+
+/// One definitions import body, by section.
+type Chunk<'a> = BTreeMap<&'a str, Vec<Value>>;
 
 /// One HTTP request: method, path and body.
 type Request = (&'static str, String, Option<Value>);
 
+/// What became of one object handed to [`Client::import_objects`] or
+/// [`Client::write_objects`].
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The broker confirmed it.
+    Done,
+    /// The broker refused it, or the request failed (for an import chunk: the broker
+    /// may have taken part of it).
+    Failed(BrokerError),
+    /// Not sent, because an earlier request failed.
+    NotSent,
+}
+
+impl Outcome {
+    /// Whether the broker confirmed it.
+    pub fn is_done(&self) -> bool {
+        matches!(self, Outcome::Done)
+    }
+}
+
 impl Client {
     /// Creates objects through the definitions import (`POST /api/definitions`), in
     /// chunks under the broker's body limit, dependencies first: a chunk never needs an
-    /// object of a later chunk.
+    /// object of a later chunk. Stops at the first chunk that fails. The outcome of
+    /// each object, in the order given.
     pub async fn import_objects<'a>(
         &self,
         objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
-    ) -> Result<(), BrokerError> {
-        let mut entries: Vec<(usize, Value)> = objects
+    ) -> Vec<Outcome> {
+        let mut entries: Vec<(usize, usize, Value)> = objects
             .into_iter()
             .map(|(id, value)| definition_entry(id, value))
-            .map(|(section, entry)| {
+            .enumerate()
+            .map(|(index, (section, entry))| {
                 (
                     SECTIONS.iter().position(|s| *s == section).unwrap_or(0),
+                    index,
                     entry,
                 )
             })
             .collect();
-        entries.sort_by_key(|(section, _)| *section);
-        let mut chunk: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        let mut outcomes = vec![Outcome::NotSent; entries.len()];
+        entries.sort_by_key(|(section, _, _)| *section);
+        let mut chunks: Vec<(Chunk, Vec<usize>)> = vec![Default::default()];
         let mut size = 0;
-        for (section, entry) in entries {
+        for (section, index, entry) in entries {
             let entry_size = entry.to_string().len();
             if size + entry_size > IMPORT_CHUNK_BYTES && size > 0 {
-                self.post_definitions(std::mem::take(&mut chunk)).await?;
+                chunks.push(Default::default());
                 size = 0;
             }
             size += entry_size;
+            let (chunk, members) = chunks.last_mut().expect("one chunk at least");
             chunk.entry(SECTIONS[section]).or_default().push(entry);
+            members.push(index);
         }
-        if size > 0 {
-            self.post_definitions(chunk).await?;
+        for (chunk, members) in chunks {
+            if members.is_empty() {
+                continue;
+            }
+            let result = self.post_definitions(chunk).await;
+            let failed = result.is_err();
+            let outcome = match result {
+                Ok(()) => Outcome::Done,
+                Err(error) => Outcome::Failed(error),
+            };
+            for index in members {
+                outcomes[index] = outcome.clone();
+            }
+            if failed {
+                break;
+            }
         }
-        Ok(())
+        outcomes
     }
 
-    async fn post_definitions(&self, chunk: BTreeMap<&str, Vec<Value>>) -> Result<(), BrokerError> {
+    async fn post_definitions(&self, chunk: Chunk<'_>) -> Result<(), BrokerError> {
         let body: serde_json::Map<String, Value> = chunk
             .into_iter()
             .map(|(section, entries)| (section.to_string(), Value::Array(entries)))
@@ -74,20 +120,79 @@ impl Client {
         self.post("/api/definitions", &Value::Object(body)).await
     }
 
-    /// Updates and removes objects, a bounded number of requests at a time, stopping at
-    /// the first error.
-    pub async fn write_objects(&self, writes: &[ObjectWrite<'_>]) -> Result<(), BrokerError> {
-        let requests = writes.iter().flat_map(requests_for).collect::<Vec<_>>();
+    /// Updates and removes objects, a bounded number of requests at a time; queue
+    /// removals marked `if_empty` go last, one by one, through the broker's emptiness
+    /// check ([`Client::delete_queues_if_empty`]), once everything else (bindings
+    /// into them, in particular) is done. The outcome of each write, in order.
+    pub async fn write_objects(&self, writes: &[ObjectWrite<'_>]) -> Vec<Outcome> {
+        let guarded =
+            |w: &ObjectWrite| w.if_empty && w.id.kind == ObjectKind::Queue && w.after.is_none();
+        let plain: Vec<usize> = (0..writes.len())
+            .filter(|i| !guarded(&writes[*i]))
+            .collect();
+        let requests: Vec<(usize, Request)> = plain
+            .iter()
+            .flat_map(|&index| {
+                requests_for(&writes[index])
+                    .into_iter()
+                    .map(move |r| (index, r))
+            })
+            .collect();
         let results = super::live::futures_join_all(requests.into_iter().map(
-            |(method, path, body)| async move {
-                match method {
+            |(index, (method, path, body))| async move {
+                let result = match method {
                     "PUT" => self.put(&path, &body.unwrap_or(Value::Null)).await,
                     _ => self.delete(&path).await,
-                }
+                };
+                (index, result)
             },
         ))
         .await;
-        results.into_iter().collect()
+        let mut outcomes = vec![Outcome::Done; writes.len()];
+        let mut any_failed = false;
+        for (index, result) in results {
+            if let Err(error) = result {
+                any_failed = true;
+                if outcomes[index].is_done() {
+                    outcomes[index] = Outcome::Failed(error);
+                }
+            }
+        }
+        let queues: Vec<(usize, GuardedQueue)> = (0..writes.len())
+            .filter(|i| guarded(&writes[*i]))
+            .map(|index| {
+                let write = &writes[index];
+                let queue_type = write
+                    .before
+                    .and_then(|b| b["arguments"]["x-queue-type"].as_str())
+                    .map_or(QueueType::Classic, QueueType::from_name);
+                (
+                    index,
+                    GuardedQueue {
+                        vhost: write.id.vhost.as_deref().unwrap_or_default(),
+                        name: &write.id.name,
+                        queue_type,
+                    },
+                )
+            })
+            .collect();
+        if any_failed {
+            for (index, _) in &queues {
+                outcomes[*index] = Outcome::NotSent;
+            }
+            return outcomes;
+        }
+        let checked: Vec<GuardedQueue> = queues.iter().map(|(_, q)| *q).collect();
+        for ((index, _), result) in queues
+            .iter()
+            .zip(self.delete_queues_if_empty(&checked).await)
+        {
+            outcomes[*index] = match result {
+                Ok(()) => Outcome::Done,
+                Err(error) => Outcome::Failed(error),
+            };
+        }
+        outcomes
     }
 }
 

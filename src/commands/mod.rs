@@ -129,7 +129,8 @@ fn client(args: &BrokerArgs) -> Result<Client, BrokerError> {
         },
         args.ca_cert.clone(),
         Duration::from_secs(args.timeout.max(1)),
-    )?;
+    )?
+    .with_amqp_url(args.amqp_url.as_deref())?;
     Client::new(endpoint)
 }
 

@@ -37,9 +37,14 @@ impl QueueType {
             .get("x-queue-type")
             .or_else(|| queue.extra.get("type"))
             .and_then(|v| v.as_str());
-        match declared {
-            Some("quorum") => QueueType::Quorum,
-            Some("stream") => QueueType::Stream,
+        declared.map_or(QueueType::Classic, QueueType::from_name)
+    }
+
+    /// The type an `x-queue-type` value names (`classic` for any other value).
+    pub fn from_name(name: &str) -> QueueType {
+        match name {
+            "quorum" => QueueType::Quorum,
+            "stream" => QueueType::Stream,
             _ => QueueType::Classic,
         }
     }

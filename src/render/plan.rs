@@ -155,12 +155,10 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             line.push_str(&format!(" {dim}(unmanaged, pruned){reset}"));
         }
         if change.loses_data() {
-            line.push_str(&format!(
-                " {red}{bold}DATA LOSS: {} messages{reset}",
-                change.messages.unwrap_or(0)
-            ));
+            line.push_str(&format!(" {red}{bold}DATA LOSS: {}{reset}", change.loss()));
         } else if let Some(0) = change.messages {
-            line.push_str(&format!(" {dim}(empty){reset}"));
+            // A count is statistics: apply checks again when it deletes.
+            line.push_str(&format!(" {dim}(empty when planned){reset}"));
         }
         writeln!(out, "{line}")?;
         if change.action == Action::Update {

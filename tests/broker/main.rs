@@ -35,6 +35,7 @@ mod node;
 mod spec;
 
 mod boot_definitions;
+mod deletion_guard;
 mod plan_apply;
 mod retry_behaviour;
 mod smoke;

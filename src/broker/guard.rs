@@ -1,0 +1,258 @@
+//! Deleting a queue only when the broker itself finds it empty at that moment.
+//!
+//! The management API's message counts are statistics: they lag by up to a stats
+//! interval (8 s seen) and are missing for seconds after a queue is created, so a
+//! count in a plan cannot decide whether a deletion loses messages. The check is made
+//! by the queue, over AMQP, when warren deletes it:
+//!
+//! - **classic**: `queue.delete` with `if-empty` and `if-unused`. The broker refuses
+//!   atomically when the queue holds a ready message, or has a consumer (whose
+//!   unacknowledged messages `if-empty` alone would not count).
+//! - **quorum**: the broker refuses both flags, so warren asks the queue with a passive
+//!   `queue.declare` (its exact ready count and consumer count at that instant) and
+//!   deletes it only when both are zero. `queue.delete` then answers with the number
+//!   of messages it deleted: a message that arrived between the check and the delete
+//!   (a window of one round trip) is reported, never hidden.
+//! - **stream**: the broker ignores both flags and offers no exact count, and a stream
+//!   keeps its log after it is read: deleting one always needs `--allow-data-loss`.
+
+use std::collections::BTreeMap;
+
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::FieldTable;
+use lapin::{Channel, Connection, ConnectionProperties};
+use reqwest::Url;
+
+use super::{BrokerError, Client, segment};
+use crate::model::QueueType;
+use crate::model::redact::redact_uri;
+
+/// AMQP reply codes the checks expect.
+const NOT_FOUND: u16 = 404;
+const PRECONDITION_FAILED: u16 = 406;
+
+/// A queue to delete only if it is empty.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardedQueue<'a> {
+    /// Vhost.
+    pub vhost: &'a str,
+    /// Queue name.
+    pub name: &'a str,
+    /// Its type, which decides how emptiness is checked.
+    pub queue_type: QueueType,
+}
+
+impl Client {
+    /// Deletes each queue if the broker finds it empty and unused at that moment, one
+    /// at a time; the result of each, in order. A queue that is already gone counts
+    /// as deleted.
+    pub async fn delete_queues_if_empty(
+        &self,
+        queues: &[GuardedQueue<'_>],
+    ) -> Vec<Result<(), BrokerError>> {
+        let mut results: Vec<Option<Result<(), BrokerError>>> =
+            queues.iter().map(|_| None).collect();
+        let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (index, queue) in queues.iter().enumerate() {
+            by_vhost.entry(queue.vhost).or_default().push(index);
+        }
+        for (vhost, indices) in by_vhost {
+            let connection = match self.amqp_connection(vhost).await {
+                Ok(connection) => connection,
+                Err(error) => {
+                    for index in indices {
+                        results[index] = Some(Err(error.clone()));
+                    }
+                    continue;
+                }
+            };
+            for index in indices {
+                results[index] = Some(delete_if_empty(&connection, &queues[index]).await);
+            }
+            let _ = connection.close(200, "warren is done".into()).await;
+        }
+        results
+            .into_iter()
+            .map(|result| result.expect("every queue was tried"))
+            .collect()
+    }
+
+    /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP
+    /// listener the management API reports, on the host of the management URL.
+    async fn amqp_connection(&self, vhost: &str) -> Result<Connection, BrokerError> {
+        let url = self.amqp_url().await?;
+        let shown = redact_uri(url.as_str());
+        let mut with_login = url.clone();
+        let _ = with_login.set_username(&segment(&self.endpoint.user));
+        let _ = with_login.set_password(Some(&segment(&self.endpoint.password)));
+        with_login.set_path(&format!("/{}", segment(vhost)));
+        let connect = Connection::connect(with_login.as_str(), ConnectionProperties::default());
+        match tokio::time::timeout(self.endpoint.timeout, connect).await {
+            Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(error)) => Err(BrokerError::Amqp {
+                url: shown,
+                reason: error.to_string(),
+            }),
+            Err(_) => Err(BrokerError::Amqp {
+                url: shown,
+                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()),
+            }),
+        }
+    }
+
+    async fn amqp_url(&self) -> Result<Url, BrokerError> {
+        if let Some(url) = &self.endpoint.amqp_url {
+            return Ok(url.clone());
+        }
+        let path = "/api/overview?columns=node,listeners";
+        let overview = self.get(path).await?.unwrap_or_default();
+        let node = overview["node"].as_str().unwrap_or_default();
+        let listeners = overview["listeners"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let port = listeners
+            .iter()
+            .filter(|l| l["protocol"] == "amqp")
+            .find(|l| node.is_empty() || l["node"] == node)
+            .and_then(|l| l["port"].as_u64())
+            .ok_or_else(|| BrokerError::Amqp {
+                url: "(none)".into(),
+                reason: format!(
+                    "the broker reports no plain AMQP listener for node `{node}`; give --amqp-url"
+                ),
+            })?;
+        let base = &self.endpoint.urls[self.current.load(std::sync::atomic::Ordering::Relaxed)];
+        let host = base.host_str().unwrap_or("localhost");
+        Url::parse(&format!("amqp://{host}:{port}/")).map_err(|err| BrokerError::Amqp {
+            url: format!("amqp://{host}:{port}/"),
+            reason: err.to_string(),
+        })
+    }
+}
+
+/// The AMQP reply code and text of a protocol error, if it is one.
+fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
+    match error.kind() {
+        lapin::ErrorKind::ProtocolError(amqp) => {
+            Some((amqp.get_id(), amqp.get_message().to_string()))
+        }
+        _ => None,
+    }
+}
+
+async fn channel(
+    connection: &Connection,
+    queue: &GuardedQueue<'_>,
+) -> Result<Channel, BrokerError> {
+    connection
+        .create_channel()
+        .await
+        .map_err(|error| failed(queue, &error))
+}
+
+fn failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
+    BrokerError::Api {
+        method: "AMQP".into(),
+        path: format!("queue.delete {:?} in vhost {:?}", queue.name, queue.vhost),
+        status: reply_of(error).map_or(0, |(code, _)| code),
+        reason: error.to_string(),
+    }
+}
+
+fn refused(queue: &GuardedQueue<'_>, reason: String) -> BrokerError {
+    BrokerError::Refused {
+        vhost: queue.vhost.to_string(),
+        queue: queue.name.to_string(),
+        reason,
+    }
+}
+
+async fn delete_if_empty(
+    connection: &Connection,
+    queue: &GuardedQueue<'_>,
+) -> Result<(), BrokerError> {
+    let channel = channel(connection, queue).await?;
+    let result = match queue.queue_type {
+        QueueType::Stream => Err(refused(
+            queue,
+            "it is a stream: deleting it deletes its log, and RabbitMQ has no emptiness check for streams".into(),
+        )),
+        QueueType::Classic => {
+            let options = QueueDeleteOptions {
+                if_empty: true,
+                if_unused: true,
+                nowait: false,
+            };
+            match channel.queue_delete(queue.name.into(), options).await {
+                Ok(_) => Ok(()),
+                Err(error) => match reply_of(&error) {
+                    Some((NOT_FOUND, _)) => Ok(()),
+                    Some((PRECONDITION_FAILED, text)) => Err(refused(
+                        queue,
+                        format!("the broker found it not empty or in use ({text})"),
+                    )),
+                    _ => Err(failed(queue, &error)),
+                },
+            }
+        }
+        QueueType::Quorum => delete_quorum_if_empty(&channel, queue).await,
+    };
+    let _ = channel.close(200, "".into()).await;
+    result
+}
+
+async fn delete_quorum_if_empty(
+    channel: &Channel,
+    queue: &GuardedQueue<'_>,
+) -> Result<(), BrokerError> {
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    let state = match channel
+        .queue_declare(queue.name.into(), passive, FieldTable::default())
+        .await
+    {
+        Ok(state) => state,
+        Err(error) => {
+            return match reply_of(&error) {
+                Some((NOT_FOUND, _)) => Ok(()),
+                _ => Err(failed(queue, &error)),
+            };
+        }
+    };
+    if state.message_count() > 0 {
+        return Err(refused(
+            queue,
+            format!(
+                "the broker counts {} ready messages in it",
+                state.message_count()
+            ),
+        ));
+    }
+    if state.consumer_count() > 0 {
+        return Err(refused(
+            queue,
+            format!(
+                "it has {} consumers, whose unacknowledged messages would be lost",
+                state.consumer_count()
+            ),
+        ));
+    }
+    match channel
+        .queue_delete(queue.name.into(), QueueDeleteOptions::default())
+        .await
+    {
+        Ok(0) => Ok(()),
+        Ok(lost) => Err(BrokerError::LostInWindow {
+            vhost: queue.vhost.to_string(),
+            queue: queue.name.to_string(),
+            messages: lost,
+        }),
+        Err(error) => match reply_of(&error) {
+            Some((NOT_FOUND, _)) => Ok(()),
+            _ => Err(failed(queue, &error)),
+        },
+    }
+}
