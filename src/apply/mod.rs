@@ -14,7 +14,7 @@ use crate::broker::{BrokerError, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::model::record::{self, Record};
-use crate::plan::{Plan, fingerprint, live_objects};
+use crate::plan::{Mismatch, Plan, recheck};
 
 /// Why an apply did not run or did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +39,9 @@ pub enum ApplyError {
         /// Unix seconds.
         expires: u64,
     },
+    /// The plan was made against another broker.
+    #[error("this plan does not apply to this broker: {0}")]
+    OtherBroker(String),
     /// The broker changed since the plan was made.
     #[error("the broker changed since this plan was made ({0}); run `warren plan` again")]
     Stale(String),
@@ -127,8 +130,8 @@ pub async fn apply(
     // Whatever happened, record what is now managed and release the lock.
     let mut managed = record.object_ids();
     match &outcome {
-        Ok(_) => managed = plan.managed.iter().cloned().collect(),
-        Err(ApplyError::Broker { .. }) => managed.extend(plan.managed.iter().cloned()),
+        Ok(_) => managed = plan.managed().cloned().collect(),
+        Err(ApplyError::Broker { .. }) => managed.extend(plan.managed().cloned()),
         Err(_) => {}
     }
     let changed_anything = !matches!(outcome, Err(ApplyError::Stale(_)));
@@ -149,16 +152,15 @@ async fn apply_locked(
 ) -> Result<ApplyReport, ApplyError> {
     let mut live = client.read_live(&plan.vhosts).await?;
     live.definitions.global_parameters = client.global_parameters().await?;
-    let now = fingerprint(
-        &live_objects(&live.definitions, &plan.vhosts),
-        &plan.relevant_ids(),
-        plan.serial,
-    );
-    if now != plan.live_fingerprint {
-        return Err(ApplyError::Stale(
-            "objects in its vhosts were changed".into(),
-        ));
-    }
+    let fresh =
+        recheck(plan, &live.definitions, Some(client.user().to_string())).map_err(|mismatch| {
+            match mismatch {
+                Mismatch::OtherBroker { .. } => ApplyError::OtherBroker(mismatch.to_string()),
+                Mismatch::Changes(text) => ApplyError::Stale(text),
+            }
+        })?;
+    // The fresh plan has the same changes, with the broker's handles of today.
+    let plan = &fresh;
     let phases = phases(plan);
     let total: usize = phases.iter().map(|p| p.changes.len()).sum();
     let mut report = ApplyReport::default();

@@ -118,22 +118,45 @@ pub fn plan(
     exit_for_plan(&plan)
 }
 
-/// Reads a plan file, or `None` when the file is not a plan (then it is a spec).
+/// Reads a plan file, or `None` when the file is not a plan (then it is a spec). A
+/// file that looks like a plan (`.json`, or text that starts with `{`) but does not
+/// read as one is a damaged plan, never a spec.
 fn read_plan_file(path: &Path) -> Result<Option<Plan>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return Ok(None);
-    };
-    if value["format"] != PLAN_FORMAT {
-        return Err(format!(
-            "{} is JSON but not a warren plan (expected \"format\": \"{PLAN_FORMAT}\")",
+    let looks_like_json = text.trim_start().starts_with('{')
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let damaged = |why: String| {
+        format!(
+            "{} is a damaged plan file ({why}); make a new plan with `warren plan SPEC -o FILE`",
             path.display()
-        ));
+        )
+    };
+    let value = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(value) => value,
+        Err(err) if looks_like_json => return Err(damaged(err.to_string())),
+        Err(_) => return Ok(None),
+    };
+    match value["format"].as_str() {
+        Some(PLAN_FORMAT) => {}
+        Some(other) if other.starts_with("warren-plan/") => {
+            return Err(format!(
+                "{} is a `{other}` plan, which this warren does not apply (it reads `{PLAN_FORMAT}`); make the plan again with `warren plan SPEC -o FILE`",
+                path.display()
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "{} is JSON but not a warren plan (expected \"format\": \"{PLAN_FORMAT}\")",
+                path.display()
+            ));
+        }
     }
     serde_json::from_value(value)
         .map(Some)
-        .map_err(|err| format!("{} is not a valid plan: {err}", path.display()))
+        .map_err(|err| damaged(err.to_string()))
 }
 
 /// How `warren apply` runs.

@@ -25,7 +25,8 @@ use crate::model::password::Passwords;
 use crate::model::record::Record;
 use crate::model::version::TargetVersion;
 use crate::model::{
-    Arguments, Binding, Definitions, Exchange, ObjectId, ObjectKind, Queue, binding_id,
+    Arguments, BROKER_ID_PARAMETER, Binding, Definitions, Exchange, ObjectId, ObjectKind, Queue,
+    binding_id,
 };
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{QueueType, SpecFile, SpecPath};
@@ -142,6 +143,15 @@ fn emit_global_parameters(spec: &crate::spec::Spec, out: &mut Emitter) {
                 path,
             )
             .hint("rename the parameter");
+            continue;
+        }
+        if name == BROKER_ID_PARAMETER {
+            out.error(
+                "invalid-name",
+                format!("global parameter `{name}` is the broker's own identity: a spec cannot set it (copied to another broker, it would make two brokers look like one)"),
+                path,
+            )
+            .hint("remove it");
             continue;
         }
         let id = ObjectId {

@@ -272,3 +272,14 @@ fn unused_named_ladders_are_checked_too() {
     let found = errors("version: 1\nladders:\n  broken: { delays: [] }\nvhosts: {}\n");
     assert!(found.iter().any(|d| d.message.contains("empty `delays`")));
 }
+
+#[test]
+fn the_brokers_identity_cannot_be_declared() {
+    let found = compile_yaml(
+        "version: 1\nglobal_parameters:\n  internal_cluster_id: rabbitmq-cluster-id-copied\n  team: platform\n",
+        TargetVersion::DEFAULT,
+    )
+    .unwrap_err();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].message.contains("the broker's own identity"), "{found:#?}");
+}

@@ -210,6 +210,11 @@ pub const VHOST_LIMITS_NAME: &str = "limits";
 /// Component name under which operator policies are stored.
 pub const OPERATOR_POLICY_COMPONENT: &str = "operator_policy";
 
+/// The global parameter that identifies a broker (or cluster): shared by the nodes of
+/// a cluster, kept across restarts, and copied by a definitions import that carries
+/// it, so definitions warren writes never carry it.
+pub const BROKER_ID_PARAMETER: &str = "internal_cluster_id";
+
 /// Component name under which the definitions format may list user policies.
 pub const POLICY_COMPONENT: &str = "policy";
 

@@ -86,7 +86,7 @@ pub async fn against_broker(
             tokio::join!(client.global_parameters(), client.read_live(&declared));
         let global_parameters = global_parameters?;
         let records = records(&global_parameters);
-        let mut vhosts = scope(&Definitions::default(), records.get(&name));
+        let mut vhosts = scope(&Objects::default(), records.get(&name));
         vhosts.extend(declared.iter().cloned());
         vhosts.sort();
         vhosts.dedup();
@@ -110,7 +110,7 @@ pub async fn against_broker(
         warnings: warnings.clone(),
     };
     let (global_parameters, records, vhosts, mut live) = read.map_err(broker_error)?;
-    let scope = scope(&compiled.definitions, records.get(&name));
+    let scope = scope(&desired_objects, records.get(&name));
     if scope.iter().any(|vhost| !vhosts.contains(vhost)) {
         live = client.read_live(&scope).await.map_err(broker_error)?;
     }
@@ -119,12 +119,12 @@ pub async fn against_broker(
         spec: &name,
         target_version: target.to_string(),
         broker_version: Some(version),
-        desired: &compiled,
+        desired: desired_objects,
+        passwords: &compiled.passwords,
         live: &live.definitions,
         records,
         protected_user: Some(client.user().to_string()),
         prune_unmanaged,
-        desired_objects: Some(desired_objects),
     });
     let queues = plan.queues_needing_counts();
     if !queues.is_empty() {
@@ -151,12 +151,12 @@ pub fn against_definitions(
         spec: &spec_name(file),
         target_version: target.to_string(),
         broker_version: None,
-        desired: &compiled,
+        desired: objects(&compiled.definitions),
+        passwords: &compiled.passwords,
         live,
         records: records(&live.global_parameters),
         protected_user: None,
         prune_unmanaged,
-        desired_objects: None,
     });
     Ok(Planned {
         plan,

@@ -5,20 +5,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 mod against;
+mod recheck;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
+pub use recheck::{Mismatch, recheck};
 
-use crate::compile::Compiled;
 use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};
+use crate::model::password::Passwords;
 use crate::model::record::Record;
-use crate::model::{Definitions, ObjectId, ObjectKind};
+use crate::model::{BROKER_ID_PARAMETER, Definitions, ObjectId, ObjectKind};
 
-/// Identifies a plan document.
-pub const PLAN_FORMAT: &str = "warren-plan/1";
+/// Identifies a plan document. Version 2 carries the desired state, so that apply can
+/// recompute the changes instead of trusting them.
+pub const PLAN_FORMAT: &str = "warren-plan/2";
 
 /// A plan.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -36,10 +38,17 @@ pub struct Plan {
     pub vhosts: Vec<String>,
     /// The serial of the spec's record when the plan was made (0: none).
     pub serial: u64,
-    /// Fingerprint of the broker's state in scope when the plan was made.
-    pub live_fingerprint: String,
-    /// Every object the spec manages once the plan is applied.
-    pub managed: Vec<ObjectId>,
+    /// The broker's `internal_cluster_id` when the plan was made: a plan applies only
+    /// to the broker (or cluster) it was made against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_id: Option<String>,
+    /// The plan deletes objects no spec manages (`--prune-unmanaged`).
+    #[serde(default)]
+    pub prune_unmanaged: bool,
+    /// Every object the spec manages once the plan is applied, in normal form: apply
+    /// recomputes the changes from it and the live broker and refuses unless they equal
+    /// [`Plan::changes`].
+    pub desired: Vec<DesiredObject>,
     /// The changes, grouped by vhost and kind.
     pub changes: Vec<Change>,
     /// Objects in scope that no spec manages (left alone).
@@ -50,6 +59,15 @@ pub struct Plan {
     pub conflicts: Vec<Conflict>,
     /// Counts by action.
     pub summary: Summary,
+}
+
+/// One desired object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DesiredObject {
+    /// The object.
+    pub id: ObjectId,
+    /// Its normal form.
+    pub value: serde_json::Value,
 }
 
 /// An object another spec manages.
@@ -99,16 +117,6 @@ impl Plan {
         self.summary = summary;
     }
 
-    /// The objects the plan manages or changes (what its fingerprint covers
-    /// outside its vhosts).
-    pub fn relevant_ids(&self) -> BTreeSet<ObjectId> {
-        self.managed
-            .iter()
-            .chain(self.changes.iter().map(|c| &c.id))
-            .cloned()
-            .collect()
-    }
-
     /// Records the message counts of [`Plan::queues_needing_counts`], in that order,
     /// and recounts the summary.
     pub fn set_message_counts(&mut self, queues: &[(String, String)], counts: Vec<Option<u64>>) {
@@ -132,6 +140,19 @@ impl Plan {
         self.summarize();
     }
 
+    /// The objects the spec manages once the plan is applied.
+    pub fn managed(&self) -> impl Iterator<Item = &ObjectId> {
+        self.desired.iter().map(|d| &d.id)
+    }
+
+    /// The desired objects as a map.
+    pub fn desired_objects(&self) -> Objects {
+        self.desired
+            .iter()
+            .map(|d| (d.id.clone(), d.value.clone()))
+            .collect()
+    }
+
     /// Queues whose message counts the plan needs: deleted or replaced.
     pub fn queues_needing_counts(&self) -> Vec<(String, String)> {
         self.changes
@@ -153,9 +174,12 @@ pub struct Inputs<'a> {
     pub target_version: String,
     /// Broker version, if planning against a broker.
     pub broker_version: Option<String>,
-    /// Compiled spec.
-    pub desired: &'a Compiled,
-    /// Live definitions (of at least the vhosts in scope).
+    /// The desired objects, in normal form.
+    pub desired: Objects,
+    /// Clear passwords of the spec's users (to recognise an unchanged password under
+    /// another salt).
+    pub passwords: &'a Passwords,
+    /// Live definitions (of at least the vhosts in scope, and the global parameters).
     pub live: &'a Definitions,
     /// Every spec's record found on the broker.
     pub records: BTreeMap<String, Record>,
@@ -163,14 +187,15 @@ pub struct Inputs<'a> {
     pub protected_user: Option<String>,
     /// Delete objects no spec manages.
     pub prune_unmanaged: bool,
-    /// The desired objects, when the caller computed them already (`warren plan` does
-    /// while the broker is being read); computed from `desired` otherwise.
-    pub desired_objects: Option<Objects>,
 }
 
 /// The vhosts a spec's plan looks at: declared ones and ones it managed before.
-pub fn scope(desired: &Definitions, record: Option<&Record>) -> Vec<String> {
-    let mut vhosts: BTreeSet<String> = desired.vhosts.iter().map(|v| v.name.clone()).collect();
+pub fn scope(desired: &Objects, record: Option<&Record>) -> Vec<String> {
+    let declared = desired
+        .keys()
+        .filter(|id| id.kind == ObjectKind::Vhost)
+        .map(|id| id.name.clone());
+    let mut vhosts: BTreeSet<String> = declared.collect();
     for id in record.map(Record::object_ids).unwrap_or_default() {
         match (id.vhost, id.kind) {
             (Some(vhost), _) => vhosts.insert(vhost),
@@ -193,36 +218,22 @@ pub fn live_objects(live: &Definitions, vhosts: &[String]) -> Objects {
         .collect()
 }
 
-/// A stable fingerprint of what a plan depends on: the record serial, every live object
-/// in its vhosts (`live` is already limited to them, see [`live_objects`]) and, of the
-/// broker-wide objects (users, global parameters), only those it manages or changes.
-/// Other teams' users and records change all the time and must not make a plan stale.
-pub fn fingerprint(live: &Objects, relevant: &BTreeSet<ObjectId>, serial: u64) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(serial.to_le_bytes());
-    let depended_on = live.iter().filter(|(id, _)| {
-        id.vhost.is_some() || id.kind == ObjectKind::Vhost || relevant.contains(id)
-    });
-    for (id, value) in depended_on {
-        hasher.update(serde_json::to_vec(id).unwrap_or_default());
-        hasher.update(serde_json::to_vec(value).unwrap_or_default());
-    }
-    hasher
-        .finalize()
+/// The broker's identity: its `internal_cluster_id`, shared by the nodes of a cluster
+/// and kept across restarts (its `cluster_name` differs per node).
+pub fn broker_id(live: &Definitions) -> Option<String> {
+    live.global_parameters
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .find(|p| p.name == BROKER_ID_PARAMETER)
+        .and_then(|p| p.value.as_str())
+        .map(str::to_string)
 }
 
 /// Builds a plan (message counts are filled in by the caller for
 /// [`Plan::queues_needing_counts`], see [`Plan::set_message_counts`]).
 pub fn build(inputs: Inputs<'_>) -> Plan {
     let record = inputs.records.get(inputs.spec);
-    let vhosts = scope(&inputs.desired.definitions, record);
-    let desired = match inputs.desired_objects {
-        Some(objects) => objects,
-        None => objects(&inputs.desired.definitions),
-    };
+    let vhosts = scope(&inputs.desired, record);
+    let mut desired = inputs.desired;
     let live = live_objects(inputs.live, &vhosts);
     let mut ownership = Ownership {
         managed: record.map(Record::object_ids).unwrap_or_default(),
@@ -240,9 +251,20 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         &desired,
         &live,
         &ownership,
-        &inputs.desired.passwords,
+        inputs.passwords,
         inputs.prune_unmanaged,
     );
+    // An unchanged user keeps the live hash (the same password under the broker's
+    // salt): the plan's desired state must compare equal without the clear password.
+    let changed: BTreeSet<&ObjectId> = result.changes.iter().map(|c| &c.id).collect();
+    for (id, value) in desired.iter_mut() {
+        if id.kind == ObjectKind::User
+            && !changed.contains(id)
+            && let Some(have) = live.get(id)
+        {
+            *value = have.clone();
+        }
+    }
     let serial = record.map(|r| r.serial).unwrap_or(0);
     let mut changes = result.changes;
     attach_binding_handles(&mut changes, inputs.live);
@@ -251,10 +273,14 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         spec: inputs.spec.to_string(),
         target_version: inputs.target_version,
         broker_version: inputs.broker_version,
-        vhosts: vhosts.clone(),
+        vhosts,
         serial,
-        live_fingerprint: String::new(),
-        managed: desired.keys().cloned().collect(),
+        broker_id: broker_id(inputs.live),
+        prune_unmanaged: inputs.prune_unmanaged,
+        desired: desired
+            .into_iter()
+            .map(|(id, value)| DesiredObject { id, value })
+            .collect(),
         changes,
         unmanaged: result.unmanaged,
         conflicts: result
@@ -265,7 +291,6 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         summary: Summary::default(),
     };
     plan.summarize();
-    plan.live_fingerprint = fingerprint(&live, &plan.relevant_ids(), serial);
     plan
 }
 
@@ -283,55 +308,5 @@ fn attach_binding_handles(changes: &mut [Change], live: &Definitions) {
         if change.id.kind == ObjectKind::Binding && change.action == Action::Delete {
             change.handle = handles.get(&change.id).cloned();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn definitions(json: serde_json::Value) -> Definitions {
-        serde_json::from_value(json).unwrap()
-    }
-
-    fn base() -> serde_json::Value {
-        serde_json::json!({
-            "vhosts": [{"name": "orders"}],
-            "users": [{"name": "orders-app", "password_hash": "h1", "tags": []}],
-            "queues": [{"name": "work", "vhost": "orders", "durable": true, "auto_delete": false, "arguments": {}}]
-        })
-    }
-
-    fn print(live: &Definitions) -> String {
-        let relevant = BTreeSet::from([ObjectId {
-            kind: ObjectKind::User,
-            vhost: None,
-            name: "orders-app".into(),
-        }]);
-        fingerprint(&live_objects(live, &["orders".into()]), &relevant, 3)
-    }
-
-    #[test]
-    fn another_teams_user_does_not_make_a_plan_stale() {
-        let before = definitions(base());
-        let mut after = base();
-        after["users"]
-            .as_array_mut()
-            .unwrap()
-            .push(serde_json::json!({"name": "billing-app", "password_hash": "h2", "tags": []}));
-        assert_eq!(print(&before), print(&definitions(after)));
-    }
-
-    #[test]
-    fn a_change_in_the_plans_vhost_or_to_its_user_makes_it_stale() {
-        let before = print(&definitions(base()));
-        let mut queue_added = base();
-        queue_added["queues"].as_array_mut().unwrap().push(
-            serde_json::json!({"name": "other", "vhost": "orders", "durable": true, "auto_delete": false, "arguments": {}}),
-        );
-        assert_ne!(before, print(&definitions(queue_added)));
-        let mut user_changed = base();
-        user_changed["users"][0]["password_hash"] = "h3".into();
-        assert_ne!(before, print(&definitions(user_changed)));
     }
 }

@@ -65,12 +65,16 @@ fn kind_heading(kind: ObjectKind) -> &'static str {
     }
 }
 
-/// The plan as JSON with password hashes redacted (what `--format json` prints).
+/// The plan as JSON with password hashes and URI credentials redacted, in the changes
+/// and in the desired state (what `--format json` prints).
 pub fn redacted_json(plan: &Plan) -> Value {
     let mut plan = plan.clone();
     for change in &mut plan.changes {
         change.before = change.before.as_ref().map(redact);
         change.after = change.after.as_ref().map(redact);
+    }
+    for desired in &mut plan.desired {
+        desired.value = redact(&desired.value);
     }
     serde_json::to_value(&plan).expect("plans serialize")
 }
@@ -280,8 +284,9 @@ mod tests {
             broker_version: Some("4.0.5".into()),
             vhosts: vec!["shop".into()],
             serial: 3,
-            live_fingerprint: "f".into(),
-            managed: vec![],
+            broker_id: None,
+            prune_unmanaged: false,
+            desired: vec![],
             changes: vec![
                 change(
                     Action::Update,
@@ -318,5 +323,14 @@ mod tests {
         insta::assert_snapshot!(text);
         let json = redacted_json(&plan).to_string();
         assert!(!json.contains("\"old\"") && json.contains("(redacted)"));
+        plan.desired.push(crate::plan::DesiredObject {
+            id: id(ObjectKind::Parameter, Some("shop"), "shovel/move"),
+            value: json!({"src-uri": "amqp://mover:s3cret@mq", "password_hash": "new"}),
+        });
+        let json = redacted_json(&plan).to_string();
+        assert!(
+            !json.contains("s3cret") && !json.contains("\"new\"") && json.contains("mover:***@"),
+            "the desired state is redacted too: {json}"
+        );
     }
 }

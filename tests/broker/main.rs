@@ -34,8 +34,8 @@ mod amqp;
 mod node;
 mod spec;
 
+mod apply_safety;
 mod boot_definitions;
-mod deletion_guard;
 mod plan_apply;
 mod retry_behaviour;
 mod smoke;

@@ -356,3 +356,46 @@ fn timeout_is_the_whole_wait_and_names_the_request() {
         "gave up after {waited:?}"
     );
 }
+
+/// A truncated or edited plan file is reported as a damaged plan, not read as a spec,
+/// and a plan of another format is refused with what to do.
+#[test]
+fn a_damaged_plan_file_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let truncated = dir.path().join("plan.json");
+    std::fs::write(
+        &truncated,
+        r#"{"format": "warren-plan/2", "spec": "shop", "chan"#,
+    )
+    .unwrap();
+    let run = warren(&["apply", truncated.to_str().unwrap()]).expect(1);
+    assert!(
+        run.stderr.contains("is a damaged plan file"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("warren plan SPEC -o FILE"),
+        "{}",
+        run.stderr
+    );
+
+    let older = dir.path().join("old-plan");
+    std::fs::write(&older, r#"{"format": "warren-plan/1", "spec": "shop"}"#).unwrap();
+    let run = warren(&["apply", older.to_str().unwrap()]).expect(1);
+    assert!(
+        run.stderr
+            .contains("is a `warren-plan/1` plan, which this warren does not apply"),
+        "{}",
+        run.stderr
+    );
+
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, r#"{"format": "warren-plan/2", "spec": 7}"#).unwrap();
+    let run = warren(&["apply", edited.to_str().unwrap()]).expect(1);
+    assert!(
+        run.stderr.contains("is a damaged plan file"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,6 +1,7 @@
-//! No message is lost to a deletion it was not shown: the broker checks a queue at the
+//! Apply never loses a message it did not show: the broker checks a queue at the
 //! moment warren deletes it, so messages that arrive after the plan was made (or that
-//! the lagging statistics do not show yet) stop the deletion.
+//! the lagging statistics do not show yet) stop the deletion; and a saved plan can
+//! only do what a fresh plan would do, on the broker it was made against.
 
 use serde_json::json;
 
@@ -186,9 +187,96 @@ fn deleting_a_stream_needs_allow_data_loss(version: Version) {
     );
 }
 
+/// Reproduction: a saved plan edited to delete an unmanaged queue holding messages.
+/// Apply computes the changes again and refuses a plan that does more (or less) than
+/// a fresh plan would.
+fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("edited");
+    let name = format!("edited-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.put(
+        &format!("/api/queues/{}/handmade_msgs", pct(&vhost)),
+        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+    );
+    publish(node, &vhost, "handmade_msgs", 3);
+    spec.write(&queues_spec(
+        &name,
+        &vhost,
+        &[("audit", "quorum"), ("audit2", "quorum")],
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    document["changes"].as_array_mut().unwrap().push(json!({
+        "action": "delete",
+        "id": {"kind": "queue", "vhost": vhost, "name": "handmade_msgs"},
+        "before": {"durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}
+    }));
+    std::fs::write(&plan, document.to_string()).unwrap();
+
+    let refused = warren(
+        node,
+        &["apply", plan.to_str().unwrap(), "--allow-data-loss"],
+    )
+    .expect(1);
+    assert!(
+        refused
+            .stderr
+            .contains("1 changes a fresh plan would not make")
+            && refused.stderr.contains("handmade_msgs"),
+        "{}",
+        refused.stderr
+    );
+    assert_holds(node, &vhost, "handmade_msgs", "classic", 3);
+    assert!(
+        node.get_opt(&format!("/api/queues/{}/audit2", pct(&vhost)))
+            .is_none(),
+        "nothing of the plan was applied"
+    );
+}
+
+/// A plan made against one broker is refused by another (the 3.10 and 4.0 test nodes
+/// are two brokers), before anything is changed there.
+fn a_plan_for_another_broker_is_refused(version: Version) {
+    let node = Node::shared(version);
+    let other = Node::shared(match version {
+        Version::V3_10 => Version::V4_0,
+        Version::V4_0 => Version::V3_10,
+    });
+    let vhost = node.unused_vhost("elsewhere");
+    let name = format!("elsewhere-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
+    let refused = other
+        .warren(&["apply", plan.to_str().unwrap()])
+        .run()
+        .expect(1);
+    assert!(
+        refused.stderr.contains("does not apply to this broker")
+            && refused.stderr.contains("made against another broker"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        other
+            .get_opt(&format!("/api/vhosts/{}", pct(&vhost)))
+            .is_none()
+    );
+    // On its own broker it applies.
+    warren(node, &["apply", plan.to_str().unwrap()]).expect(0);
+}
+
 per_version!(
     a_saved_replace_keeps_messages_that_arrived_after_planning,
     a_saved_delete_keeps_messages_that_arrived_after_planning,
     messages_the_statistics_do_not_show_yet_are_kept,
     deleting_a_stream_needs_allow_data_loss,
+    an_edited_plan_is_refused_and_changes_nothing,
+    a_plan_for_another_broker_is_refused,
 );
