@@ -281,5 +281,8 @@ fn the_brokers_identity_cannot_be_declared() {
     )
     .unwrap_err();
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert!(found[0].message.contains("the broker's own identity"), "{found:#?}");
+    assert!(
+        found[0].message.contains("the broker's own identity"),
+        "{found:#?}"
+    );
 }
