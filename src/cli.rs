@@ -112,6 +112,18 @@ pub enum Command {
         #[arg(value_name = "ID")]
         id: Option<String>,
     },
+    /// Break a spec's lock, left by an apply that is no longer running (as Terraform's
+    /// `force-unlock`): only when --holder names the holder the lock error printed.
+    Unlock {
+        /// The spec file (its `name` names the ownership record and its lock).
+        #[arg(value_name = "SPEC")]
+        spec: PathBuf,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        /// The lock's holder, as printed by `plan` or by the refused `apply`.
+        #[arg(long, value_name = "HOLDER")]
+        holder: String,
+    },
     /// Show the plan of a spec against a definitions file instead of a live broker.
     Diff {
         /// The spec file.

@@ -8,7 +8,12 @@
 
 mod lock;
 
+pub use lock::{Interrupt, UnlockError, Unlocked, unlock};
+
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
 
 use crate::broker::{BrokerError, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
@@ -27,17 +32,15 @@ pub enum ApplyError {
     Conflict(String),
     /// Another apply holds the lock.
     #[error(
-        "spec `{spec}` is locked by {holder} since {since} (another apply is running; the lock expires at {expires})"
+        "spec `{spec}` is locked by {lock}: another apply is running, or one stopped without releasing the lock; if none is running, wait for the lock to expire or break it with `warren unlock SPEC --holder {holder}`"
     )]
     Locked {
         /// Spec.
         spec: String,
-        /// Lock holder.
+        /// The lock, described for people.
+        lock: String,
+        /// The lock's holder, as `warren unlock --holder` takes it.
         holder: String,
-        /// Unix seconds.
-        since: u64,
-        /// Unix seconds.
-        expires: u64,
     },
     /// The plan was made against another broker.
     #[error("this plan does not apply to this broker: {0}")]
@@ -45,6 +48,14 @@ pub enum ApplyError {
     /// The broker changed since the plan was made.
     #[error("the broker changed since this plan was made ({0}); run `warren plan` again")]
     Stale(String),
+    /// The apply stopped at a safe point: a signal, or its lock was lost.
+    #[error("apply stopped before it finished: {why}")]
+    Interrupted {
+        /// Why.
+        why: String,
+        /// The report up to the stop.
+        report: Box<ApplyReport>,
+    },
     /// The broker refused a request, after `done` changes.
     #[error("{error}")]
     Broker {
@@ -78,6 +89,21 @@ pub struct ApplyReport {
 pub struct Options {
     /// Accept deleting or replacing queues that hold messages.
     pub allow_data_loss: bool,
+    /// Set (by a signal handler) to stop at the next safe point: between phases, with
+    /// the lock released and a report of what was done.
+    pub interrupt: Interrupt,
+}
+
+impl ApplyError {
+    /// The report of what was done and not done, when the apply changed anything.
+    pub fn report(&self) -> Option<&ApplyReport> {
+        match self {
+            ApplyError::Broker { report, .. } | ApplyError::Interrupted { report, .. } => {
+                Some(report)
+            }
+            _ => None,
+        }
+    }
 }
 
 fn describe(change: &Change) -> String {
@@ -125,13 +151,23 @@ pub async fn apply(
         spec: plan.spec.clone(),
         ..Record::default()
     });
-    lock::acquire(client, &mut record, plan).await?;
-    let outcome = apply_locked(client, plan, options.allow_data_loss, progress).await;
+    let holder = lock::acquire(client, &mut record, plan).await?;
+    let done = Notify::new();
+    let lost = AtomicBool::new(false);
+    let applying = async {
+        let outcome = apply_locked(client, plan, options, &lost, progress).await;
+        done.notify_one();
+        outcome
+    };
+    let (outcome, ()) = tokio::join!(
+        applying,
+        lock::renew_until(client, &record, &holder, &done, &lost)
+    );
     // Whatever happened, record what is now managed and release the lock.
     let mut managed = record.object_ids();
     match &outcome {
         Ok(_) => managed = plan.managed().cloned().collect(),
-        Err(ApplyError::Broker { .. }) => managed.extend(plan.managed().cloned()),
+        Err(error) if error.report().is_some() => managed.extend(plan.managed().cloned()),
         Err(_) => {}
     }
     let changed_anything = !matches!(outcome, Err(ApplyError::Stale(_)));
@@ -140,6 +176,10 @@ pub async fn apply(
         record.applied_at = record::now();
     }
     record.set_objects(&managed);
+    if lost.load(Ordering::SeqCst) {
+        // Somebody broke the lock: the record is theirs now; leave it alone.
+        return outcome;
+    }
     lock::release(client, &mut record).await?;
     outcome
 }
@@ -147,9 +187,11 @@ pub async fn apply(
 async fn apply_locked(
     client: &Client,
     plan: &Plan,
-    allow_data_loss: bool,
+    options: &Options,
+    lost: &AtomicBool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
+    let allow_data_loss = options.allow_data_loss;
     let mut live = client.read_live(&plan.vhosts).await?;
     live.definitions.global_parameters = client.global_parameters().await?;
     let fresh =
@@ -167,6 +209,28 @@ async fn apply_locked(
     for (number, phase) in phases.iter().enumerate() {
         if phase.changes.is_empty() {
             continue;
+        }
+        // A safe point: nothing is half done between phases (except after the removal
+        // of replaced objects, which the creates must follow).
+        let why = if phase.kind == PhaseKind::Import {
+            None
+        } else if options.interrupt.load(Ordering::SeqCst) {
+            Some("interrupted by a signal")
+        } else if lost.load(Ordering::SeqCst) {
+            Some("its lock was broken or taken over")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            for later in &phases[number..] {
+                report
+                    .not_done
+                    .extend(later.changes.iter().map(|c| not_done(c, later.kind)));
+            }
+            return Err(ApplyError::Interrupted {
+                why: why.to_string(),
+                report: Box::new(report),
+            });
         }
         let outcomes = run_phase(client, phase, allow_data_loss).await;
         let mut failure = None;

@@ -103,6 +103,11 @@ pub fn run() -> ExitCode {
             stderr,
         ),
         Command::Rules { id } => lint::rules(id.as_deref(), stdout, stderr),
+        Command::Unlock {
+            spec,
+            broker: connection,
+            holder,
+        } => plan::unlock(&spec, &connection, &holder, stdout, stderr),
         Command::Diff {
             spec,
             against,

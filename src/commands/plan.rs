@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{EXIT_CHANGES, EXIT_ERROR, EXIT_OK, client, fail, load_spec, report, runtime};
-use crate::apply::{self, ApplyError};
+use crate::apply;
 use crate::broker::Client;
 use crate::cli::{BrokerArgs, Format, PlanArgs};
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
@@ -216,6 +216,7 @@ pub fn apply(
     }
     let options = apply::Options {
         allow_data_loss: flags.allow_data_loss,
+        interrupt: stop_on_signals(&runtime),
     };
     let show_progress = std::io::stderr().is_terminal();
     let mut progress = |step: &str| {
@@ -234,21 +235,55 @@ pub fn apply(
             );
             EXIT_OK
         }
-        Err(ApplyError::Broker { error, report }) => {
-            let _ = writeln!(stderr, "error: {error}");
-            let _ = writeln!(
-                stderr,
-                "{} changes were made, {} were not; run `warren plan` and `warren apply` again to finish",
-                report.done.len(),
-                report.not_done.len()
-            );
-            for item in report.not_done.iter().take(20) {
-                let _ = writeln!(stderr, "  not done: {item}");
+        Err(error) => {
+            match error.report() {
+                Some(report) => {
+                    let _ = writeln!(stderr, "error: {error}");
+                    let _ = writeln!(
+                        stderr,
+                        "{} changes were made, {} were not; run `warren plan` and `warren apply` again to finish",
+                        report.done.len(),
+                        report.not_done.len()
+                    );
+                    for item in report.not_done.iter().take(20) {
+                        let _ = writeln!(stderr, "  not done: {item}");
+                    }
+                    if report.not_done.len() > 20 {
+                        let _ = writeln!(stderr, "  … and {} more", report.not_done.len() - 20);
+                    }
+                }
+                None => {
+                    let _ = writeln!(stderr, "error: {error}; nothing was changed");
+                }
             }
             EXIT_ERROR
         }
-        Err(err) => fail(stderr, &format!("{err}; nothing was changed")),
     }
+}
+
+/// A flag set by SIGINT or SIGTERM: the apply stops at its next safe point, releases
+/// its lock and reports what it did.
+fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> apply::Interrupt {
+    let interrupt = apply::Interrupt::default();
+    let flag = interrupt.clone();
+    runtime.spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate => {}
+        }
+        // Nothing is printed here: the command holds stderr, and a runtime worker must
+        // never block on it. The apply reports the stop when it reaches a safe point.
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    interrupt
 }
 
 /// Asks on the terminal; anything but "yes" declines.
@@ -290,4 +325,37 @@ pub fn diff(
         return EXIT_ERROR;
     }
     exit_for_plan(&plan)
+}
+
+/// `warren unlock SPEC --holder HOLDER`.
+pub fn unlock(
+    spec: &Path,
+    connection: &BrokerArgs,
+    holder: &str,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let Some(file) = load_spec(spec, stderr) else {
+        return EXIT_ERROR;
+    };
+    let client = match client(connection) {
+        Ok(client) => client,
+        Err(err) => return fail(stderr, &err.to_string()),
+    };
+    let name = plan::spec_name(&file);
+    match runtime().block_on(apply::unlock(&client, &name, holder)) {
+        Ok(apply::Unlocked::NotLocked) => {
+            let _ = writeln!(stdout, "Spec `{name}` is not locked; nothing to do.");
+            EXIT_OK
+        }
+        Ok(apply::Unlocked::Removed(lock)) => {
+            let _ = writeln!(
+                stdout,
+                "Unlocked spec `{name}`: removed the lock of {}.",
+                lock.describe(crate::model::record::now())
+            );
+            EXIT_OK
+        }
+        Err(err) => fail(stderr, &err.to_string()),
+    }
 }

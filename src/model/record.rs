@@ -44,6 +44,38 @@ pub struct Lock {
     pub expires_at: u64,
 }
 
+impl Lock {
+    /// The lock for people: who holds it, where, since when, and until when.
+    pub fn describe(&self, now: u64) -> String {
+        let mut parts = self.holder.splitn(3, ':');
+        let (host, process) = (parts.next().unwrap_or("?"), parts.next().unwrap_or("?"));
+        let until = if self.expires_at > now {
+            format!(
+                "expires in {} unless renewed",
+                in_words(self.expires_at - now)
+            )
+        } else {
+            format!("expired {} ago", in_words(now - self.expires_at))
+        };
+        format!(
+            "{} (process {process} on host {host}), taken {} ago, {until}",
+            self.holder,
+            in_words(now.saturating_sub(self.acquired_at))
+        )
+    }
+}
+
+/// A duration in words: `45 seconds`, `3 minutes`, `2 hours`, `5 days`.
+pub fn in_words(seconds: u64) -> String {
+    let (amount, unit) = match seconds {
+        0..=119 => (seconds, "second"),
+        120..=7_199 => (seconds / 60, "minute"),
+        7_200..=172_799 => (seconds / 3_600, "hour"),
+        _ => (seconds / 86_400, "day"),
+    };
+    format!("{amount} {unit}{}", if amount == 1 { "" } else { "s" })
+}
+
 /// Seconds since the Unix epoch.
 pub fn now() -> u64 {
     SystemTime::now()
@@ -133,6 +165,25 @@ mod tests {
         let found = records(&[parameter, other]);
         assert_eq!(found["shop"], record);
         assert!(found["shop"].object_ids().contains(&id));
+    }
+
+    #[test]
+    fn a_lock_says_who_holds_it_where_and_for_how_long_in_words() {
+        let lock = Lock {
+            holder: "ci-7:4242:0badf00d".into(),
+            acquired_at: 1_000,
+            expires_at: 1_060,
+        };
+        assert_eq!(
+            lock.describe(1_030),
+            "ci-7:4242:0badf00d (process 4242 on host ci-7), taken 30 seconds ago, expires in 30 seconds unless renewed"
+        );
+        assert!(
+            lock.describe(1_000 + 3 * 3_600)
+                .contains("taken 3 hours ago, expired 2 hours ago")
+        );
+        assert_eq!(in_words(1), "1 second");
+        assert_eq!(in_words(600), "10 minutes");
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub use recheck::{Mismatch, recheck};
 use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};
 use crate::model::password::Passwords;
-use crate::model::record::Record;
+use crate::model::record::{self, Lock, Record};
 use crate::model::{BROKER_ID_PARAMETER, Definitions, ObjectId, ObjectKind};
 
 /// Identifies a plan document. Version 2 carries the desired state, so that apply can
@@ -49,6 +49,10 @@ pub struct Plan {
     /// recomputes the changes from it and the live broker and refuses unless they equal
     /// [`Plan::changes`].
     pub desired: Vec<DesiredObject>,
+    /// The spec's lock, when an apply held it as the plan was made (`apply` refuses
+    /// until it is released or expires).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<Lock>,
     /// The changes, grouped by vhost and kind.
     pub changes: Vec<Change>,
     /// Objects in scope that no spec manages (left alone).
@@ -277,6 +281,9 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         serial,
         broker_id: broker_id(inputs.live),
         prune_unmanaged: inputs.prune_unmanaged,
+        lock: record
+            .and_then(|r| r.lock.clone())
+            .filter(|lock| lock.expires_at > record::now()),
         desired: desired
             .into_iter()
             .map(|(id, value)| DesiredObject { id, value })

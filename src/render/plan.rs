@@ -198,7 +198,17 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         out,
         "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{loss}.",
         summary.create, summary.update, summary.replace, summary.delete
-    )
+    )?;
+    if let Some(lock) = &plan.lock {
+        writeln!(
+            out,
+            "{red}Locked:{reset} spec `{}` is locked by {}. `apply` refuses until the lock is released or expires; if that apply is no longer running, `warren unlock SPEC --holder {}` breaks it.",
+            plan.spec,
+            lock.describe(crate::model::record::now()),
+            lock.holder
+        )?;
+    }
+    Ok(())
 }
 
 fn describe_id(id: &ObjectId) -> String {
@@ -286,6 +296,7 @@ mod tests {
             serial: 3,
             broker_id: None,
             prune_unmanaged: false,
+            lock: None,
             desired: vec![],
             changes: vec![
                 change(
