@@ -66,8 +66,26 @@ impl Client {
                     continue;
                 }
             };
+            // One channel serves every check until the broker closes it (a refusal or a
+            // missing queue closes the channel, never the connection).
+            let mut open: Option<Channel> = None;
             for index in indices {
-                results[index] = Some(delete_if_empty(&connection, &queues[index]).await);
+                let queue = &queues[index];
+                let channel = match open.take() {
+                    Some(channel) if channel.status().connected() => channel,
+                    _ => match channel(&connection, queue).await {
+                        Ok(channel) => channel,
+                        Err(error) => {
+                            results[index] = Some(Err(error));
+                            continue;
+                        }
+                    },
+                };
+                results[index] = Some(delete_if_empty(&channel, queue).await);
+                open = Some(channel);
+            }
+            if let Some(channel) = open {
+                let _ = channel.close(200, "".into()).await;
             }
             let _ = connection.close(200, "warren is done".into()).await;
         }
@@ -168,12 +186,8 @@ fn refused(queue: &GuardedQueue<'_>, reason: String) -> BrokerError {
     }
 }
 
-async fn delete_if_empty(
-    connection: &Connection,
-    queue: &GuardedQueue<'_>,
-) -> Result<(), BrokerError> {
-    let channel = channel(connection, queue).await?;
-    let result = match queue.queue_type {
+async fn delete_if_empty(channel: &Channel, queue: &GuardedQueue<'_>) -> Result<(), BrokerError> {
+    match queue.queue_type {
         QueueType::Stream => Err(refused(
             queue,
             "it is a stream: deleting it deletes its log, and RabbitMQ has no emptiness check for streams".into(),
@@ -196,10 +210,8 @@ async fn delete_if_empty(
                 },
             }
         }
-        QueueType::Quorum => delete_quorum_if_empty(&channel, queue).await,
-    };
-    let _ = channel.close(200, "".into()).await;
-    result
+        QueueType::Quorum => delete_quorum_if_empty(channel, queue).await,
+    }
 }
 
 async fn delete_quorum_if_empty(
