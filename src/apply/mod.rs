@@ -56,6 +56,16 @@ pub enum ApplyError {
         /// The report up to the stop.
         report: Box<ApplyReport>,
     },
+    /// Every change was made, but the ownership record could not be written after.
+    #[error(
+        "the changes were made, but the spec's ownership record could not be written ({error}): run `warren apply` again to record them"
+    )]
+    RecordNotWritten {
+        /// Why the record was not written.
+        error: Box<ApplyError>,
+        /// What was done.
+        report: Box<ApplyReport>,
+    },
     /// The broker refused a request, after `done` changes.
     #[error("{error}")]
     Broker {
@@ -75,12 +85,15 @@ impl From<BrokerError> for ApplyError {
     }
 }
 
-/// What an apply did.
+/// What an apply did, from what warren sent and what the broker confirmed.
 #[derive(Debug, Clone, Default)]
 pub struct ApplyReport {
-    /// Changes made, as `action kind name`.
+    /// Changes the broker confirmed, as `action kind name`.
     pub done: Vec<String>,
-    /// Changes not made because of an earlier error.
+    /// Changes sent that the broker did not confirm (it stopped answering): they may
+    /// or may not have been made.
+    pub unconfirmed: Vec<String>,
+    /// Changes not made: refused by the broker, or not sent after an earlier error.
     pub not_done: Vec<String>,
 }
 
@@ -180,8 +193,19 @@ pub async fn apply(
         // Somebody broke the lock: the record is theirs now; leave it alone.
         return outcome;
     }
-    lock::release(client, &mut record).await?;
-    outcome
+    match lock::release(client, &mut record).await {
+        Ok(()) => outcome,
+        // The record could not be written (the broker went away): the report of
+        // what was done must still reach the user, never "nothing was changed".
+        Err(error) => match outcome {
+            Ok(report) => Err(ApplyError::RecordNotWritten {
+                error: Box::new(error),
+                report: Box::new(report),
+            }),
+            Err(first) if first.report().is_some() => Err(first),
+            Err(_) => Err(error),
+        },
+    }
 }
 
 async fn apply_locked(
@@ -239,9 +263,13 @@ async fn apply_locked(
             match outcome {
                 Outcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
                 Outcome::Done => report.done.push(describe(change)),
-                Outcome::Failed(error) => {
+                Outcome::Refused(error) => {
                     failure.get_or_insert(error);
                     report.not_done.push(not_done(change, phase.kind));
+                }
+                Outcome::Unconfirmed(error) => {
+                    failure.get_or_insert(error);
+                    report.unconfirmed.push(not_done(change, phase.kind));
                 }
                 Outcome::NotSent => report.not_done.push(not_done(change, phase.kind)),
             }

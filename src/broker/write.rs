@@ -42,11 +42,25 @@ type Request = (&'static str, String, Option<Value>);
 pub enum Outcome {
     /// The broker confirmed it.
     Done,
-    /// The broker refused it, or the request failed (for an import chunk: the broker
-    /// may have taken part of it).
-    Failed(BrokerError),
+    /// The broker answered with a refusal: not made.
+    Refused(BrokerError),
+    /// Sent, but the broker did not confirm it (it stopped answering, or an import
+    /// chunk failed part way): it may or may not have been made.
+    Unconfirmed(BrokerError),
     /// Not sent, because an earlier request failed.
     NotSent,
+}
+
+impl Outcome {
+    /// The outcome of one request that failed.
+    fn failed(error: BrokerError) -> Outcome {
+        match error {
+            BrokerError::Unreachable { .. } | BrokerError::TimedOut { .. } => {
+                Outcome::Unconfirmed(error)
+            }
+            error => Outcome::Refused(error),
+        }
+    }
 }
 
 impl Outcome {
@@ -98,9 +112,11 @@ impl Client {
             }
             let result = self.post_definitions(chunk).await;
             let failed = result.is_err();
+            // The broker imports a chunk object by object: a failed chunk may be
+            // partly made.
             let outcome = match result {
                 Ok(()) => Outcome::Done,
-                Err(error) => Outcome::Failed(error),
+                Err(error) => Outcome::Unconfirmed(error),
             };
             for index in members {
                 outcomes[index] = outcome.clone();
@@ -154,7 +170,7 @@ impl Client {
             if let Err(error) = result {
                 any_failed = true;
                 if outcomes[index].is_done() {
-                    outcomes[index] = Outcome::Failed(error);
+                    outcomes[index] = Outcome::failed(error);
                 }
             }
         }
@@ -189,7 +205,7 @@ impl Client {
         {
             outcomes[*index] = match result {
                 Ok(()) => Outcome::Done,
-                Err(error) => Outcome::Failed(error),
+                Err(error) => Outcome::failed(error),
             };
         }
         outcomes

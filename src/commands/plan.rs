@@ -241,10 +241,21 @@ pub fn apply(
                     let _ = writeln!(stderr, "error: {error}");
                     let _ = writeln!(
                         stderr,
-                        "{} changes were made, {} were not; run `warren plan` and `warren apply` again to finish",
+                        "{} changes were made, {}{} were not; run `warren plan` and `warren apply` again to finish",
                         report.done.len(),
+                        if report.unconfirmed.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "{} were sent but not confirmed (the broker may have made them), ",
+                                report.unconfirmed.len()
+                            )
+                        },
                         report.not_done.len()
                     );
+                    for item in report.unconfirmed.iter().take(20) {
+                        let _ = writeln!(stderr, "  not confirmed: {item}");
+                    }
                     for item in report.not_done.iter().take(20) {
                         let _ = writeln!(stderr, "  not done: {item}");
                     }

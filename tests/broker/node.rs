@@ -385,8 +385,8 @@ impl Node {
         )
     }
 
-    /// Kills the node's process group and reaps it.
-    fn kill(&self) {
+    /// Kills the node's process group (kill -9) and reaps it.
+    pub fn kill(&self) {
         if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: plain kill(2) on the process group we created.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
