@@ -130,6 +130,63 @@ impl NodeOptions {
     }
 }
 
+/// What starts a node's server: the same directory and ports every time.
+#[derive(Debug, Clone)]
+struct Launch {
+    root: Option<PathBuf>,
+    guest_dir: PathBuf,
+    node_name: String,
+    amqp_port: u16,
+    dist_port: u16,
+}
+
+impl Launch {
+    fn spawn(&self, dir: &Path, version: Version) -> Result<Child, String> {
+        let console = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("console.out"))
+            .map_err(|e| e.to_string())?;
+        let mut cmd = match &self.root {
+            Some(root) => {
+                let mut c = Command::new("/usr/sbin/chroot");
+                c.arg(root).arg(SERVER_SCRIPT);
+                c
+            }
+            None => Command::new(SERVER_SCRIPT),
+        };
+        let g = |sub: &str| self.guest_dir.join(sub).display().to_string();
+        cmd.env_clear()
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
+            .env("LANG", "C.UTF-8")
+            .env("LC_ALL", "C.UTF-8")
+            .env("HOME", g("home"))
+            .env("RABBITMQ_NODENAME", &self.node_name)
+            .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+            .env("RABBITMQ_NODE_PORT", self.amqp_port.to_string())
+            .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
+            .env("RABBITMQ_MNESIA_BASE", g("mnesia"))
+            .env("RABBITMQ_LOG_BASE", g("log"))
+            .env("RABBITMQ_ENABLED_PLUGINS_FILE", g("enabled_plugins"))
+            .env("RABBITMQ_CONFIG_FILE", g("rabbitmq.conf"))
+            // Make rabbitmq-server `exec` erl instead of running it in the
+            // background behind a signal-forwarding shell, so that the
+            // parent-death signal reaches the VM; keep stdin closed.
+            .env("RABBITMQ_ALLOW_INPUT", "true")
+            .env("RABBITMQ_SERVER_START_ARGS", "-noinput")
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(console.try_clone().map_err(|e| e.to_string())?)
+            .stderr(console)
+            .process_group(0);
+        spawn_tied_to_process(cmd)
+            .map_err(|e| format!("cannot run {SERVER_SCRIPT} for {version}: {e}"))
+    }
+}
+
 /// An HTTP answer from the management API.
 #[derive(Debug)]
 pub struct Response {
@@ -168,6 +225,8 @@ pub struct Node {
     pub dir: PathBuf,
     /// How long the node took to answer on both ports.
     pub startup: Duration,
+    /// How to run the node's server again on the same directory and ports.
+    launch: Launch,
     child: Mutex<Option<Child>>,
     http: reqwest::blocking::Client,
 }
@@ -269,45 +328,15 @@ impl Node {
             }
             fs::write(dir.join("rabbitmq.conf"), conf).map_err(|e| e.to_string())?;
 
-            let console = fs::File::create(dir.join("console.out")).map_err(|e| e.to_string())?;
-            let mut cmd = match &root {
-                Some(root) => {
-                    let mut c = Command::new("/usr/sbin/chroot");
-                    c.arg(root).arg(SERVER_SCRIPT);
-                    c
-                }
-                None => Command::new(SERVER_SCRIPT),
+            let launch = Launch {
+                root: root.clone(),
+                guest_dir: guest_dir.clone(),
+                node_name: node_name.clone(),
+                amqp_port,
+                dist_port,
             };
-            let g = |sub: &str| guest_dir.join(sub).display().to_string();
-            cmd.env_clear()
-                .env(
-                    "PATH",
-                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                )
-                .env("LANG", "C.UTF-8")
-                .env("LC_ALL", "C.UTF-8")
-                .env("HOME", g("home"))
-                .env("RABBITMQ_NODENAME", &node_name)
-                .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
-                .env("RABBITMQ_NODE_PORT", amqp_port.to_string())
-                .env("RABBITMQ_DIST_PORT", dist_port.to_string())
-                .env("RABBITMQ_MNESIA_BASE", g("mnesia"))
-                .env("RABBITMQ_LOG_BASE", g("log"))
-                .env("RABBITMQ_ENABLED_PLUGINS_FILE", g("enabled_plugins"))
-                .env("RABBITMQ_CONFIG_FILE", g("rabbitmq.conf"))
-                // Make rabbitmq-server `exec` erl instead of running it in the
-                // background behind a signal-forwarding shell, so that the
-                // parent-death signal reaches the VM; keep stdin closed.
-                .env("RABBITMQ_ALLOW_INPUT", "true")
-                .env("RABBITMQ_SERVER_START_ARGS", "-noinput")
-                .current_dir("/")
-                .stdin(Stdio::null())
-                .stdout(console.try_clone().map_err(|e| e.to_string())?)
-                .stderr(console)
-                .process_group(0);
             let started = Instant::now();
-            let child = spawn_tied_to_process(cmd)
-                .map_err(|e| format!("cannot run {SERVER_SCRIPT} for {version}: {e}"))?;
+            let child = launch.spawn(&dir, version)?;
 
             let mut node = Node {
                 version,
@@ -318,6 +347,7 @@ impl Node {
                 password: opts.password.clone(),
                 dir: dir.clone(),
                 startup: Duration::ZERO,
+                launch,
                 child: Mutex::new(Some(child)),
                 http: reqwest::blocking::Client::builder()
                     .timeout(Duration::from_secs(30))
@@ -383,6 +413,25 @@ impl Node {
                 6000
             ),
         )
+    }
+
+    /// Starts the node again on its directory and ports (after [`Node::kill`]): its
+    /// data (queues, messages, definitions) is what the killed node left on disk.
+    #[track_caller]
+    pub fn restart(&self) {
+        self.kill();
+        let started = Instant::now();
+        let child = self
+            .launch
+            .spawn(&self.dir, self.version)
+            .unwrap_or_else(|e| panic!("{e}"));
+        *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        if let Err(e) = self.wait_ready(started) {
+            panic!(
+                "{} node {} did not restart: {e}",
+                self.version, self.node_name
+            );
+        }
     }
 
     /// Kills the node's process group (kill -9) and reaps it.
