@@ -185,6 +185,9 @@ pub fn apply(
         Err(err) => return fail(stderr, &err.to_string()),
     };
     let runtime = runtime();
+    // From here on a signal stops the apply cleanly: before it starts (nothing is
+    // changed), or at its next safe point.
+    let interrupt = stop_on_signals(&runtime);
     let plan = match saved {
         Some(plan) => plan,
         None => {
@@ -216,7 +219,7 @@ pub fn apply(
     }
     let options = apply::Options {
         allow_data_loss: flags.allow_data_loss,
-        interrupt: stop_on_signals(&runtime),
+        interrupt,
     };
     let show_progress = std::io::stderr().is_terminal();
     let mut progress = |step: &str| {

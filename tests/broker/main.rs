@@ -36,6 +36,7 @@ mod spec;
 
 mod apply_safety;
 mod boot_definitions;
+mod cluster;
 mod crash;
 mod faults;
 mod locks;

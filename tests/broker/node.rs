@@ -105,6 +105,8 @@ pub struct NodeOptions {
     pub password: String,
     /// Extra `rabbitmq.conf` lines (`key = value`).
     pub extra_config: Vec<String>,
+    /// The Erlang cookie, for nodes that join one cluster (the same on every node).
+    pub cookie: Option<String>,
 }
 
 impl Default for NodeOptions {
@@ -114,6 +116,7 @@ impl Default for NodeOptions {
             user: "guest".into(),
             password: "guest".into(),
             extra_config: Vec::new(),
+            cookie: None,
         }
     }
 }
@@ -301,6 +304,12 @@ impl Node {
             for sub in ["mnesia", "log", "home"] {
                 fs::create_dir_all(dir.join(sub)).map_err(|e| e.to_string())?;
             }
+            if let Some(cookie) = &opts.cookie {
+                let path = dir.join("home").join(".erlang.cookie");
+                fs::write(&path, cookie).map_err(|e| e.to_string())?;
+                fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o400))
+                    .map_err(|e| e.to_string())?;
+            }
             fs::write(
                 dir.join("enabled_plugins"),
                 "[rabbitmq_management,rabbitmq_shovel,rabbitmq_federation].\n",
@@ -432,6 +441,46 @@ impl Node {
                 self.version, self.node_name
             );
         }
+    }
+
+    /// Runs `rabbitmqctl -n NODE ARGS` as the node's own user (its cookie).
+    #[track_caller]
+    pub fn ctl(&self, args: &[&str]) -> String {
+        let ctl = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+        let home = self.launch.guest_dir.join("home");
+        let mut command = match &self.launch.root {
+            Some(root) => {
+                let mut c = Command::new("/usr/sbin/chroot");
+                c.arg(root).arg(ctl);
+                c
+            }
+            None => Command::new(ctl),
+        };
+        let output = command
+            .env("HOME", &home)
+            .args(["-n", &self.node_name])
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("rabbitmqctl: {e}"));
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "rabbitmqctl {args:?} on {}: {text}",
+            self.node_name
+        );
+        text
+    }
+
+    /// Makes this node a member of `first`'s cluster (`stop_app`, `reset`,
+    /// `join_cluster`, `start_app`); both must share a cookie.
+    #[track_caller]
+    pub fn join(&self, first: &Node) {
+        self.ctl(&["stop_app"]);
+        self.ctl(&["reset"]);
+        self.ctl(&["join_cluster", &first.node_name]);
+        self.ctl(&["start_app"]);
+        self.ctl(&["await_startup"]);
     }
 
     /// Kills the node's process group (kill -9) and reaps it.
