@@ -17,9 +17,15 @@ use crate::spec::Spec;
 use crate::support::{Capture, Run};
 
 const VHOST: &str = "crash";
-/// Consumers per generation (5 queues each). Classic queues: a quorum queue's recovery
-/// after kill -9 is the broker's business, and slow on a small machine.
-const CONSUMERS: usize = 40;
+/// Consumers per generation (5 queues each): `WARREN_CRASH_CONSUMERS`, default 40.
+/// Classic queues: a quorum queue's recovery after kill -9 is the broker's business,
+/// and slow on a small machine.
+fn consumers() -> usize {
+    std::env::var("WARREN_CRASH_CONSUMERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40)
+}
 const KEPT_MESSAGES: u64 = 10;
 
 /// Generation `n` of the spec: a window of consumers on a 3-tier ladder (each apply
@@ -29,8 +35,9 @@ fn spec_text(generation: usize) -> String {
     let mut text = format!(
         "version: 1\nname: crash\nladders:\n  standard:\n    delays: [30s, 5m, 30m]\nvhosts:\n  {VHOST}:\n    defaults:\n      queue_type: classic\n      retry: {{ ladder: standard }}\n    queues:\n      keep: {{ type: quorum }}\n    services:\n      svc:\n        exchange: {{ name: events, type: topic }}\n        consumers:\n"
     );
-    let first = (generation % 3) * CONSUMERS / 2;
-    for n in first..first + CONSUMERS {
+    let consumers = consumers();
+    let first = (generation % 3) * consumers / 2;
+    for n in first..first + consumers {
         text.push_str(&format!(
             "          c{n}: {{ routing_keys: [\"e.c{n}\"] }}\n"
         ));
@@ -188,8 +195,11 @@ fn crashes_at_random_points_converge(version: Version) {
         }
     }
     eprintln!(
-        "crash trials on {version}: {} trials, {} faults during a running apply, {} wrong reports, 0 messages lost",
-        figures.0, figures.1, figures.2
+        "crash trials on {version}: {} consumers, {} trials, {} faults during a running apply, {} wrong reports, 0 messages lost",
+        consumers(),
+        figures.0,
+        figures.1,
+        figures.2
     );
     assert_eq!(figures.2, 0, "wrong reports");
 }
