@@ -565,7 +565,11 @@ impl Node {
 
     #[track_caller]
     fn expect_success(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
-        let r = self.request(method.clone(), path, body);
+        let r = if method == reqwest::Method::GET {
+            self.read(path)
+        } else {
+            self.request(method.clone(), path, body)
+        };
         if !r.is_success() {
             panic!(
                 "{method} {path} on {} failed: HTTP {}: {}",
@@ -573,6 +577,22 @@ impl Node {
             );
         }
         r.json()
+    }
+
+    /// GET `path`, asked again for up to 10 s while the broker answers 5xx:
+    /// a queue the broker is still starting (a new quorum queue's Ra members)
+    /// answers 500 for a moment, and warren's own client retries those too.
+    /// Writes are never retried: a test must see what its write did.
+    #[track_caller]
+    fn read(&self, path: &str) -> Response {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = self.request(reqwest::Method::GET, path, None);
+            if r.status < 500 || Instant::now() >= deadline {
+                return r;
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// GET `/api/...`; panics with status and body unless 2xx.
@@ -584,7 +604,7 @@ impl Node {
     /// GET `/api/...`; `None` on 404, panics on other errors.
     #[track_caller]
     pub fn get_opt(&self, path: &str) -> Option<Value> {
-        let r = self.request(reqwest::Method::GET, path, None);
+        let r = self.read(path);
         match r.status {
             404 => None,
             _ if r.is_success() => Some(r.json()),
