@@ -68,6 +68,10 @@ pub enum Command {
         /// Accept deleting or replacing queues that hold messages.
         #[arg(long)]
         allow_data_loss: bool,
+        /// How long to wait for locks held by other applies (e.g. `5m`); by default
+        /// an apply that finds its spec or a vhost locked stops at once.
+        #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_wait)]
+        lock_timeout: std::time::Duration,
     },
     /// Check a spec (or a definitions file) for topologies that lose, duplicate or
     /// hot-loop messages; exit 1 on errors (and on warnings with `--deny warnings`).
@@ -112,17 +116,23 @@ pub enum Command {
         #[arg(value_name = "ID")]
         id: Option<String>,
     },
-    /// Break a spec's lock, left by an apply that is no longer running (as Terraform's
-    /// `force-unlock`): only when --holder names the holder the lock error printed.
+    /// Break the locks of an apply that is stuck (as Terraform's `force-unlock`): the
+    /// broker closes its connection, which frees every lock it held. Only when --holder
+    /// names the holder the lock error printed. A dead apply's locks are already free.
     Unlock {
-        /// The spec file (its `name` names the ownership record and its lock).
+        /// The spec file (its `name` names the spec whose lock is broken).
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         #[command(flatten)]
         broker: BrokerArgs,
-        /// The lock's holder, as printed by `plan` or by the refused `apply`.
+        /// The lock's holder, as printed by the refused `apply`.
         #[arg(long, value_name = "HOLDER")]
         holder: String,
+    },
+    /// Show or repair a spec's ownership record (the list of objects it manages).
+    State {
+        #[command(subcommand)]
+        action: StateAction,
     },
     /// Show the plan of a spec against a definitions file instead of a live broker.
     Diff {
@@ -231,4 +241,38 @@ pub struct SpecArgs {
 
 fn parse_target(text: &str) -> Result<TargetVersion, String> {
     text.parse()
+}
+
+/// `warren state …`.
+#[derive(Debug, Subcommand)]
+pub enum StateAction {
+    /// Print a spec's ownership record: its serial, when it was applied, and the
+    /// objects it manages; a damaged record is shown as the broker holds it, with
+    /// what is wrong.
+    Show {
+        /// A spec file, or a spec's name.
+        #[arg(value_name = "SPEC_OR_NAME")]
+        spec: String,
+        #[command(flatten)]
+        broker: BrokerArgs,
+    },
+    /// Rewrite a damaged ownership record: keep every object entry that still reads,
+    /// drop what another spec's record claims, and, given the spec file, adopt what
+    /// the spec declares and finds on the broker. Under the spec's lock.
+    Repair {
+        /// A spec file, or a spec's name.
+        #[arg(value_name = "SPEC_OR_NAME")]
+        spec: String,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        /// Write without asking.
+        #[arg(long)]
+        auto_approve: bool,
+    },
+}
+
+/// A wait such as `30s` or `5m`.
+fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    crate::spec::duration::Duration::parse(text)
+        .map(|d| std::time::Duration::from_millis(d.as_millis()))
 }

@@ -1,27 +1,23 @@
-//! The lock in a spec's ownership record, held while an apply runs.
+//! Which locks an apply holds, and breaking one by hand.
 //!
-//! The lock is short-lived and renewed: it expires [`LOCK_LIFETIME_SECS`] after its
-//! last renewal, and a running apply renews it every [`RENEW_EVERY`]. A holder that
-//! died (killed, its machine gone) therefore blocks the spec for about a minute, not
-//! for the length of an apply; `warren unlock` breaks it at once. An apply that finds
-//! its lock taken over stops at its next safe point.
+//! The locks themselves are the broker's (`broker::lock`: exclusive queues, freed by
+//! the broker when their holder dies). An apply holds, for its whole run:
+//!
+//! - its spec's lock: one apply per spec at a time;
+//! - the lock of every vhost the plan looks at: every spec that touches a vhost is
+//!   serialised with every other, so two specs never both claim an object there;
+//! - the broker-wide lock when the plan changes or claims an object with no vhost
+//!   (a user, a global parameter), for the same reason across vhosts.
+//!
+//! Under them, the apply reads every record again and rechecks its plan, so a claim is
+//! always checked against the records as they are while nobody else can claim.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
 
-use tokio::sync::Notify;
-
-use super::ApplyError;
-use crate::broker::{BrokerError, Client};
-use crate::model::record::{self, Lock, Record};
+use crate::broker::{BrokerError, Client, LockName};
+use crate::model::ObjectKind;
 use crate::plan::Plan;
-
-/// How long a lock counts after its last renewal.
-pub const LOCK_LIFETIME_SECS: u64 = 60;
-
-/// How often a running apply renews its lock.
-pub const RENEW_EVERY: Duration = Duration::from_secs(15);
 
 /// A holder name for this process: host, pid and a random token.
 pub fn holder_name() -> String {
@@ -35,95 +31,26 @@ pub fn holder_name() -> String {
     )
 }
 
-fn locked(spec: &str, lock: &Lock) -> ApplyError {
-    ApplyError::Locked {
-        spec: spec.to_string(),
-        lock: lock.describe(record::now()),
-        holder: lock.holder.clone(),
+/// The locks applying `plan` needs.
+pub fn needed(plan: &Plan) -> Vec<LockName> {
+    let mut names = vec![LockName::Spec(plan.spec.clone())];
+    names.extend(plan.vhosts.iter().cloned().map(LockName::Vhost));
+    let broker_wide =
+        |id: &crate::model::ObjectId| id.vhost.is_none() && id.kind != ObjectKind::Vhost;
+    let touched = plan.changes.iter().map(|c| &c.id).chain(&plan.adopted);
+    if touched.into_iter().any(broker_wide) {
+        names.push(LockName::BrokerWide);
     }
-}
-
-/// Takes the lock in `record` (read just before) for this process, refusing when
-/// another apply holds it or when the spec was applied since the plan was made.
-/// Returns the holder name the lock is held under.
-pub(super) async fn acquire(
-    client: &Client,
-    record: &mut Record,
-    plan: &Plan,
-) -> Result<String, ApplyError> {
-    let holder = holder_name();
-    if let Some(lock) = record.held_by_other(&holder) {
-        return Err(locked(&plan.spec, lock));
-    }
-    if record.serial != plan.serial {
-        return Err(ApplyError::Stale(format!(
-            "spec `{}` was applied since: serial {} is now {}",
-            plan.spec, plan.serial, record.serial
-        )));
-    }
-    let now = record::now();
-    record.lock = Some(Lock {
-        holder: holder.clone(),
-        acquired_at: now,
-        expires_at: now + LOCK_LIFETIME_SECS,
-    });
-    client.write_record(record).await?;
-    // The management API has no compare-and-set: read back to see who won.
-    let confirmed = client.read_record(&plan.spec).await?;
-    if let Some(lock) = confirmed.as_ref().and_then(|r| r.held_by_other(&holder)) {
-        return Err(locked(&plan.spec, lock));
-    }
-    Ok(holder)
-}
-
-/// Renews the lock every [`RENEW_EVERY`] until `done` is notified. When the record
-/// no longer shows this holder's lock (broken by hand, taken by another apply after
-/// it expired), it stops renewing and sets `lost`: the apply stops at its next safe
-/// point.
-pub(super) async fn renew_until(
-    client: &Client,
-    record: &Record,
-    holder: &str,
-    done: &Notify,
-    lost: &AtomicBool,
-) {
-    let mut record = record.clone();
-    loop {
-        tokio::select! {
-            _ = done.notified() => return,
-            _ = tokio::time::sleep(RENEW_EVERY) => {}
-        }
-        let ours = match client.read_record(&record.spec).await {
-            Ok(Some(now)) => now.lock.as_ref().is_some_and(|l| l.holder == holder),
-            Ok(None) => false,
-            // The broker is unreachable: the apply itself will fail; keep trying.
-            Err(_) => continue,
-        };
-        if !ours {
-            lost.store(true, Ordering::SeqCst);
-            return;
-        }
-        if let Some(lock) = record.lock.as_mut() {
-            lock.expires_at = record::now() + LOCK_LIFETIME_SECS;
-        }
-        let _ = client.write_record(&record).await;
-    }
-}
-
-/// Writes the record back without the lock.
-pub(super) async fn release(client: &Client, record: &mut Record) -> Result<(), ApplyError> {
-    record.lock = None;
-    client.write_record(record).await?;
-    Ok(())
+    names
 }
 
 /// What `warren unlock` did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unlocked {
-    /// The spec was not locked (or its lock had expired).
+    /// Nobody held the spec's lock.
     NotLocked,
-    /// The lock was removed; it was this one.
-    Removed(Lock),
+    /// The holder's connection was closed: all its locks are free. The holder, described.
+    Removed(String),
 }
 
 /// Why `warren unlock` did not unlock.
@@ -136,7 +63,7 @@ pub enum UnlockError {
     OtherHolder {
         /// Spec.
         spec: String,
-        /// Who holds the lock.
+        /// Who holds the lock, described.
         holder: String,
         /// Who the user named.
         given: String,
@@ -146,26 +73,24 @@ pub enum UnlockError {
     Broker(#[from] BrokerError),
 }
 
-/// Breaks a spec's lock by hand (as Terraform's `force-unlock`), when `holder` is the
-/// one that holds it: for a lock whose apply is known to be dead.
+/// Breaks a spec's lock by hand (as Terraform's `force-unlock`), when `holder` holds
+/// it: the broker closes that apply's connection, which frees every lock it held. For
+/// an apply that is stuck but alive; a dead one's locks are already free.
 pub async fn unlock(client: &Client, spec: &str, holder: &str) -> Result<Unlocked, UnlockError> {
-    let Some(mut record) = client.read_record(spec).await? else {
-        return Ok(Unlocked::NotLocked);
-    };
-    let Some(lock) = record.lock.clone().filter(|l| l.expires_at > record::now()) else {
-        return Ok(Unlocked::NotLocked);
-    };
-    if lock.holder != holder {
-        return Err(UnlockError::OtherHolder {
+    match client
+        .break_lock(&LockName::Spec(spec.to_string()), holder)
+        .await
+    {
+        Ok(None) => Ok(Unlocked::NotLocked),
+        Ok(Some(described)) => Ok(Unlocked::Removed(described)),
+        Err(BrokerError::Locked { holder: found, .. }) => Err(UnlockError::OtherHolder {
             spec: spec.to_string(),
-            holder: lock.holder,
+            holder: found,
             given: holder.to_string(),
-        });
+        }),
+        Err(error) => Err(error.into()),
     }
-    record.lock = None;
-    client.write_record(&record).await?;
-    Ok(Unlocked::Removed(lock))
 }
 
-/// A flag an apply checks at its safe points: set by a signal, or when the lock is lost.
+/// A flag an apply checks at its safe points: set by a signal.
 pub type Interrupt = Arc<AtomicBool>;

@@ -7,18 +7,18 @@
 //! was not; running plan and apply again converges.
 
 mod lock;
+pub mod repair;
 
-pub use lock::{Interrupt, UnlockError, Unlocked, unlock};
+pub use lock::{Interrupt, UnlockError, Unlocked, holder_name, needed, unlock};
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use tokio::sync::Notify;
-
-use crate::broker::{BrokerError, Client, ObjectWrite, Outcome};
+use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
-use crate::model::record::{self, Record};
+use crate::model::record::{self, RECORD_FORMAT, Record};
 use crate::plan::{Mismatch, Plan, recheck};
 
 /// Why an apply did not run or did not finish.
@@ -30,25 +30,13 @@ pub enum ApplyError {
     /// The plan wants objects another spec manages.
     #[error("refusing to take over objects managed by another spec: {0}")]
     Conflict(String),
-    /// Another apply holds the lock.
-    #[error(
-        "spec `{spec}` is locked by {lock}: another apply is running, or one stopped without releasing the lock; if none is running, wait for the lock to expire or break it with `warren unlock SPEC --holder {holder}`"
-    )]
-    Locked {
-        /// Spec.
-        spec: String,
-        /// The lock, described for people.
-        lock: String,
-        /// The lock's holder, as `warren unlock --holder` takes it.
-        holder: String,
-    },
     /// The plan was made against another broker.
     #[error("this plan does not apply to this broker: {0}")]
     OtherBroker(String),
     /// The broker changed since the plan was made.
     #[error("the broker changed since this plan was made ({0}); run `warren plan` again")]
     Stale(String),
-    /// The apply stopped at a safe point: a signal, or its lock was lost.
+    /// The apply stopped at a safe point: a signal, or its locks were lost.
     #[error("apply stopped before it finished: {why}")]
     Interrupted {
         /// Why.
@@ -103,16 +91,28 @@ pub struct Options {
     /// Accept deleting or replacing queues that hold messages.
     pub allow_data_loss: bool,
     /// Set (by a signal handler) to stop at the next safe point: between phases, with
-    /// the lock released and a report of what was done.
+    /// the locks released and a report of what was done.
     pub interrupt: Interrupt,
+    /// How long to wait for locks other applies hold (0: refuse at once).
+    pub lock_wait: Duration,
+}
+
+impl ApplyReport {
+    /// Whether the broker confirmed (or may have made) any change.
+    pub fn changed_anything(&self) -> bool {
+        !self.done.is_empty() || !self.unconfirmed.is_empty()
+    }
 }
 
 impl ApplyError {
     /// The report of what was done and not done, when the apply changed anything.
     pub fn report(&self) -> Option<&ApplyReport> {
         match self {
-            ApplyError::Broker { report, .. } | ApplyError::Interrupted { report, .. } => {
-                Some(report)
+            ApplyError::Interrupted { report, .. } => Some(report),
+            // A failure before the first change (a lock held elsewhere, an unreadable
+            // broker) has nothing to report: "nothing was changed".
+            ApplyError::Broker { report, .. } => {
+                Some(report.as_ref()).filter(|r| r.changed_anything() || !r.not_done.is_empty())
             }
             _ => None,
         }
@@ -152,6 +152,10 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
 }
 
 /// Applies a plan. `progress` is told about every step.
+///
+/// Every lock the plan needs is taken first ([`needed`]); under them the spec's record
+/// is read, the plan is checked against the broker as it is now, the changes are made,
+/// and the record is written before the locks are given back.
 pub async fn apply(
     client: &Client,
     plan: &Plan,
@@ -159,51 +163,64 @@ pub async fn apply(
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     check_gates(plan, options)?;
+    let lock = client
+        .lock(&needed(plan), &holder_name(), options.lock_wait)
+        .await?;
+    let outcome = apply_held(client, plan, options, &lock, progress).await;
+    lock.release().await;
+    outcome
+}
+
+async fn apply_held(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    lock: &BrokerLock,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ApplyReport, ApplyError> {
     let mut record = client.read_record(&plan.spec).await?.unwrap_or(Record {
-        format: 1,
+        format: RECORD_FORMAT,
         spec: plan.spec.clone(),
         ..Record::default()
     });
-    let holder = lock::acquire(client, &mut record, plan).await?;
-    let done = Notify::new();
-    let lost = AtomicBool::new(false);
-    let applying = async {
-        let outcome = apply_locked(client, plan, options, &lost, progress).await;
-        done.notify_one();
-        outcome
-    };
-    let (outcome, ()) = tokio::join!(
-        applying,
-        lock::renew_until(client, &record, &holder, &done, &lost)
-    );
-    // Whatever happened, record what is now managed and release the lock.
+    if record.serial != plan.serial {
+        return Err(ApplyError::Stale(format!(
+            "spec `{}` was applied since: serial {} is now {}",
+            plan.spec, plan.serial, record.serial
+        )));
+    }
+    let outcome = apply_locked(client, plan, options, lock, progress).await;
+    // Record what is now managed: everything the spec declares once every change was
+    // made (created, updated or adopted), and after a failure what it managed before
+    // plus what it declares (so nothing made is left unowned).
     let mut managed = record.object_ids();
     match &outcome {
         Ok(_) => managed = plan.managed().cloned().collect(),
-        Err(error) if error.report().is_some() => managed.extend(plan.managed().cloned()),
-        Err(_) => {}
+        Err(error) if error.report().is_some_and(ApplyReport::changed_anything) => {
+            managed.extend(plan.managed().cloned())
+        }
+        // Refused or failed before any change: the record stays as it is.
+        Err(_) => return outcome,
     }
-    let changed_anything = !matches!(outcome, Err(ApplyError::Stale(_)));
-    if changed_anything {
-        record.serial += 1;
-        record.applied_at = record::now();
-    }
-    record.set_objects(&managed);
-    if lost.load(Ordering::SeqCst) {
-        // Somebody broke the lock: the record is theirs now; leave it alone.
+    if !lock.is_held() {
+        // The locks were lost (the connection died): another apply may hold them now
+        // and its record is the truth. What this one made is adopted by the next apply.
         return outcome;
     }
-    match lock::release(client, &mut record).await {
+    record.serial += 1;
+    record.applied_at = record::now();
+    record.format = RECORD_FORMAT;
+    record.set_objects(&managed);
+    match client.write_record(&record).await {
         Ok(()) => outcome,
         // The record could not be written (the broker went away): the report of
         // what was done must still reach the user, never "nothing was changed".
         Err(error) => match outcome {
             Ok(report) => Err(ApplyError::RecordNotWritten {
-                error: Box::new(error),
+                error: Box::new(error.into()),
                 report: Box::new(report),
             }),
-            Err(first) if first.report().is_some() => Err(first),
-            Err(_) => Err(error),
+            Err(first) => Err(first),
         },
     }
 }
@@ -212,7 +229,7 @@ async fn apply_locked(
     client: &Client,
     plan: &Plan,
     options: &Options,
-    lost: &AtomicBool,
+    lock: &BrokerLock,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let allow_data_loss = options.allow_data_loss;
@@ -223,6 +240,7 @@ async fn apply_locked(
             match mismatch {
                 Mismatch::OtherBroker { .. } => ApplyError::OtherBroker(mismatch.to_string()),
                 Mismatch::Changes(text) => ApplyError::Stale(text),
+                Mismatch::DamagedRecord(damaged) => ApplyError::from(BrokerError::from(damaged)),
             }
         })?;
     // The fresh plan has the same changes, with the broker's handles of today.
@@ -240,8 +258,8 @@ async fn apply_locked(
             None
         } else if options.interrupt.load(Ordering::SeqCst) {
             Some("interrupted by a signal")
-        } else if lost.load(Ordering::SeqCst) {
-            Some("its lock was broken or taken over")
+        } else if !lock.is_held() {
+            Some("its locks were lost: the broker closed its lock connection")
         } else {
             None
         };

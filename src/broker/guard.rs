@@ -118,7 +118,7 @@ impl Client {
         }
     }
 
-    async fn amqp_url(&self) -> Result<Url, BrokerError> {
+    pub(super) async fn amqp_url(&self) -> Result<Url, BrokerError> {
         if let Some(url) = &self.endpoint.amqp_url {
             return Ok(url.clone());
         }
@@ -150,7 +150,7 @@ impl Client {
 }
 
 /// The AMQP reply code and text of a protocol error, if it is one.
-fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
+pub(super) fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
     match error.kind() {
         lapin::ErrorKind::ProtocolError(amqp) => {
             Some((amqp.get_id(), amqp.get_message().to_string()))

@@ -10,6 +10,7 @@
 mod endpoint;
 mod guard;
 mod live;
+mod lock;
 mod record;
 mod write;
 
@@ -20,9 +21,12 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
+use crate::model::record::DamagedRecord;
+
 pub use endpoint::Endpoint;
 pub use guard::GuardedQueue;
 pub use live::LiveState;
+pub use lock::{BrokerLock, LockName};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
@@ -145,6 +149,33 @@ pub enum BrokerError {
         status: u16,
         /// The answer's content type.
         content_type: String,
+    },
+    /// A spec's ownership record does not read as one.
+    #[error(transparent)]
+    DamagedRecord(#[from] DamagedRecord),
+    /// Another apply holds a lock this one needs.
+    #[error(
+        "{what} is locked by another apply: {holder}. Wait for it (--lock-timeout 5m waits up to 5 minutes), or if that apply is stuck, `warren unlock SPEC --holder {holder_id}` closes its connection"
+    )]
+    Locked {
+        /// What is locked, in words (`spec \`shop\``, `vhost \`orders\``).
+        what: String,
+        /// Who holds it, described for people.
+        holder: String,
+        /// The holder as `warren unlock --holder` takes it.
+        holder_id: String,
+    },
+    /// The apply lock could not be taken: it needs the broker's AMQP port.
+    #[error(
+        "cannot take the apply lock at {url}: {reason}. warren holds its locks as exclusive queues in vhost `{vhost}` over AMQP, so the broker frees them the moment an apply dies; give --amqp-url when the AMQP port is not the one the broker reports, and grant the user configure permission on `{vhost}`"
+    )]
+    LockUnavailable {
+        /// The AMQP URL (without credentials).
+        url: String,
+        /// The lock vhost.
+        vhost: String,
+        /// What went wrong.
+        reason: String,
     },
     /// An answer that is not the JSON expected.
     #[error("unexpected answer to GET {path}: {reason}")]

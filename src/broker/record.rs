@@ -1,7 +1,7 @@
 //! Reading and writing a spec's ownership record (the global parameter
 //! `warren.<spec>`; its format is [`crate::model::record`]).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{BrokerError, Client, segment};
 use crate::model::record::Record;
@@ -14,12 +14,24 @@ fn path(spec: &str) -> String {
 }
 
 impl Client {
-    /// The spec's record, if there is one that reads as a record.
+    /// The spec's record, if it has one. A record that does not read as one is an
+    /// error ([`BrokerError::DamagedRecord`]), never "no record".
     pub async fn read_record(&self, spec: &str) -> Result<Option<Record>, BrokerError> {
+        match self.read_record_value(spec).await? {
+            None => Ok(None),
+            Some(value) => Ok(Some(Record::from_parameter(
+                &Record::parameter_name(spec),
+                &value,
+            )?)),
+        }
+    }
+
+    /// The spec's record as the broker holds it, read or not (for `warren state`).
+    pub async fn read_record_value(&self, spec: &str) -> Result<Option<Value>, BrokerError> {
         Ok(self
             .get(&path(spec))
             .await?
-            .and_then(|value| serde_json::from_value(value["value"].clone()).ok()))
+            .map(|mut parameter| parameter["value"].take()))
     }
 
     /// Writes the spec's record.

@@ -7,6 +7,7 @@ mod import;
 mod lint;
 mod plan;
 mod schema;
+mod state;
 
 use std::io::Write;
 use std::path::Path;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::broker::{BrokerError, Client, Endpoint};
-use crate::cli::{BrokerArgs, Cli, Command};
+use crate::cli::{BrokerArgs, Cli, Command, StateAction};
 use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{self, SpecFile};
@@ -61,6 +62,7 @@ pub fn run() -> ExitCode {
             plan,
             auto_approve,
             allow_data_loss,
+            lock_timeout,
         } => plan::apply(
             &target,
             &connection,
@@ -68,6 +70,7 @@ pub fn run() -> ExitCode {
             &plan::ApplyFlags {
                 auto_approve,
                 allow_data_loss,
+                lock_timeout,
             },
             stdout,
             stderr,
@@ -113,6 +116,14 @@ pub fn run() -> ExitCode {
             against,
             plan,
         } => plan::diff(&spec, &against, &plan, stdout, stderr),
+        Command::State { action } => match action {
+            StateAction::Show { spec, broker } => state::show(&spec, &broker, stdout, stderr),
+            StateAction::Repair {
+                spec,
+                broker,
+                auto_approve,
+            } => state::repair(&spec, &broker, auto_approve, stdout, stderr),
+        },
     };
     let _ = stdout.flush();
     ExitCode::from(code)

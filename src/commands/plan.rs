@@ -165,6 +165,8 @@ pub struct ApplyFlags {
     pub auto_approve: bool,
     /// Accept deleting or replacing queues that hold messages.
     pub allow_data_loss: bool,
+    /// How long to wait for other applies' locks.
+    pub lock_timeout: std::time::Duration,
 }
 
 /// `warren apply PLAN|SPEC`.
@@ -220,6 +222,7 @@ pub fn apply(
     let options = apply::Options {
         allow_data_loss: flags.allow_data_loss,
         interrupt,
+        lock_wait: flags.lock_timeout,
     };
     let show_progress = std::io::stderr().is_terminal();
     let mut progress = |step: &str| {
@@ -229,9 +232,14 @@ pub fn apply(
     };
     match runtime.block_on(apply::apply(&client, &plan, &options, &mut progress)) {
         Ok(report) => {
+            let adopted = if plan.adopted.is_empty() {
+                String::new()
+            } else {
+                format!(", {} existing objects adopted", plan.adopted.len())
+            };
             let _ = writeln!(
                 stdout,
-                "Applied: {} changes to spec `{}` ({} requests).",
+                "Applied: {} changes to spec `{}`{adopted} ({} requests).",
                 report.done.len(),
                 plan.spec,
                 client.request_count()
@@ -301,7 +309,7 @@ fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> apply::Interrupt {
 }
 
 /// Asks on the terminal; anything but "yes" declines.
-fn confirm(stdout: &mut dyn Write, stderr: &mut dyn Write) -> bool {
+pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn Write) -> bool {
     if !std::io::stdin().is_terminal() {
         let _ = writeln!(
             stderr,
@@ -362,11 +370,10 @@ pub fn unlock(
             let _ = writeln!(stdout, "Spec `{name}` is not locked; nothing to do.");
             EXIT_OK
         }
-        Ok(apply::Unlocked::Removed(lock)) => {
+        Ok(apply::Unlocked::Removed(holder)) => {
             let _ = writeln!(
                 stdout,
-                "Unlocked spec `{name}`: removed the lock of {}.",
-                lock.describe(crate::model::record::now())
+                "Unlocked spec `{name}`: closed the lock connection of {holder}; every lock it held is free."
             );
             EXIT_OK
         }

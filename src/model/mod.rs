@@ -38,6 +38,16 @@ pub use version::TargetVersion;
 /// A spec may not name its own objects with it.
 pub const RESERVED_PREFIX: &str = "warren.";
 
+/// The vhost where applies hold their locks: exclusive queues, which the broker gives
+/// to one connection at a time and frees when that connection dies. It is warren's own
+/// (under [`RESERVED_PREFIX`]), holds no messages, and is never an object of a spec.
+pub const LOCK_VHOST: &str = "warren.locks";
+
+/// Whether a vhost is warren's own (its locks), never compared, imported or exported.
+pub fn is_own_vhost(name: &str) -> bool {
+    name == LOCK_VHOST
+}
+
 /// A whole definitions document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Definitions {

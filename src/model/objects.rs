@@ -236,7 +236,18 @@ pub fn objects(definitions: &Definitions) -> Objects {
             }),
         );
     }
+    // warren's lock vhost and what is in it belong to no spec.
+    objects.retain(|id, _| !is_own_object(id));
     objects
+}
+
+/// Whether an object is warren's own: its lock vhost or anything inside it.
+pub fn is_own_object(id: &ObjectId) -> bool {
+    match (&id.vhost, id.kind) {
+        (Some(vhost), _) => super::is_own_vhost(vhost),
+        (None, ObjectKind::Vhost) => super::is_own_vhost(&id.name),
+        (None, _) => false,
+    }
 }
 
 /// The sections of a definitions document, dependencies first: an entry never needs

@@ -1,11 +1,16 @@
 //! The ownership record warren keeps in the broker itself: its format. Reading and
-//! writing it is `broker::record`; taking its lock is `apply::lock`.
+//! writing it is `broker::record`; the lock an apply holds while it changes records is
+//! `broker::lock`.
 //!
 //! Each spec has one global runtime parameter, `warren.<spec name>`, holding the list
-//! of objects it manages, a serial that grows with every apply, and a lock. Removing an
-//! object from the spec deletes it because it is in the list; objects somebody made by
-//! hand are not in any list and are left alone. Several specs can share a broker: an
-//! object listed by another spec's record is refused with that spec's name.
+//! of objects it manages and a serial that grows with every apply. Removing an object
+//! from the spec deletes it because it is in the list; objects somebody made by hand
+//! are not in any list and are left alone. Several specs can share a broker: an object
+//! listed by another spec's record is refused with that spec's name.
+//!
+//! Records fail closed: a record that does not read as one is an error naming it and
+//! how to repair it, never "no owner" (which would let another spec take its objects,
+//! or `--prune-unmanaged` delete them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -25,44 +30,9 @@ pub struct Record {
     pub serial: u64,
     /// Objects the spec manages: `[kind, vhost, name]`.
     pub objects: Vec<(ObjectKind, Option<String>, String)>,
-    /// Held while an apply runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock: Option<Lock>,
     /// When the last apply finished (Unix seconds).
     #[serde(default)]
     pub applied_at: u64,
-}
-
-/// A lock on a spec's part of the broker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Lock {
-    /// Who holds it: host, process and a random token.
-    pub holder: String,
-    /// Unix seconds.
-    pub acquired_at: u64,
-    /// Unix seconds after which the lock no longer counts.
-    pub expires_at: u64,
-}
-
-impl Lock {
-    /// The lock for people: who holds it, where, since when, and until when.
-    pub fn describe(&self, now: u64) -> String {
-        let mut parts = self.holder.splitn(3, ':');
-        let (host, process) = (parts.next().unwrap_or("?"), parts.next().unwrap_or("?"));
-        let until = if self.expires_at > now {
-            format!(
-                "expires in {} unless renewed",
-                in_words(self.expires_at - now)
-            )
-        } else {
-            format!("expired {} ago", in_words(now - self.expires_at))
-        };
-        format!(
-            "{} (process {process} on host {host}), taken {} ago, {until}",
-            self.holder,
-            in_words(now.saturating_sub(self.acquired_at))
-        )
-    }
 }
 
 /// A duration in words: `45 seconds`, `3 minutes`, `2 hours`, `5 days`.
@@ -115,24 +85,65 @@ impl Record {
             .map(|id| (id.kind, id.vhost.clone(), id.name.clone()))
             .collect();
     }
+}
 
-    /// The lock, if somebody other than `holder` holds it now.
-    pub fn held_by_other(&self, holder: &str) -> Option<&Lock> {
-        self.lock
-            .as_ref()
-            .filter(|lock| lock.holder != holder && lock.expires_at > now())
+/// The record format this warren writes and reads.
+pub const RECORD_FORMAT: u32 = 1;
+
+/// A record warren cannot read: it may list objects, so it is never taken as "no owner".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the ownership record `{parameter}` cannot be read ({reason}); nothing was changed. See it with `warren state show {spec}` and repair it with `warren state repair {spec}`"
+)]
+pub struct DamagedRecord {
+    /// The global parameter holding it.
+    pub parameter: String,
+    /// The spec it belongs to (the parameter's name without the prefix).
+    pub spec: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl Record {
+    /// Reads the record held by the global parameter `parameter`, failing closed.
+    pub fn from_parameter(
+        parameter: &str,
+        value: &serde_json::Value,
+    ) -> Result<Record, DamagedRecord> {
+        let spec = parameter
+            .strip_prefix(RESERVED_PREFIX)
+            .unwrap_or(parameter)
+            .to_string();
+        let damaged = |reason: String| DamagedRecord {
+            parameter: parameter.to_string(),
+            spec: spec.clone(),
+            reason,
+        };
+        let record: Record =
+            serde_json::from_value(value.clone()).map_err(|err| damaged(err.to_string()))?;
+        if record.format > RECORD_FORMAT {
+            return Err(damaged(format!(
+                "format {} was written by a newer warren; this one reads format {RECORD_FORMAT}",
+                record.format
+            )));
+        }
+        if record.spec != spec {
+            return Err(damaged(format!(
+                "it names spec `{}`, but its parameter belongs to spec `{spec}`",
+                record.spec
+            )));
+        }
+        Ok(record)
     }
 }
 
-/// Every record found among the global parameters, by spec name.
-pub fn records(parameters: &[GlobalParameter]) -> BTreeMap<String, Record> {
+/// Every record found among the global parameters, by spec name; the first damaged one
+/// is an error.
+pub fn records(parameters: &[GlobalParameter]) -> Result<BTreeMap<String, Record>, DamagedRecord> {
     parameters
         .iter()
         .filter(|p| Record::is_record_name(&p.name))
-        .filter_map(|p| {
-            let record: Record = serde_json::from_value(p.value.clone()).ok()?;
-            Some((record.spec.clone(), record))
-        })
+        .map(|p| Record::from_parameter(&p.name, &p.value).map(|r| (r.spec.clone(), r)))
         .collect()
 }
 
@@ -162,43 +173,40 @@ mod tests {
             name: "cluster_name".into(),
             value: serde_json::json!("rabbit@x"),
         };
-        let found = records(&[parameter, other]);
+        let found = records(&[parameter, other]).unwrap();
         assert_eq!(found["shop"], record);
         assert!(found["shop"].object_ids().contains(&id));
     }
 
     #[test]
-    fn a_lock_says_who_holds_it_where_and_for_how_long_in_words() {
-        let lock = Lock {
-            holder: "ci-7:4242:0badf00d".into(),
-            acquired_at: 1_000,
-            expires_at: 1_060,
+    fn a_record_that_does_not_read_is_an_error_never_no_owner() {
+        let parameter = |value: serde_json::Value| GlobalParameter {
+            name: Record::parameter_name("teamC"),
+            value,
         };
+        let good = serde_json::json!({"format": 1, "spec": "teamC", "serial": 2,
+            "objects": [["queue", "v", "q"]], "applied_at": 5});
         assert_eq!(
-            lock.describe(1_030),
-            "ci-7:4242:0badf00d (process 4242 on host ci-7), taken 30 seconds ago, expires in 30 seconds unless renewed"
+            records(&[parameter(good.clone())]).unwrap()["teamC"].serial,
+            2
         );
-        assert!(
-            lock.describe(1_000 + 3 * 3_600)
-                .contains("taken 3 hours ago, expired 2 hours ago")
-        );
-        assert_eq!(in_words(1), "1 second");
-        assert_eq!(in_words(600), "10 minutes");
-    }
-
-    #[test]
-    fn expired_or_own_locks_do_not_block() {
-        let mut record = Record {
-            lock: Some(Lock {
-                holder: "a".into(),
-                acquired_at: 0,
-                expires_at: now() + 60,
-            }),
-            ..Record::default()
-        };
-        assert!(record.held_by_other("b").is_some());
-        assert!(record.held_by_other("a").is_none());
-        record.lock.as_mut().unwrap().expires_at = now() - 1;
-        assert!(record.held_by_other("b").is_none());
+        for (field, value, says) in [
+            ("applied_at", serde_json::json!("yesterday"), "invalid type"),
+            (
+                "objects",
+                serde_json::json!([["teapot", "v", "q"]]),
+                "unknown variant",
+            ),
+            ("format", serde_json::json!(9), "newer warren"),
+            ("spec", serde_json::json!("teamD"), "names spec `teamD`"),
+        ] {
+            let mut bad = good.clone();
+            bad[field] = value;
+            let error = records(&[parameter(bad)]).unwrap_err();
+            assert_eq!(error.spec, "teamC");
+            let text = error.to_string();
+            assert!(text.contains(says), "{text}");
+            assert!(text.contains("warren state repair teamC"), "{text}");
+        }
     }
 }

@@ -85,7 +85,7 @@ pub async fn against_broker(
         let (global_parameters, live) =
             tokio::join!(client.global_parameters(), client.read_live(&declared));
         let global_parameters = global_parameters?;
-        let records = records(&global_parameters);
+        let records = records(&global_parameters)?;
         let mut vhosts = scope(&Objects::default(), records.get(&name));
         vhosts.extend(declared.iter().cloned());
         vhosts.sort();
@@ -147,6 +147,10 @@ pub fn against_definitions(
         .unwrap_or(TargetVersion::DEFAULT);
     let compiled = compile::compile(file, &Options::reading_secrets(file, target))
         .map_err(PlanError::Invalid)?;
+    let records = records(&live.global_parameters).map_err(|damaged| PlanError::Broker {
+        error: damaged.into(),
+        warnings: compiled.warnings.clone(),
+    })?;
     let plan = build(Inputs {
         spec: &spec_name(file),
         target_version: target.to_string(),
@@ -154,7 +158,7 @@ pub fn against_definitions(
         desired: objects(&compiled.definitions),
         passwords: &compiled.passwords,
         live,
-        records: records(&live.global_parameters),
+        records,
         protected_user: None,
         prune_unmanaged,
     });

@@ -7,16 +7,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 mod against;
+mod depends;
 mod recheck;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
+pub use depends::Dependency;
 pub use recheck::{Mismatch, recheck};
 
 use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};
 use crate::model::password::Passwords;
-use crate::model::record::{self, Lock, Record};
-use crate::model::{BROKER_ID_PARAMETER, Definitions, ObjectId, ObjectKind};
+use crate::model::record::Record;
+use crate::model::{BROKER_ID_PARAMETER, Definitions, ObjectId, ObjectKind, TargetVersion};
 
 /// Identifies a plan document. Version 2 carries the desired state, so that apply can
 /// recompute the changes instead of trusting them.
@@ -49,12 +51,17 @@ pub struct Plan {
     /// recomputes the changes from it and the live broker and refuses unless they equal
     /// [`Plan::changes`].
     pub desired: Vec<DesiredObject>,
-    /// The spec's lock, when an apply held it as the plan was made (`apply` refuses
-    /// until it is released or expires).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lock: Option<Lock>,
     /// The changes, grouped by vhost and kind.
     pub changes: Vec<Change>,
+    /// Objects that exist exactly as the spec declares them but are in no record: the
+    /// apply records them as the spec's (adoption), without changing them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopted: Vec<ObjectId>,
+    /// The policies the broker applies to the spec's queues and exchanges once the
+    /// plan is applied: a saved plan is stale when they differ at apply. `None` in
+    /// plans that predate the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependencies: Option<Vec<Dependency>>,
     /// Objects in scope that no spec manages (left alone).
     #[serde(default)]
     pub unmanaged: Vec<ObjectId>,
@@ -96,12 +103,16 @@ pub struct Summary {
     pub delete: usize,
     /// Changes that lose messages.
     pub data_loss: usize,
+    /// Existing objects recorded as the spec's, unchanged.
+    #[serde(default)]
+    pub adopt: usize,
 }
 
 impl Plan {
-    /// Whether applying the plan would change anything.
+    /// Whether applying the plan would change anything: an object, or the spec's
+    /// record (objects it adopts).
     pub fn has_changes(&self) -> bool {
-        !self.changes.is_empty()
+        !self.changes.is_empty() || !self.adopted.is_empty()
     }
 
     /// Recounts the summary (after message counts were filled in).
@@ -118,6 +129,7 @@ impl Plan {
                 summary.data_loss += 1;
             }
         }
+        summary.adopt = self.adopted.len();
         self.summary = summary;
     }
 
@@ -272,6 +284,25 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let serial = record.map(|r| r.serial).unwrap_or(0);
     let mut changes = result.changes;
     attach_binding_handles(&mut changes, inputs.live);
+    // Objects found exactly as declared become the spec's at apply, unless another
+    // spec owns them (those are conflicts).
+    let changed: BTreeSet<&ObjectId> = changes.iter().map(|c| &c.id).collect();
+    let conflicting: BTreeSet<&ObjectId> = result.conflicts.iter().map(|(id, _)| id).collect();
+    let adopted: Vec<ObjectId> = desired
+        .keys()
+        .filter(|id| {
+            !ownership.managed.contains(id)
+                && live.contains_key(id)
+                && !changed.contains(id)
+                && !conflicting.contains(id)
+        })
+        .cloned()
+        .collect();
+    let target = inputs
+        .target_version
+        .parse()
+        .unwrap_or(TargetVersion::DEFAULT);
+    let dependencies = depends::dependencies(&desired, &live, &changes, target);
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),
@@ -281,14 +312,13 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         serial,
         broker_id: broker_id(inputs.live),
         prune_unmanaged: inputs.prune_unmanaged,
-        lock: record
-            .and_then(|r| r.lock.clone())
-            .filter(|lock| lock.expires_at > record::now()),
         desired: desired
             .into_iter()
             .map(|(id, value)| DesiredObject { id, value })
             .collect(),
         changes,
+        adopted,
+        dependencies: Some(dependencies),
         unmanaged: result.unmanaged,
         conflicts: result
             .conflicts

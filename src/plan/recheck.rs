@@ -9,7 +9,7 @@ use super::{Inputs, Plan, broker_id, build};
 use crate::diff::Change;
 use crate::model::Definitions;
 use crate::model::password::Passwords;
-use crate::model::record::records;
+use crate::model::record::{DamagedRecord, records};
 
 /// Why a saved plan does not apply to the broker as it is now.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -24,9 +24,13 @@ pub enum Mismatch {
         /// This broker's identity.
         now: String,
     },
-    /// The changes needed now differ from the saved ones.
+    /// The changes needed now differ from the saved ones, or what they depend on
+    /// changed.
     #[error("{0}")]
     Changes(String),
+    /// An ownership record does not read.
+    #[error(transparent)]
+    DamagedRecord(#[from] DamagedRecord),
 }
 
 /// What identifies a change for the comparison (the plan-time message count and the
@@ -66,7 +70,7 @@ pub fn recheck(
         desired: saved.desired_objects(),
         passwords: &Passwords::default(),
         live,
-        records: records(&live.global_parameters),
+        records: records(&live.global_parameters)?,
         protected_user,
         prune_unmanaged: saved.prune_unmanaged,
     });
@@ -109,6 +113,11 @@ pub fn recheck(
             ));
         }
         return Err(Mismatch::Changes(parts.join("; ")));
+    }
+    if let (Some(planned), Some(now)) = (&saved.dependencies, &fresh.dependencies)
+        && let Some(difference) = super::depends::first_difference(planned, now)
+    {
+        return Err(Mismatch::Changes(difference));
     }
     for change in &mut fresh.changes {
         change.messages = saved
@@ -171,7 +180,7 @@ mod tests {
             desired: objects(&desired()),
             passwords: &passwords,
             live,
-            records: records(&live.global_parameters),
+            records: records(&live.global_parameters).unwrap(),
             protected_user: None,
             prune_unmanaged: false,
         })

@@ -3,3 +3,4 @@
 pub mod diagnostics;
 pub mod lint;
 pub mod plan;
+pub mod state;

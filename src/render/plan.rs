@@ -113,12 +113,26 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             )?;
         }
     }
-    if plan.changes.is_empty() {
+    if plan.changes.is_empty() && plan.adopted.is_empty() {
         writeln!(out)?;
         writeln!(
             out,
             "{green}No changes.{reset} The broker matches the spec."
         )?;
+    }
+    if !plan.adopted.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{bold}{} existing objects adopted:{reset} {dim}they match the spec and no spec manages them; apply records them as this spec's, without changing them{reset}",
+            plan.adopted.len()
+        )?;
+        for id in plan.adopted.iter().take(20) {
+            writeln!(out, "  {green}={reset} {}", describe_id(id))?;
+        }
+        if plan.adopted.len() > 20 {
+            writeln!(out, "  {dim}… and {} more{reset}", plan.adopted.len() - 20)?;
+        }
     }
     let mut current_scope: Option<Option<String>> = None;
     let mut current_kind: Option<ObjectKind> = None;
@@ -194,20 +208,16 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
     } else {
         String::new()
     };
+    let adopt = if summary.adopt > 0 {
+        format!(", {} existing objects adopted", summary.adopt)
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{loss}.",
+        "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{adopt}{loss}.",
         summary.create, summary.update, summary.replace, summary.delete
     )?;
-    if let Some(lock) = &plan.lock {
-        writeln!(
-            out,
-            "{red}Locked:{reset} spec `{}` is locked by {}. `apply` refuses until the lock is released or expires; if that apply is no longer running, `warren unlock SPEC --holder {}` breaks it.",
-            plan.spec,
-            lock.describe(crate::model::record::now()),
-            lock.holder
-        )?;
-    }
     Ok(())
 }
 
@@ -296,7 +306,8 @@ mod tests {
             serial: 3,
             broker_id: None,
             prune_unmanaged: false,
-            lock: None,
+            adopted: vec![],
+            dependencies: None,
             desired: vec![],
             changes: vec![
                 change(

@@ -1,0 +1,109 @@
+//! `warren state show` and `warren state repair`.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::plan::confirm;
+use super::{EXIT_ERROR, EXIT_OK, client, fail, load_spec, report, runtime};
+use crate::apply::repair::{self, PrepareError, RepairError};
+use crate::cli::BrokerArgs;
+use crate::plan::spec_name;
+use crate::render::state::{render_repair, render_state};
+use crate::spec::SpecFile;
+
+/// A spec file when `argument` names one, else `None` (then it is a spec's name).
+/// `Err` after the file's diagnostics were printed.
+fn spec_file(argument: &str, stderr: &mut dyn Write) -> Result<Option<SpecFile>, ()> {
+    let path = Path::new(argument);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    load_spec(path, stderr).map(Some).ok_or(())
+}
+
+/// `warren state show SPEC_OR_NAME`.
+pub fn show(
+    argument: &str,
+    connection: &BrokerArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let Ok(file) = spec_file(argument, stderr) else {
+        return EXIT_ERROR;
+    };
+    let name = file
+        .as_ref()
+        .map_or_else(|| argument.to_string(), spec_name);
+    let client = match client(connection) {
+        Ok(client) => client,
+        Err(err) => return fail(stderr, &err.to_string()),
+    };
+    match runtime().block_on(repair::show(&client, &name)) {
+        Ok(state) => {
+            let _ = render_state(stdout, &name, &state);
+            EXIT_OK
+        }
+        Err(err) => fail(stderr, &err.to_string()),
+    }
+}
+
+/// `warren state repair SPEC_OR_NAME`.
+pub fn repair(
+    argument: &str,
+    connection: &BrokerArgs,
+    auto_approve: bool,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    let Ok(file) = spec_file(argument, stderr) else {
+        return EXIT_ERROR;
+    };
+    let client = match client(connection) {
+        Ok(client) => client,
+        Err(err) => return fail(stderr, &err.to_string()),
+    };
+    let runtime = runtime();
+    let wait = std::time::Duration::ZERO;
+    let prepared = match &file {
+        Some(file) => runtime.block_on(repair::prepare_for_spec(&client, file, wait)),
+        None => runtime
+            .block_on(repair::prepare(&client, argument, None, wait))
+            .map_err(PrepareError::Repair),
+    };
+    let prepared = match prepared {
+        Ok(prepared) => prepared,
+        Err(PrepareError::Invalid(diagnostics)) => {
+            if let Some(file) = &file {
+                report(file, &diagnostics, stderr);
+            }
+            return EXIT_ERROR;
+        }
+        Err(PrepareError::Repair(RepairError::NotDamaged(spec))) => {
+            let _ = writeln!(
+                stdout,
+                "The ownership record of spec `{spec}` reads; nothing to repair."
+            );
+            return EXIT_OK;
+        }
+        Err(PrepareError::Repair(err)) => return fail(stderr, &err.to_string()),
+    };
+    let _ = render_repair(stdout, &prepared);
+    if !auto_approve && !confirm(stdout, stderr) {
+        runtime.block_on(prepared.cancel());
+        let _ = writeln!(stderr, "repair cancelled; nothing was changed");
+        return EXIT_ERROR;
+    }
+    match runtime.block_on(prepared.write(&client)) {
+        Ok(record) => {
+            let _ = writeln!(
+                stdout,
+                "Repaired: record of spec `{}` written with {} objects, serial {}.",
+                record.spec,
+                record.objects.len(),
+                record.serial
+            );
+            EXIT_OK
+        }
+        Err(err) => fail(stderr, &err.to_string()),
+    }
+}
