@@ -175,11 +175,12 @@ impl Client {
                     Err(error)
                         if reply_of(&error).is_some_and(|(code, _)| code == RESOURCE_LOCKED) =>
                     {
-                        if tokio::time::Instant::now() + RETRY_EVERY > deadline {
+                        let now = tokio::time::Instant::now();
+                        if now >= deadline {
                             let _ = connection.close(200, "lock not taken".into()).await;
                             return Err(self.locked(name).await);
                         }
-                        tokio::time::sleep(RETRY_EVERY).await;
+                        tokio::time::sleep(RETRY_EVERY.min(deadline - now)).await;
                     }
                     Err(error) => {
                         let _ = connection.close(200, "lock not taken".into()).await;
