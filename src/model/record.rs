@@ -33,6 +33,9 @@ pub struct Record {
     /// When the last apply finished (Unix seconds).
     #[serde(default)]
     pub applied_at: u64,
+    /// Set on a damaged record whose claims were salvaged by [`records`]; never stored.
+    #[serde(skip)]
+    pub damage: Option<DamagedRecord>,
 }
 
 /// A duration in words: `45 seconds`, `3 minutes`, `2 hours`, `5 days`.
@@ -137,14 +140,49 @@ impl Record {
     }
 }
 
-/// Every record found among the global parameters, by spec name; the first damaged one
-/// is an error.
+/// The claims of a damaged record, when its list of objects still reads in full:
+/// other specs keep honouring them while its own spec is repaired.
+fn salvaged_claims(damage: &DamagedRecord, value: &serde_json::Value) -> Option<Record> {
+    let objects = value.get("objects")?.as_array()?;
+    let objects = objects
+        .iter()
+        .map(|entry| serde_json::from_value(entry.clone()).ok())
+        .collect::<Option<Vec<(ObjectKind, Option<String>, String)>>>()?;
+    Some(Record {
+        format: RECORD_FORMAT,
+        spec: damage.spec.clone(),
+        objects,
+        damage: Some(damage.clone()),
+        ..Record::default()
+    })
+}
+
+/// Every record found among the global parameters, by spec name.
+///
+/// A damaged record whose object list still reads counts with those claims and its
+/// damage noted ([`Record::damage`]): only its own spec stops, until it is repaired.
+/// One whose claims cannot be read at all is an error for every spec: any object may
+/// be one of its claims.
 pub fn records(parameters: &[GlobalParameter]) -> Result<BTreeMap<String, Record>, DamagedRecord> {
     parameters
         .iter()
         .filter(|p| Record::is_record_name(&p.name))
-        .map(|p| Record::from_parameter(&p.name, &p.value).map(|r| (r.spec.clone(), r)))
+        .map(|p| {
+            let record = match Record::from_parameter(&p.name, &p.value) {
+                Ok(record) => record,
+                Err(damage) => salvaged_claims(&damage, &p.value).ok_or(damage)?,
+            };
+            Ok((record.spec.clone(), record))
+        })
         .collect()
+}
+
+/// Whether `spec`'s own record is damaged: its plans stop until it is repaired.
+pub fn check_own(records: &BTreeMap<String, Record>, spec: &str) -> Result<(), DamagedRecord> {
+    match records.get(spec).and_then(|r| r.damage.clone()) {
+        Some(damage) => Err(damage),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -190,23 +228,32 @@ mod tests {
             records(&[parameter(good.clone())]).unwrap()["teamC"].serial,
             2
         );
+        // Claims that still read are honoured; only teamC itself stops.
+        let mut dated = good.clone();
+        dated["applied_at"] = serde_json::json!("yesterday");
+        let found = records(&[parameter(dated)]).unwrap();
+        assert_eq!(found["teamC"].objects.len(), 1);
+        assert!(check_own(&found, "teamD").is_ok());
+        let error = check_own(&found, "teamC").unwrap_err().to_string();
+        assert!(error.contains("invalid type"), "{error}");
+        for value in [
+            serde_json::json!([["teapot", "v", "q"]]),
+            serde_json::json!("all of them"),
+        ] {
+            let mut bad = good.clone();
+            bad["objects"] = value;
+            let error = records(&[parameter(bad)]).unwrap_err();
+            assert_eq!(error.spec, "teamC");
+            assert!(error.to_string().contains("warren state repair teamC"));
+        }
         for (field, value, says) in [
-            ("applied_at", serde_json::json!("yesterday"), "invalid type"),
-            (
-                "objects",
-                serde_json::json!([["teapot", "v", "q"]]),
-                "unknown variant",
-            ),
             ("format", serde_json::json!(9), "newer warren"),
             ("spec", serde_json::json!("teamD"), "names spec `teamD`"),
         ] {
             let mut bad = good.clone();
             bad[field] = value;
-            let error = records(&[parameter(bad)]).unwrap_err();
-            assert_eq!(error.spec, "teamC");
-            let text = error.to_string();
-            assert!(text.contains(says), "{text}");
-            assert!(text.contains("warren state repair teamC"), "{text}");
+            let error = Record::from_parameter("warren.teamC", &bad).unwrap_err();
+            assert!(error.to_string().contains(says), "{error}");
         }
     }
 }

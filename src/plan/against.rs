@@ -7,7 +7,7 @@ use super::{Inputs, Plan, build, scope};
 use crate::broker::{BrokerError, Client};
 use crate::compile::{self, Compiled, Options};
 use crate::model::objects::{Objects, objects};
-use crate::model::record::records;
+use crate::model::record::{check_own, records};
 use crate::model::{Definitions, TargetVersion};
 use crate::spec::SpecFile;
 use crate::spec::diagnostic::Diagnostic;
@@ -86,6 +86,7 @@ pub async fn against_broker(
             tokio::join!(client.global_parameters(), client.read_live(&declared));
         let global_parameters = global_parameters?;
         let records = records(&global_parameters)?;
+        check_own(&records, &name)?;
         let mut vhosts = scope(&Objects::default(), records.get(&name));
         vhosts.extend(declared.iter().cloned());
         vhosts.sort();
@@ -147,12 +148,15 @@ pub fn against_definitions(
         .unwrap_or(TargetVersion::DEFAULT);
     let compiled = compile::compile(file, &Options::reading_secrets(file, target))
         .map_err(PlanError::Invalid)?;
-    let records = records(&live.global_parameters).map_err(|damaged| PlanError::Broker {
-        error: damaged.into(),
-        warnings: compiled.warnings.clone(),
-    })?;
+    let name = spec_name(file);
+    let records = records(&live.global_parameters)
+        .and_then(|records| check_own(&records, &name).map(|()| records))
+        .map_err(|damaged| PlanError::Broker {
+            error: damaged.into(),
+            warnings: compiled.warnings.clone(),
+        })?;
     let plan = build(Inputs {
-        spec: &spec_name(file),
+        spec: &name,
         target_version: target.to_string(),
         broker_version: None,
         desired: objects(&compiled.definitions),

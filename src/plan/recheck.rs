@@ -9,7 +9,7 @@ use super::{Inputs, Plan, broker_id, build};
 use crate::diff::Change;
 use crate::model::Definitions;
 use crate::model::password::Passwords;
-use crate::model::record::{DamagedRecord, records};
+use crate::model::record::{DamagedRecord, check_own, records};
 
 /// Why a saved plan does not apply to the broker as it is now.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -63,6 +63,8 @@ pub fn recheck(
             now: now.unwrap_or_else(|| "not set".into()),
         });
     }
+    let records = records(&live.global_parameters)?;
+    check_own(&records, &saved.spec)?;
     let mut fresh = build(Inputs {
         spec: &saved.spec,
         target_version: saved.target_version.clone(),
@@ -70,7 +72,7 @@ pub fn recheck(
         desired: saved.desired_objects(),
         passwords: &Passwords::default(),
         live,
-        records: records(&live.global_parameters)?,
+        records,
         protected_user,
         prune_unmanaged: saved.prune_unmanaged,
     });

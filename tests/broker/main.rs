@@ -40,6 +40,7 @@ mod cluster;
 mod crash;
 mod faults;
 mod locks;
+mod ownership;
 mod plan_apply;
 mod retry_behaviour;
 mod smoke;
