@@ -350,7 +350,7 @@ mod tests {
 
     #[test]
     fn locks_sort_broker_wide_first_and_long_names_fit_a_queue_name() {
-        let mut names = vec![
+        let mut names = [
             LockName::Vhost("a".into()),
             LockName::Spec("z".into()),
             LockName::BrokerWide,
