@@ -34,7 +34,7 @@ pub fn render_with(
 ) -> io::Result<()> {
     // Split once: looking lines up from the start for each of thousands of findings
     // made rendering quadratic in the size of the spec.
-    let lines: Option<Vec<&str>> = source.map(|s| s.lines().collect());
+    let lines: Option<Vec<&str>> = source.map(split_lines);
     for diagnostic in diagnostics {
         render_one(out, file, lines.as_deref(), diagnostic)?;
     }
@@ -111,6 +111,36 @@ fn render_one(
     writeln!(out)
 }
 
+/// The lines of `source` as the YAML parser counts them: `\n`, `\r\n` and a lone `\r`
+/// each end a line.
+fn split_lines(source: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let bytes = source.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                lines.push(&source[start..i]);
+                start = i + 1;
+            }
+            b'\r' => {
+                lines.push(&source[start..i]);
+                if bytes.get(i + 1) == Some(&b'\n') {
+                    i += 1;
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < bytes.len() {
+        lines.push(&source[start..]);
+    }
+    lines
+}
+
 /// The part of `line` to quote for a caret at `column` (1-based, in characters): at most
 /// [`EXCERPT_WIDTH`] characters around the column, with `…` where text was left out, and
 /// control characters other than tabs shown as `�` so that one character stays one
@@ -155,6 +185,12 @@ fn excerpt(line: &str, column: usize) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_end_as_yaml_ends_them() {
+        assert_eq!(split_lines("a\nb\r\nc\rd"), ["a", "b", "c", "d"]);
+        assert_eq!(split_lines("a\n"), ["a"]);
+    }
 
     #[test]
     fn short_lines_are_quoted_whole() {

@@ -44,7 +44,7 @@ pub fn parser_options() -> serde_saphyr::Options {
 }
 
 /// A limit or a size in messages.
-fn grouped(n: usize) -> String {
+pub fn grouped(n: usize) -> String {
     crate::model::shorten::grouped(n as u64)
 }
 

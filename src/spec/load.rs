@@ -72,6 +72,8 @@ fn read_bounded(path: &Path) -> std::io::Result<(Vec<u8>, u64)> {
 fn too_large(bytes: &[u8], size: u64) -> Diagnostic {
     let mut diagnostic = limits::too_large(size);
     diagnostic.location = Some(location_of_byte(bytes, limits::MAX_BYTES));
+    // Only part of the line at the limit was read.
+    diagnostic.quote_source = false;
     diagnostic
 }
 
@@ -122,16 +124,30 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
         }),
         Err(err) => {
             let mut diagnostic = yaml_error_diagnostic(&err);
-            if diagnostic.message.starts_with("expected a map")
-                && points_at_list_item(&source, diagnostic.location)
-            {
-                diagnostic.help = Some(
-                    "this is a list item: write `name:` entries without the leading `- `".into(),
-                );
+            if is_empty_document(&source) {
+                diagnostic = Diagnostic::error("empty-spec", "the spec is empty: it holds no YAML")
+                    .help("a spec is a map of keys that starts with `version: 1`");
+                diagnostic.location = Some(Location { line: 1, column: 1 });
+                return Err(vec![diagnostic]);
+            }
+            if diagnostic.message.starts_with("expected a map") {
+                if points_at_list_item(&source, diagnostic.location) {
+                    diagnostic.help = Some(
+                        "this is a list item: write `name:` entries without the leading `- `"
+                            .into(),
+                    );
+                } else if let Some(length) = long_key_at(&source, diagnostic.location) {
+                    diagnostic.message = format!(
+                        "this key is {} characters long; YAML reads keys of at most 1,024 characters without a `? ` before them",
+                        limits::grouped(length)
+                    );
+                    diagnostic.help =
+                        Some("shorten the key (RabbitMQ names are at most 255 bytes)".into());
+                }
             }
             // Positions are mapped only for a document within the limits: mapping one
             // that is not would cost what the limits are there to prevent.
-            if !is_limit(&err) {
+            if !is_limit(&err) && !diagnostic.code.starts_with("spec-too") {
                 let source_map = SourceMap::build(&source);
                 diagnostic.path = diagnostic
                     .location
@@ -181,6 +197,29 @@ fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
         | E::AliasReplayStackDepthExceeded { .. }
         | E::AliasReplayCounterOverflow { .. } => limits::alias_expansion(),
         E::MultipleDocuments { .. } => limits::multiple_documents(),
+        E::InvalidScalar { ty, .. } => {
+            Diagnostic::error("invalid-type", format!("expected {}", scalar_words(ty)))
+        }
+        E::NullIntoString { .. } => Diagnostic::error(
+            "invalid-type",
+            "expected text, found an empty value (`~` or nothing)",
+        )
+        .help("write the name or value out; quote it (`\"~\"`) if it is meant literally"),
+        E::NonFiniteFloat { .. } => Diagnostic::error(
+            "invalid-value",
+            "`.inf` and `.nan` are not numbers RabbitMQ takes",
+        )
+        .help("write a whole number"),
+        E::UnknownAnchor { .. } => Diagnostic::error(
+            "unknown-anchor",
+            "this `*alias` refers to no `&anchor` defined above it",
+        )
+        .help("define the anchor (`&name`) on a value before the alias, or write the value out"),
+        E::RecursiveReferencesRequireWeakTypes { .. } => Diagnostic::error(
+            "recursive-alias",
+            "this `*alias` sits inside the value of its own `&anchor`: the value would never end",
+        )
+        .help("write the value out without referring to itself"),
         // The parser's own cap on nested flow collections (`[[[[…`).
         _ if raw.starts_with("recursion limit exceeded") => limits::too_deep(),
         E::SerdeUnknownField {
@@ -236,6 +275,8 @@ fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
             "invalid-type",
             format!("expected {}, found {unexpected}", plain_words(expected)),
         ),
+        _ if raw.starts_with("tabs disallowed") => Diagnostic::error("yaml-syntax", raw.clone())
+            .help("indent with spaces: YAML does not allow tabs in indentation"),
         E::ExternalMessage { .. } | E::Eof { .. } => Diagnostic::error("yaml-syntax", raw.clone()),
         _ if raw.contains("password is never written") => {
             let mut diagnostic = Diagnostic::error("clear-text-password", raw.clone());
@@ -258,10 +299,45 @@ fn points_at_list_item(source: &str, location: Option<Location>) -> bool {
         .is_some_and(|c| c == '-')
 }
 
+/// Whether `source` holds nothing but blank lines and comments.
+fn is_empty_document(source: &str) -> bool {
+    source
+        .lines()
+        .map(|line| line.trim_start_matches('\u{feff}').trim())
+        .all(|line| line.is_empty() || line.starts_with('#') || line == "---" || line == "...")
+}
+
+/// The length of a key longer than YAML's 1,024-character limit on plain keys that
+/// starts at `location`, if there is one.
+fn long_key_at(source: &str, location: Option<Location>) -> Option<usize> {
+    let at = location?;
+    let line = source.lines().nth(at.line.checked_sub(1)?)?;
+    let rest: String = line.chars().skip(at.column.checked_sub(1)?).collect();
+    let key = rest.split(": ").next()?.trim_end_matches(':');
+    let length = key.chars().count();
+    (length > 1024 && (rest.contains(": ") || rest.ends_with(':'))).then_some(length)
+}
+
+/// A Rust number or text type in the words of a YAML author.
+fn scalar_words(ty: &str) -> String {
+    match ty {
+        "u8" => "a whole number from 0 to 255".into(),
+        "u16" => "a whole number from 0 to 65,535".into(),
+        "u32" => "a whole number from 0 to 4,294,967,295".into(),
+        "u64" | "usize" => "a whole number ≥ 0".into(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        "bool" | "boolean" => "`true` or `false`".into(),
+        "char" => "a single character".into(),
+        other => other.to_string(),
+    }
+}
+
 /// Rewrites the parser's structural vocabulary in the words of a YAML author.
 fn plain_words(expected: &str) -> String {
     match expected {
         "mapping start" | "a mapping" | "map" => "a map (`key: value` entries)".to_string(),
+        "string scalar" | "a string" | "string" => "text (a string)".to_string(),
         "sequence start" | "a sequence" | "sequence" => {
             "a list (`[a, b]` or `- a` lines)".to_string()
         }
