@@ -8,18 +8,146 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::model::Definitions;
+use crate::model::shorten::{self, grouped};
 use crate::model::version::TargetVersion;
 
+/// Largest definitions file read, in bytes (256 MiB: a broker's export of 100,000
+/// queues is about 40 MB).
+pub const MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Deepest nesting of arrays and objects (serde_json's own guard against a stack
+/// overflow; a definitions file needs about 6 levels).
+pub const MAX_DEPTH: usize = 128;
+
 /// Reads a definitions file (a broker's export, or warren's own).
+///
+/// Every error is one line that names the file and, when the problem is at a place in
+/// it, the line and column: `FILE:LINE:COLUMN: what is wrong`.
 pub fn read(path: &Path) -> Result<Definitions, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-    serde_json::from_str(&text).map_err(|err| {
+    read_limited(path, MAX_BYTES)
+}
+
+/// [`read`] with a size limit of `max_bytes`.
+pub fn read_limited(path: &Path, max_bytes: u64) -> Result<Definitions, String> {
+    use std::io::Read;
+    let name = path.display();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(max_bytes + 1).read_to_end(&mut bytes))
+        .map_err(|err| format!("cannot read {name}: {err}"))?;
+    if bytes.len() as u64 > max_bytes {
+        let size = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+        return Err(format!(
+            "{name}: the file is {} bytes; warren reads definitions files of at most {} bytes",
+            grouped(size.max(bytes.len() as u64)),
+            grouped(max_bytes)
+        ));
+    }
+    parse(&bytes).map_err(|problem| format!("{name}:{problem}"))
+}
+
+/// Parses a definitions document; errors start with `LINE:COLUMN: ` when they have a
+/// place.
+pub fn parse(bytes: &[u8]) -> Result<Definitions, String> {
+    let text = std::str::from_utf8(bytes).map_err(|err| {
+        let offset = err.valid_up_to();
+        let (line, column) = line_column(bytes, offset);
         format!(
-            "{} is not a RabbitMQ definitions file: {err}",
-            path.display()
+            "{line}:{column}: not UTF-8: byte 0x{:02X} at byte offset {offset} is not part of a UTF-8 character (RabbitMQ writes definitions as UTF-8 JSON)",
+            bytes[offset]
         )
+    })?;
+    if let Some((offset, digits)) = out_of_range_integer(text) {
+        let (line, column) = line_column(bytes, offset);
+        return Err(format!(
+            "{line}:{column}: the number {} is beyond what warren keeps exactly (whole numbers from -2^63 to 2^64-1); no RabbitMQ setting takes such a value",
+            shorten::value(digits)
+        ));
+    }
+    serde_json::from_str(text).map_err(|err| {
+        let what = match err.classify() {
+            serde_json::error::Category::Eof => "the file ends in the middle of the JSON".into(),
+            _ => {
+                let message = err.to_string();
+                let message = message
+                    .rfind(" at line ")
+                    .map_or(message.as_str(), |at| &message[..at]);
+                if message == "recursion limit exceeded" {
+                    format!(
+                        "arrays and objects are nested more than {MAX_DEPTH} levels deep, warren's limit (a definitions file needs about 6)"
+                    )
+                } else {
+                    format!(
+                        "this is not a RabbitMQ definitions file: {}",
+                        shorten::message(message)
+                    )
+                }
+            }
+        };
+        format!("{}:{}: {what}", err.line(), err.column())
     })
+}
+
+/// The first whole number in the JSON `text` that does not fit in an `i64` or a `u64`:
+/// serde_json would read it as a float and quietly change its value. Returns its byte
+/// offset and its digits.
+fn out_of_range_integer(text: &str) -> Option<(usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    i += 1;
+                }
+                let literal = &text[start..i];
+                let whole = !literal.contains(['.', 'e', 'E']);
+                if whole
+                    && literal.parse::<i64>().is_err()
+                    && literal.parse::<u64>().is_err()
+                    && literal.len() > 1
+                {
+                    return Some((start, literal));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The 1-based line and column (in characters) of the byte at `offset`.
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (line, column)
 }
 
 /// The definitions as a JSON document for the target version.
@@ -67,4 +195,80 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_beyond_64_bits_are_refused_with_their_place() {
+        let err = parse(b"{\n  \"queues\": [1, 18446744073709551616]}").unwrap_err();
+        assert!(
+            err.starts_with("2:17: the number 18446744073709551616"),
+            "{err}"
+        );
+        let err = parse(b"{\"x\": -9223372036854775809}").unwrap_err();
+        assert!(
+            err.starts_with("1:7: the number -9223372036854775809"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn numbers_within_64_bits_and_digits_in_strings_are_read() {
+        assert_eq!(
+            out_of_range_integer(r#"{"a": 18446744073709551615, "b": -9223372036854775808}"#),
+            None
+        );
+        assert_eq!(
+            out_of_range_integer(r#"{"a": "99999999999999999999999", "b\"": 1e999}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_at_its_byte() {
+        let err = parse(b"{\n \"users\": [\xff]}").unwrap_err();
+        assert!(
+            err.starts_with("2:12: not UTF-8: byte 0xFF at byte offset 13"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_a_limit_in_words() {
+        let text = format!("{{\"x\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
+        let err = parse(text.as_bytes()).unwrap_err();
+        assert!(err.contains("nested more than 128 levels deep"), "{err}");
+    }
+
+    #[test]
+    fn files_over_the_size_limit_are_refused_in_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        std::fs::write(&path, format!("{{\"queues\": [{}]}}", "{},".repeat(1_000))).unwrap();
+        let err = read_limited(&path, 1_000).unwrap_err();
+        assert!(
+            err.ends_with(
+                "the file is 3,014 bytes; warren reads definitions files of at most 1,000 bytes"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn type_errors_name_the_place() {
+        let err = parse(br#"{"queues": [{"name": 5}]}"#).unwrap_err();
+        assert!(err.starts_with("1:"), "{err}");
+        assert!(
+            err.contains("this is not a RabbitMQ definitions file: invalid type"),
+            "{err}"
+        );
+        let err = parse(b"{\"queues\": [").unwrap_err();
+        assert!(
+            err.ends_with("the file ends in the middle of the JSON"),
+            "{err}"
+        );
+    }
 }

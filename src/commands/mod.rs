@@ -170,7 +170,7 @@ fn load_spec(path: &Path, stderr: &mut dyn Write) -> Option<SpecFile> {
     match spec::load_file(path) {
         Ok(file) => Some(file),
         Err(found) => {
-            let source = std::fs::read_to_string(path).ok();
+            let source = crate::spec::load::source_for_report(path);
             let _ = diagnostics::render(stderr, path, source.as_deref(), &found);
             None
         }

@@ -13,7 +13,7 @@ use crate::spec::diagnostic::Diagnostic;
 pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
     let file = match crate::spec::load_file(path) {
         Ok(file) => file,
-        Err(diagnostics) => return (std::fs::read_to_string(path).ok(), diagnostics),
+        Err(diagnostics) => return (crate::spec::load::source_for_report(path), diagnostics),
     };
     let options = compile::Options {
         target,

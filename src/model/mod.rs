@@ -20,6 +20,7 @@ pub mod policy_keys;
 pub mod queue_type;
 pub mod record;
 pub mod redact;
+pub mod shorten;
 pub mod version;
 
 use std::collections::BTreeMap;

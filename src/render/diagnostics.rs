@@ -4,7 +4,14 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::model::shorten;
 use crate::spec::diagnostic::{Diagnostic, Severity};
+
+/// Most characters of a source line quoted under a diagnostic: a generated spec can
+/// hold a 1 MB line, and the caret only needs the text around the column.
+pub const EXCERPT_WIDTH: usize = 120;
+/// Most characters of the `at:` path (its keys come from the spec).
+const MAX_PATH: usize = 200;
 
 /// Writes every diagnostic, then a one-line summary ending in "; nothing was written"
 /// when there are errors (what every command that writes something says).
@@ -27,7 +34,7 @@ pub fn render_with(
 ) -> io::Result<()> {
     // Split once: looking lines up from the start for each of thousands of findings
     // made rendering quadratic in the size of the spec.
-    let lines: Option<Vec<&str>> = source.map(|s| s.lines().collect());
+    let lines: Option<Vec<&str>> = source.map(split_lines);
     for diagnostic in diagnostics {
         render_one(out, file, lines.as_deref(), diagnostic)?;
     }
@@ -83,23 +90,140 @@ fn render_one(
             {
                 let number = location.line.to_string();
                 let gutter = " ".repeat(number.len());
-                let caret_offset: String = line
-                    .chars()
-                    .take(location.column.saturating_sub(1))
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
+                let (shown, caret_offset) = excerpt(line, location.column);
                 writeln!(out, "{gutter} |")?;
-                writeln!(out, "{number} | {line}")?;
+                writeln!(out, "{number} | {shown}")?;
                 writeln!(out, "{gutter} | {caret_offset}^")?;
             }
         }
         None => writeln!(out, "  --> {}", file.display())?,
     }
     if let Some(path) = &diagnostic.path {
-        writeln!(out, "  = at: {path}")?;
+        writeln!(
+            out,
+            "  = at: {}",
+            shorten::middle(&path.to_string(), MAX_PATH)
+        )?;
     }
     if let Some(help) = &diagnostic.help {
         writeln!(out, "  = help: {help}")?;
     }
     writeln!(out)
+}
+
+/// The lines of `source` as the YAML parser counts them: `\n`, `\r\n` and a lone `\r`
+/// each end a line.
+fn split_lines(source: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let bytes = source.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                lines.push(&source[start..i]);
+                start = i + 1;
+            }
+            b'\r' => {
+                lines.push(&source[start..i]);
+                if bytes.get(i + 1) == Some(&b'\n') {
+                    i += 1;
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < bytes.len() {
+        lines.push(&source[start..]);
+    }
+    lines
+}
+
+/// The part of `line` to quote for a caret at `column` (1-based, in characters): at most
+/// [`EXCERPT_WIDTH`] characters around the column, with `…` where text was left out, and
+/// control characters other than tabs shown as `�` so that one character stays one
+/// column. Returns the text and the run of blanks (tabs kept) that puts the caret under
+/// the column.
+fn excerpt(line: &str, column: usize) -> (String, String) {
+    let chars: Vec<char> = line.chars().collect();
+    let at = column.saturating_sub(1).min(chars.len());
+    let (start, end) = if chars.len() <= EXCERPT_WIDTH {
+        (0, chars.len())
+    } else {
+        let start = at
+            .saturating_sub(EXCERPT_WIDTH / 2)
+            .min(chars.len() - EXCERPT_WIDTH);
+        (start, start + EXCERPT_WIDTH)
+    };
+    let visible = |c: char| {
+        if c.is_control() && c != '\t' {
+            '\u{FFFD}'
+        } else {
+            c
+        }
+    };
+    let mut shown = String::new();
+    let mut caret = String::new();
+    if start > 0 {
+        shown.push(shorten::ELLIPSIS);
+        caret.push(' ');
+    }
+    shown.extend(chars[start..end].iter().map(|&c| visible(c)));
+    if end < chars.len() {
+        shown.push(shorten::ELLIPSIS);
+    }
+    caret.extend(
+        chars[start..at]
+            .iter()
+            .map(|&c| if c == '\t' { '\t' } else { ' ' }),
+    );
+    (shown, caret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_end_as_yaml_ends_them() {
+        assert_eq!(split_lines("a\nb\r\nc\rd"), ["a", "b", "c", "d"]);
+        assert_eq!(split_lines("a\n"), ["a"]);
+    }
+
+    #[test]
+    fn short_lines_are_quoted_whole() {
+        assert_eq!(
+            excerpt("  key: value", 3),
+            ("  key: value".into(), "  ".into())
+        );
+        assert_eq!(excerpt("\tkey", 2), ("\tkey".into(), "\t".into()));
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_column() {
+        let line = format!("{}X{}", "a".repeat(500_000), "b".repeat(500_000));
+        let (shown, caret) = excerpt(&line, 500_001);
+        assert_eq!(shown.chars().count(), EXCERPT_WIDTH + 2);
+        assert!(shown.starts_with('…') && shown.ends_with('…'));
+        assert_eq!(shown.chars().nth(caret.chars().count()), Some('X'));
+    }
+
+    #[test]
+    fn the_ends_of_long_lines_keep_one_mark() {
+        let line = "c".repeat(1_000);
+        let (shown, caret) = excerpt(&line, 1);
+        assert!(!shown.starts_with('…') && shown.ends_with('…'));
+        assert_eq!(caret, "");
+        let (shown, caret) = excerpt(&line, 1_000);
+        assert!(shown.starts_with('…') && !shown.ends_with('…'));
+        assert_eq!(caret.chars().count(), EXCERPT_WIDTH);
+    }
+
+    #[test]
+    fn control_characters_do_not_reach_the_terminal() {
+        let (shown, _) = excerpt("name: a\u{1b}[2Jb\0", 1);
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\0'));
+    }
 }

@@ -1,4 +1,7 @@
 //! Findings about a spec: what is wrong, where, and how to fix it.
+//!
+//! Messages and help texts are bounded when they are made ([`crate::model::shorten`]): a value
+//! quoted from a hostile spec cannot make a diagnostic unbounded.
 
 use super::{Location, SpecPath};
 
@@ -51,7 +54,7 @@ impl Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             code,
-            message: message.into(),
+            message: crate::model::shorten::message(&message.into()),
             path: None,
             location: None,
             help: None,
@@ -75,13 +78,13 @@ impl Diagnostic {
 
     /// Attaches a fix hint.
     pub fn help(mut self, help: impl Into<String>) -> Self {
-        self.help = Some(help.into());
+        self.help = Some(crate::model::shorten::message(&help.into()));
         self
     }
 
     /// Sets the fix hint of a diagnostic already collected.
     pub fn hint(&mut self, help: impl Into<String>) -> &mut Self {
-        self.help = Some(help.into());
+        self.help = Some(crate::model::shorten::message(&help.into()));
         self
     }
 

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::spec::diagnostic::Diagnostic;
 
+use super::limits;
 use super::source_map::{Location, SourceMap};
 use super::types::Spec;
 
@@ -21,45 +22,163 @@ pub struct SpecFile {
 }
 
 /// Reads and parses the spec at `path`.
+///
+/// At most [`limits::MAX_BYTES`] (and one more, to know it is over) are read, so a
+/// huge file costs no more memory than the limit.
 pub fn load_file(path: &Path) -> Result<SpecFile, Vec<Diagnostic>> {
-    let source = std::fs::read_to_string(path).map_err(|err| {
+    let (bytes, size) = read_bounded(path).map_err(|err| {
         vec![Diagnostic::error(
             "io",
             format!("cannot read {}: {err}", path.display()),
         )]
     })?;
+    if size > limits::MAX_BYTES as u64 {
+        return Err(vec![too_large(&bytes, size)]);
+    }
+    let source = String::from_utf8(bytes).map_err(|err| {
+        let offset = err.utf8_error().valid_up_to();
+        vec![not_utf8(err.as_bytes(), offset)]
+    })?;
     load_str(path, source)
+}
+
+/// The text of the spec at `path` for quoting under diagnostics: bounded like
+/// [`load_file`], with bytes that are not UTF-8 shown as `�`.
+pub fn source_for_report(path: &Path) -> Option<String> {
+    let (bytes, _) = read_bounded(path).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The first [`limits::MAX_BYTES`] + 1 bytes of the file, and the file's size.
+fn read_bounded(path: &Path) -> std::io::Result<(Vec<u8>, u64)> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limits::MAX_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    // Not the metadata's length: a pipe or /dev/stdin has none.
+    let size = if bytes.len() > limits::MAX_BYTES {
+        std::fs::metadata(path)
+            .map(|m| m.len())
+            .unwrap_or(bytes.len() as u64)
+            .max(bytes.len() as u64)
+    } else {
+        bytes.len() as u64
+    };
+    Ok((bytes, size))
+}
+
+/// A spec over the size limit, pointed at the line where the limit falls.
+fn too_large(bytes: &[u8], size: u64) -> Diagnostic {
+    let mut diagnostic = limits::too_large(size);
+    diagnostic.location = Some(location_of_byte(bytes, limits::MAX_BYTES));
+    // Only part of the line at the limit was read.
+    diagnostic.quote_source = false;
+    diagnostic
+}
+
+/// A spec that is not UTF-8, pointed at the first byte that is not.
+fn not_utf8(bytes: &[u8], offset: usize) -> Diagnostic {
+    let byte = bytes.get(offset).copied().unwrap_or_default();
+    let utf16 = bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]);
+    let mut diagnostic = Diagnostic::error(
+        "not-utf8",
+        format!("the spec is not UTF-8 text: byte 0x{byte:02X} at byte offset {offset} is not part of a UTF-8 character"),
+    )
+    .help(if utf16 {
+        "the file starts with a UTF-16 byte-order mark: save it as UTF-8"
+    } else {
+        "save the file as UTF-8 (YAML specs are UTF-8 text); a name outside ASCII is fine once the file is UTF-8"
+    });
+    diagnostic.location = Some(location_of_byte(bytes, offset));
+    diagnostic
+}
+
+/// The 1-based line and column (in characters) of the byte at `offset`.
+fn location_of_byte(bytes: &[u8], offset: usize) -> Location {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    Location {
+        line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+        column: String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1,
+    }
 }
 
 /// Parses `source` as the spec of the file `path`.
 pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>> {
-    let source_map = SourceMap::build(&source);
-    let options = serde_saphyr::options! {
-        with_snippet: false,
-    };
-    match serde_saphyr::from_str_with_options::<Spec>(&source, options) {
+    if source.len() > limits::MAX_BYTES {
+        return Err(vec![too_large(source.as_bytes(), source.len() as u64)]);
+    }
+    match serde_saphyr::from_str_with_options::<Spec>(&source, limits::parser_options()) {
         Ok(spec) => Ok(SpecFile {
             path: path.to_path_buf(),
+            source_map: SourceMap::build(&source),
             source,
-            source_map,
             spec,
         }),
         Err(err) => {
             let mut diagnostic = yaml_error_diagnostic(&err);
-            if diagnostic.message.starts_with("expected a map")
-                && points_at_list_item(&source, diagnostic.location)
-            {
-                diagnostic.help = Some(
-                    "this is a list item: write `name:` entries without the leading `- `".into(),
-                );
+            if is_empty_document(&source) {
+                diagnostic = Diagnostic::error("empty-spec", "the spec is empty: it holds no YAML")
+                    .help("a spec is a map of keys that starts with `version: 1`");
+                diagnostic.location = Some(Location { line: 1, column: 1 });
+                return Err(vec![diagnostic]);
             }
-            diagnostic.path = diagnostic
-                .location
-                .and_then(|location| source_map.path_at(location))
-                .filter(|path| !path.is_root());
+            if diagnostic.message.starts_with("expected a map") {
+                if points_at_list_item(&source, diagnostic.location) {
+                    diagnostic.help = Some(
+                        "this is a list item: write `name:` entries without the leading `- `"
+                            .into(),
+                    );
+                } else if let Some(length) = long_key_at(&source, diagnostic.location) {
+                    diagnostic.message = format!(
+                        "this key is {} characters long; YAML reads keys of at most 1,024 characters without a `? ` before them",
+                        limits::grouped(length)
+                    );
+                    diagnostic.help =
+                        Some("shorten the key (RabbitMQ names are at most 255 bytes)".into());
+                }
+            }
+            // Positions are mapped only for a document within the limits: mapping one
+            // that is not would cost what the limits are there to prevent.
+            if !is_limit(&err) && !diagnostic.code.starts_with("spec-too") {
+                let source_map = SourceMap::build(&source);
+                diagnostic.path = diagnostic
+                    .location
+                    .and_then(|location| source_map.path_at(location))
+                    .filter(|path| !path.is_root());
+            }
             Err(vec![diagnostic])
         }
     }
+}
+
+/// The error under the wrappers that add alias positions or a snippet.
+fn original(mut err: &serde_saphyr::Error) -> &serde_saphyr::Error {
+    use serde_saphyr::Error as E;
+    while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = err {
+        err = error;
+    }
+    err
+}
+
+/// Whether the error is one of the limits on size, nesting or aliases.
+fn is_limit(err: &serde_saphyr::Error) -> bool {
+    use serde_saphyr::Error as E;
+    matches!(
+        original(err),
+        E::Budget { .. }
+            | E::AliasReplayLimitExceeded { .. }
+            | E::AliasExpansionLimitExceeded { .. }
+            | E::AliasReplayStackDepthExceeded { .. }
+            | E::AliasReplayCounterOverflow { .. }
+    )
 }
 
 /// Turns a deserializer error into a diagnostic, adding a did-you-mean for unknown keys
@@ -71,7 +190,38 @@ fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
         column: loc.column() as usize,
     });
     let raw = strip_location_suffix(&err.without_snippet().to_string());
-    let mut diagnostic = match err.without_snippet() {
+    let mut diagnostic = match original(err) {
+        E::Budget { breach, .. } => limits::budget_breach(breach),
+        E::AliasReplayLimitExceeded { .. }
+        | E::AliasExpansionLimitExceeded { .. }
+        | E::AliasReplayStackDepthExceeded { .. }
+        | E::AliasReplayCounterOverflow { .. } => limits::alias_expansion(),
+        E::MultipleDocuments { .. } => limits::multiple_documents(),
+        E::InvalidScalar { ty, .. } => {
+            Diagnostic::error("invalid-type", format!("expected {}", scalar_words(ty)))
+        }
+        E::NullIntoString { .. } => Diagnostic::error(
+            "invalid-type",
+            "expected text, found an empty value (`~` or nothing)",
+        )
+        .help("write the name or value out; quote it (`\"~\"`) if it is meant literally"),
+        E::NonFiniteFloat { .. } => Diagnostic::error(
+            "invalid-value",
+            "`.inf` and `.nan` are not numbers RabbitMQ takes",
+        )
+        .help("write a whole number"),
+        E::UnknownAnchor { .. } => Diagnostic::error(
+            "unknown-anchor",
+            "this `*alias` refers to no `&anchor` defined above it",
+        )
+        .help("define the anchor (`&name`) on a value before the alias, or write the value out"),
+        E::RecursiveReferencesRequireWeakTypes { .. } => Diagnostic::error(
+            "recursive-alias",
+            "this `*alias` sits inside the value of its own `&anchor`: the value would never end",
+        )
+        .help("write the value out without referring to itself"),
+        // The parser's own cap on nested flow collections (`[[[[…`).
+        _ if raw.starts_with("recursion limit exceeded") => limits::too_deep(),
         E::SerdeUnknownField {
             field, expected, ..
         } => {
@@ -125,6 +275,8 @@ fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
             "invalid-type",
             format!("expected {}, found {unexpected}", plain_words(expected)),
         ),
+        _ if raw.starts_with("tabs disallowed") => Diagnostic::error("yaml-syntax", raw.clone())
+            .help("indent with spaces: YAML does not allow tabs in indentation"),
         E::ExternalMessage { .. } | E::Eof { .. } => Diagnostic::error("yaml-syntax", raw.clone()),
         _ if raw.contains("password is never written") => {
             let mut diagnostic = Diagnostic::error("clear-text-password", raw.clone());
@@ -147,10 +299,45 @@ fn points_at_list_item(source: &str, location: Option<Location>) -> bool {
         .is_some_and(|c| c == '-')
 }
 
+/// Whether `source` holds nothing but blank lines and comments.
+fn is_empty_document(source: &str) -> bool {
+    source
+        .lines()
+        .map(|line| line.trim_start_matches('\u{feff}').trim())
+        .all(|line| line.is_empty() || line.starts_with('#') || line == "---" || line == "...")
+}
+
+/// The length of a key longer than YAML's 1,024-character limit on plain keys that
+/// starts at `location`, if there is one.
+fn long_key_at(source: &str, location: Option<Location>) -> Option<usize> {
+    let at = location?;
+    let line = source.lines().nth(at.line.checked_sub(1)?)?;
+    let rest: String = line.chars().skip(at.column.checked_sub(1)?).collect();
+    let key = rest.split(": ").next()?.trim_end_matches(':');
+    let length = key.chars().count();
+    (length > 1024 && (rest.contains(": ") || rest.ends_with(':'))).then_some(length)
+}
+
+/// A Rust number or text type in the words of a YAML author.
+fn scalar_words(ty: &str) -> String {
+    match ty {
+        "u8" => "a whole number from 0 to 255".into(),
+        "u16" => "a whole number from 0 to 65,535".into(),
+        "u32" => "a whole number from 0 to 4,294,967,295".into(),
+        "u64" | "usize" => "a whole number ≥ 0".into(),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        "bool" | "boolean" => "`true` or `false`".into(),
+        "char" => "a single character".into(),
+        other => other.to_string(),
+    }
+}
+
 /// Rewrites the parser's structural vocabulary in the words of a YAML author.
 fn plain_words(expected: &str) -> String {
     match expected {
         "mapping start" | "a mapping" | "map" => "a map (`key: value` entries)".to_string(),
+        "string scalar" | "a string" | "string" => "text (a string)".to_string(),
         "sequence start" | "a sequence" | "sequence" => {
             "a list (`[a, b]` or `- a` lines)".to_string()
         }

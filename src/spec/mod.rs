@@ -3,6 +3,7 @@
 
 pub mod diagnostic;
 pub mod duration;
+pub mod limits;
 pub mod load;
 pub mod source_map;
 pub mod types;

@@ -16,6 +16,11 @@
 //! stdout, no panic, a `file:line:column` location, no output file) and snapshots
 //! stderr under `tests/snapshots/bad_specs/`.
 //!
+//! Specs too large to commit (a 10 MB file, a 1 MB line, half a million nodes) are
+//! made by [`GENERATED`] into a temporary directory at each run and checked the same
+//! way, named `generated/NAME.yaml`. Committed specs may hold any bytes (invalid UTF-8,
+//! a byte-order mark, NUL): the header is read from the bytes as they are.
+//!
 //! Accept new or changed snapshots with
 //! `INSTA_UPDATE=always cargo test --test offline bad_specs` and read every changed
 //! `.snap` file before committing it.
@@ -26,8 +31,8 @@ use std::path::{Path, PathBuf};
 use crate::snapshot_settings;
 use crate::support::{Capture, Run, warren};
 
-/// The corpus must not shrink below this many specs.
-const MIN_SPECS: usize = 25;
+/// The corpus (committed and generated specs) must not shrink below this many specs.
+const MIN_SPECS: usize = 100;
 
 /// The spec that writes a password in clear text, and that password: it must never be
 /// echoed back in a diagnostic.
@@ -46,8 +51,9 @@ struct Header {
     mode: Mode,
 }
 
-/// Reads the leading comment lines of a spec.
+/// Reads the leading comment lines of a spec (after a byte-order mark, if any).
 fn parse_header(name: &str, text: &str) -> Header {
+    let text = text.trim_start_matches('\u{feff}');
     let mut lines = text.lines().map_while(|line| line.strip_prefix('#'));
     let description = lines
         .next()
@@ -75,6 +81,96 @@ fn parse_header(name: &str, text: &str) -> Header {
     header
 }
 
+/// A spec made at test time: name, what is wrong, and its bytes.
+type Generated = (&'static str, &'static str, fn() -> Vec<u8>);
+
+/// Specs too large to commit.
+const GENERATED: &[Generated] = &[
+    (
+        "spec-10mb",
+        "a 10 MB spec of 150,000 consumers, over the 8 MiB limit",
+        ten_megabytes,
+    ),
+    (
+        "line-1mb-error-at-end",
+        "a 1 MB line: a flow map whose last key is unknown",
+        long_line_error_at_end,
+    ),
+    (
+        "line-1mb-error-at-start",
+        "a 1 MB line that starts with an unknown key",
+        long_line_error_at_start,
+    ),
+    (
+        "nodes-600k",
+        "a list of 600,000 numbers, over the 500,000-node limit",
+        many_nodes,
+    ),
+    (
+        "aliases-20k",
+        "20,000 aliases of one anchor, over the 10,000-alias limit",
+        many_aliases,
+    ),
+    ("nesting-100k", "100,000 nested flow lists", deep_brackets),
+    ("key-1mb", "a key of 1 MB", huge_key),
+];
+
+const CONSUMER_HEAD: &str =
+    "version: 1\nvhosts:\n  shop:\n    services:\n      orders:\n        consumers:\n";
+
+fn ten_megabytes() -> Vec<u8> {
+    let mut spec = String::from(CONSUMER_HEAD);
+    for i in 0..150_000 {
+        spec.push_str(&format!(
+            "          consumer{i:06}:\n            routing_keys: [\"order.{i}\"]\n"
+        ));
+    }
+    spec.into_bytes()
+}
+
+fn long_line_error_at_end() -> Vec<u8> {
+    let keys: String = (0..100_000).map(|i| format!("q{i:05}: {{}}, ")).collect();
+    format!("version: 1\nvhosts: {{shop: {{queues: {{{keys}}}, bogus: 1}}}}\n").into_bytes()
+}
+
+fn long_line_error_at_start() -> Vec<u8> {
+    let keys: String = (0..100_000).map(|i| format!(", q{i:05}: {{}}")).collect();
+    format!("version: 1\nvhosts: {{shop: {{bogus: 1{keys}}}}}\n").into_bytes()
+}
+
+fn many_nodes() -> Vec<u8> {
+    format!(
+        "version: 1\nglobal_parameters:\n  x: [{}]\n",
+        vec!["1"; 600_000].join(",")
+    )
+    .into_bytes()
+}
+
+fn many_aliases() -> Vec<u8> {
+    format!(
+        "version: 1\nglobal_parameters:\n  a: &a 1\n  x: [{}]\n",
+        vec!["*a"; 20_000].join(",")
+    )
+    .into_bytes()
+}
+
+fn deep_brackets() -> Vec<u8> {
+    format!(
+        "version: 1\nglobal_parameters:\n  x: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    )
+    .into_bytes()
+}
+
+fn huge_key() -> Vec<u8> {
+    format!(
+        "version: 1\nvhosts:\n  shop:\n    {}: 1\n",
+        "k".repeat(1 << 20)
+    )
+    .into_bytes()
+}
+
 fn spec_files(root: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(root.join("tests/bad_specs"))
         .expect("tests/bad_specs exists")
@@ -88,6 +184,11 @@ fn spec_files(root: &Path) -> Vec<PathBuf> {
 /// `warren ARGS` from the repository root with an empty environment.
 fn run_warren(args: &[&str]) -> Run {
     warren(args).env_clear().run()
+}
+
+/// `warren ARGS` from `cwd` with an empty environment.
+fn run_warren_in(cwd: &Path, args: &[&str]) -> Run {
+    warren(args).env_clear().current_dir(cwd).run()
 }
 
 /// True when `stderr` holds `--> FILE:LINE:COL` with numeric line and column.
@@ -137,26 +238,55 @@ fn clear_text_password_is_never_printed() {
 fn bad_specs_fail_with_located_diagnostics() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = spec_files(root);
-    assert!(
-        files.len() >= MIN_SPECS,
-        "tests/bad_specs holds {} specs; the corpus needs at least {MIN_SPECS}",
-        files.len()
-    );
 
     let scratch = tempfile::tempdir().expect("temporary directory");
+    let generated_root = tempfile::tempdir().expect("temporary directory");
+    fs::create_dir(generated_root.path().join("generated")).expect("generated/");
     let mut failures: Vec<String> = Vec::new();
     let mut snapshots: Vec<(String, String, String)> = Vec::new();
     let mut saw_clear_text = false;
 
-    for path in &files {
-        let name = path
-            .file_stem()
-            .and_then(|stem| stem.to_str())
-            .expect("UTF-8 file name")
-            .to_string();
-        let relative = format!("tests/bad_specs/{name}.yaml");
-        let text = fs::read_to_string(path).expect("readable spec");
-        let header = parse_header(&name, &text);
+    // (snapshot name, path as given to warren, working directory, the spec's text)
+    let mut cases: Vec<(String, String, PathBuf, String)> = files
+        .iter()
+        .map(|path| {
+            let name = path
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .expect("UTF-8 file name")
+                .to_string();
+            let bytes = fs::read(path).expect("readable spec");
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            (
+                name.clone(),
+                format!("tests/bad_specs/{name}.yaml"),
+                root.to_path_buf(),
+                text,
+            )
+        })
+        .collect();
+    for (name, description, make) in GENERATED {
+        let relative = format!("generated/{name}.yaml");
+        let mut bytes = format!("# {description}\n").into_bytes();
+        bytes.extend(make());
+        fs::write(generated_root.path().join(&relative), &bytes).expect("generated spec");
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        cases.push((
+            format!("generated-{name}"),
+            relative,
+            generated_root.path().to_path_buf(),
+            text,
+        ));
+    }
+    assert!(
+        cases.len() >= MIN_SPECS,
+        "the bad-spec corpus holds {} specs; it needs at least {MIN_SPECS}",
+        cases.len()
+    );
+
+    for (name, relative, cwd, text) in &cases {
+        let (name, relative, text) = (name.clone(), relative.clone(), text.as_str());
+        let header = parse_header(&name, text);
 
         let output = scratch.path().join(format!("{name}.json"));
         let output_arg = output.to_str().expect("UTF-8 temporary path").to_string();
@@ -167,7 +297,7 @@ fn bad_specs_fail_with_located_diagnostics() {
         if let Some(target) = &header.target {
             args.extend(["--target-version", target]);
         }
-        let run = run_warren(&args);
+        let run = run_warren_in(cwd, &args);
 
         let mut fail = |what: String| failures.push(format!("{relative}: {what}"));
         if run.code != Some(1) {
@@ -201,7 +331,7 @@ fn bad_specs_fail_with_located_diagnostics() {
             if let Some(target) = &header.target {
                 validate.extend(["--target-version", target]);
             }
-            let check = run_warren(&validate);
+            let check = run_warren_in(cwd, &validate);
             if check.code != Some(0) {
                 fail(format!(
                     "`validate` should accept an export-only mistake, got exit {:?}:\n{}",
