@@ -166,6 +166,10 @@ pub fn against_definitions(
         protected_user: None,
         prune_unmanaged,
     });
+    // A file holds no record to write: objects it has as declared are simply equal.
+    let mut plan = plan;
+    plan.adopted.clear();
+    plan.summarize();
     Ok(Planned {
         plan,
         warnings: compiled.warnings,
