@@ -42,6 +42,15 @@ pub fn import(
     };
     let spec = crate::import::import(&definitions, name, vhosts, &mut notes);
     let text = crate::import::to_yaml(&spec, &source);
+    let target = crate::import::target_for(&definitions);
+    if let Err(problem) = crate::import::check(&text, target) {
+        return fail(
+            stderr,
+            &format!(
+                "{source} cannot be imported as a spec warren accepts (for RabbitMQ {target}): {problem}; nothing was written"
+            ),
+        );
+    }
     let written = if output == Path::new("-") {
         stdout.write_all(text.as_bytes()).map_err(|e| e.to_string())
     } else {

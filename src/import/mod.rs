@@ -15,6 +15,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::model::Definitions;
+use crate::model::version::TargetVersion;
 use crate::spec::{Defaults, Spec, Vhost};
 
 /// What the importer could not carry over, for the user to check.
@@ -77,6 +78,44 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
         );
     }
     spec
+}
+
+/// The version an imported spec is checked for: the line of the broker that wrote
+/// the definitions (the oldest supported line for an older 3.x broker), else the
+/// default.
+pub fn target_for(definitions: &Definitions) -> TargetVersion {
+    definitions
+        .exported_by()
+        .and_then(|version| {
+            TargetVersion::for_broker(version)
+                .or_else(|| version.starts_with("3.").then_some(TargetVersion::ALL[0]))
+        })
+        .unwrap_or(TargetVersion::DEFAULT)
+}
+
+/// Checks that the imported spec (as YAML) loads and compiles for `target`: `import`
+/// never writes a spec that `validate` refuses. A definitions file with a binding to a
+/// queue it does not declare, two identical bindings, an empty vhost name or a value
+/// of the wrong type for a policy key cannot become a valid spec as it is: the first
+/// problem is returned, in the compiler's words, for `import` to report.
+pub fn check(yaml: &str, target: TargetVersion) -> Result<(), String> {
+    let file = crate::spec::load_str(std::path::Path::new("imported.yaml"), yaml.to_string())
+        .map_err(|found| summary(&found))?;
+    let options = crate::compile::Options {
+        target,
+        secrets: None,
+    };
+    crate::compile::compile(&file, &options)
+        .map(drop)
+        .map_err(|found| summary(&found))
+}
+
+fn summary(found: &[crate::spec::diagnostic::Diagnostic]) -> String {
+    let first = found.first().map_or("", |d| d.message.as_str());
+    match found.len() {
+        0 | 1 => first.to_string(),
+        n => format!("{first} (and {} more)", n - 1),
+    }
 }
 
 /// The spec as YAML with a header comment.

@@ -123,3 +123,37 @@ fn the_definitions_corpus_imports_exactly() {
         round_trip(file.to_str().unwrap(), target);
     }
 }
+
+/// A definitions file that cannot become a spec `validate` accepts (here a binding to
+/// a queue the file does not declare, as a hand-edited file may have) is refused by
+/// `import` in one line, and nothing is written: found by `tests/offline/fuzz.rs`.
+#[test]
+fn definitions_that_would_not_validate_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    let out = dir.path().join("spec.yaml");
+    std::fs::write(
+        &bad,
+        r##"{"rabbitmq_version": "4.0.5", "vhosts": [{"name": "/"}],
+            "exchanges": [{"name": "orders", "vhost": "/", "type": "topic", "durable": true,
+                           "auto_delete": false, "internal": false, "arguments": {}}],
+            "bindings": [{"source": "orders", "vhost": "/", "destination": "missing",
+                          "destination_type": "queue", "routing_key": "#", "arguments": {}}]}"##,
+    )
+    .unwrap();
+    let Run { code, stderr, .. } = warren(&[
+        "import",
+        "--from",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot be imported as a spec warren accepts"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`missing`"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!out.exists());
+}
