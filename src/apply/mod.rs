@@ -54,6 +54,15 @@ pub enum ApplyError {
         /// What was done.
         report: Box<ApplyReport>,
     },
+    /// The apply's locks were lost (its lock connection closed: frozen for longer than
+    /// the heartbeat, or cut off by `warren unlock`) before its record was written.
+    #[error(
+        "the apply lost its locks before it could record what it did (its lock connection closed; another apply may hold them now): its record was not written; what it made is adopted by the next apply, so run `warren plan` again"
+    )]
+    LocksLost {
+        /// What was done.
+        report: Box<ApplyReport>,
+    },
     /// The broker refused a request, after `done` changes.
     #[error("{error}")]
     Broker {
@@ -108,7 +117,9 @@ impl ApplyError {
     /// The report of what was done and not done, when the apply changed anything.
     pub fn report(&self) -> Option<&ApplyReport> {
         match self {
-            ApplyError::Interrupted { report, .. } => Some(report),
+            ApplyError::Interrupted { report, .. } | ApplyError::LocksLost { report } => {
+                Some(report)
+            }
             // A failure before the first change (a lock held elsewhere, an unreadable
             // broker) has nothing to report: "nothing was changed".
             ApplyError::Broker { report, .. } => {
@@ -205,7 +216,12 @@ async fn apply_held(
     if !lock.is_held() {
         // The locks were lost (the connection died): another apply may hold them now
         // and its record is the truth. What this one made is adopted by the next apply.
-        return outcome;
+        return match outcome {
+            Ok(report) => Err(ApplyError::LocksLost {
+                report: Box::new(report),
+            }),
+            Err(error) => Err(error),
+        };
     }
     record.serial += 1;
     record.applied_at = record::now();

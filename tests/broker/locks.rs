@@ -288,6 +288,77 @@ fn a_killed_apply_frees_its_locks_at_once(version: Version) {
     warren(node, &["plan", spec.arg()]).expect(0);
 }
 
+/// An apply frozen mid-way (SIGSTOP) loses its locks after about three heartbeats;
+/// another apply then takes them and converges; the frozen one, thawed, stops with
+/// "lost its locks" and never writes its record over the other's.
+fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("frozen");
+    let name = format!("frozen-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, "q", 1500));
+    let child = node
+        .warren(&["apply", spec.arg(), "--auto-approve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wanted = format!("spec.{name}");
+    let started = Instant::now();
+    while !lock_queues(node).contains(&wanted) {
+        assert!(started.elapsed() < Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    let frozen = Instant::now();
+    // The other apply waits for the locks; it may find the broker changed by what the
+    // frozen one sent before it froze, and then runs again.
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let run = warren(
+            node,
+            &[
+                "apply",
+                spec.arg(),
+                "--auto-approve",
+                "--lock-timeout",
+                "90s",
+            ],
+        );
+        if run.code == Some(0) {
+            break;
+        }
+        assert!(
+            run.stderr.contains("changed since this plan was made") && runs < 5,
+            "{version}: {}",
+            run.stderr
+        );
+    }
+    eprintln!(
+        "{version}: a frozen apply's locks were taken over {:?} after it froze",
+        frozen.elapsed()
+    );
+    assert!(
+        frozen.elapsed() >= Duration::from_secs(5),
+        "the locks outlived one heartbeat"
+    );
+    let serial = record(node, &name).unwrap()["serial"].clone();
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{version}: {stderr}");
+    assert!(
+        stderr.contains("lost its locks") || stderr.contains("its locks were lost"),
+        "{version}: {stderr}"
+    );
+    assert_eq!(
+        record(node, &name).unwrap()["serial"],
+        serial,
+        "{version}: the thawed apply left the record alone"
+    );
+    warren(node, &["plan", spec.arg()]).expect(0);
+}
+
 fn without_the_amqp_port_apply_changes_nothing(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("noamqp");
@@ -389,6 +460,7 @@ per_version!(
     two_specs_sharing_a_vhost_never_both_claim,
     a_stuck_holder_is_named_and_unlock_cuts_it_off,
     a_killed_apply_frees_its_locks_at_once,
+    a_frozen_apply_loses_its_locks_and_never_overwrites_the_record,
     without_the_amqp_port_apply_changes_nothing,
     sigint_stops_at_a_safe_point_and_releases_the_lock,
 );
