@@ -19,7 +19,7 @@ use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::model::record::{self, RECORD_FORMAT, Record};
-use crate::plan::{Mismatch, Plan, recheck};
+use crate::plan::{Mismatch, Plan, recheck, replan};
 
 /// Why an apply did not run or did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -177,9 +177,98 @@ pub async fn apply(
     let lock = client
         .lock(&needed(plan), &holder_name(), options.lock_wait)
         .await?;
-    let outcome = apply_held(client, plan, options, &lock, progress).await;
+    let outcome = apply_held(client, plan, options, &lock, Recheck::Yes, progress).await;
     lock.release().await;
     outcome
+}
+
+/// A plan made under the locks that apply it (`apply SPEC`).
+pub struct Locked {
+    /// The plan, made while the locks were held: what the apply will do.
+    pub plan: Plan,
+    lock: BrokerLock,
+}
+
+impl Locked {
+    /// Gives the locks back without applying (the user declined).
+    pub async fn release(self) {
+        self.lock.release().await;
+    }
+}
+
+fn mismatch_error(mismatch: Mismatch) -> ApplyError {
+    match mismatch {
+        Mismatch::OtherBroker { .. } => ApplyError::OtherBroker(mismatch.to_string()),
+        Mismatch::Changes(text) => ApplyError::Stale(text),
+        Mismatch::DamagedRecord(damaged) => ApplyError::from(BrokerError::from(damaged)),
+    }
+}
+
+/// For `apply SPEC`, as Terraform does: takes the locks `planned` needs, then plans its
+/// desired state again under them, so that what is shown (and confirmed) is what the
+/// broker holds while nobody else can change it. An apply that waited for another one
+/// (`--lock-timeout`) therefore plans what is left, instead of refusing a plan that
+/// went stale while it waited.
+pub async fn lock_and_replan(
+    client: &Client,
+    planned: &Plan,
+    lock_wait: Duration,
+) -> Result<Locked, ApplyError> {
+    let lock = client
+        .lock(&needed(planned), &holder_name(), lock_wait)
+        .await?;
+    let fresh = async {
+        let mut live = client.read_live(&planned.vhosts).await?;
+        live.definitions.global_parameters = client.global_parameters().await?;
+        let mut fresh = replan(planned, &live.definitions, Some(client.user().to_string()))
+            .map_err(mismatch_error)?;
+        let queues = fresh.queues_needing_counts();
+        if !queues.is_empty() {
+            let counts = client.message_counts(&queues).await?;
+            fresh.set_message_counts(&queues, counts);
+        }
+        let held = lock.names();
+        if let Some(missing) = needed(&fresh).into_iter().find(|n| !held.contains(n)) {
+            return Err(ApplyError::Stale(format!(
+                "it now also changes objects under the lock of {}",
+                missing.describe()
+            )));
+        }
+        Ok(fresh)
+    }
+    .await;
+    match fresh {
+        Ok(plan) => Ok(Locked { plan, lock }),
+        Err(error) => {
+            lock.release().await;
+            Err(error)
+        }
+    }
+}
+
+/// Applies a plan made under its locks ([`lock_and_replan`]), then gives them back.
+pub async fn apply_locked_plan(
+    client: &Client,
+    locked: Locked,
+    options: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ApplyReport, ApplyError> {
+    let Locked { plan, lock } = locked;
+    let outcome = match check_gates(&plan, options) {
+        Ok(()) => apply_held(client, &plan, options, &lock, Recheck::No, progress).await,
+        Err(error) => Err(error),
+    };
+    lock.release().await;
+    outcome
+}
+
+/// Whether an apply computes its plan again under the locks.
+#[derive(Clone, Copy, PartialEq)]
+enum Recheck {
+    /// A saved plan: recomputed and refused unless the changes are the same.
+    Yes,
+    /// A plan made under these locks moments ago.
+    No,
 }
 
 async fn apply_held(
@@ -187,6 +276,7 @@ async fn apply_held(
     plan: &Plan,
     options: &Options,
     lock: &BrokerLock,
+    recheck: Recheck,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let mut record = client.read_record(&plan.spec).await?.unwrap_or(Record {
@@ -200,7 +290,7 @@ async fn apply_held(
             plan.spec, plan.serial, record.serial
         )));
     }
-    let outcome = apply_locked(client, plan, options, lock, progress).await;
+    let outcome = apply_locked(client, plan, options, lock, recheck, progress).await;
     // Record what is now managed: everything the spec declares once every change was
     // made (created, updated or adopted), and after a failure what it managed before
     // plus what it declares (so nothing made is left unowned).
@@ -246,21 +336,21 @@ async fn apply_locked(
     plan: &Plan,
     options: &Options,
     lock: &BrokerLock,
+    again: Recheck,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let allow_data_loss = options.allow_data_loss;
-    let mut live = client.read_live(&plan.vhosts).await?;
-    live.definitions.global_parameters = client.global_parameters().await?;
-    let fresh =
-        recheck(plan, &live.definitions, Some(client.user().to_string())).map_err(|mismatch| {
-            match mismatch {
-                Mismatch::OtherBroker { .. } => ApplyError::OtherBroker(mismatch.to_string()),
-                Mismatch::Changes(text) => ApplyError::Stale(text),
-                Mismatch::DamagedRecord(damaged) => ApplyError::from(BrokerError::from(damaged)),
-            }
-        })?;
-    // The fresh plan has the same changes, with the broker's handles of today.
-    let plan = &fresh;
+    let fresh;
+    let plan = if again == Recheck::Yes {
+        let mut live = client.read_live(&plan.vhosts).await?;
+        live.definitions.global_parameters = client.global_parameters().await?;
+        fresh = recheck(plan, &live.definitions, Some(client.user().to_string()))
+            .map_err(mismatch_error)?;
+        // The fresh plan has the same changes, with the broker's handles of today.
+        &fresh
+    } else {
+        plan
+    };
     let phases = phases(plan);
     let total: usize = phases.iter().map(|p| p.changes.len()).sum();
     let mut report = ApplyReport::default();

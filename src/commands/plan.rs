@@ -190,35 +190,6 @@ pub fn apply(
     // From here on a signal stops the apply cleanly: before it starts (nothing is
     // changed), or at its next safe point.
     let interrupt = stop_on_signals(&runtime);
-    let plan = match saved {
-        Some(plan) => plan,
-        None => {
-            let Some(plan) = plan_spec(&runtime, &client, target, args, stderr) else {
-                return EXIT_ERROR;
-            };
-            if print_plan(&plan, args.format, stdout).is_err() {
-                return EXIT_ERROR;
-            }
-            if !plan.conflicts.is_empty() {
-                return fail(
-                    stderr,
-                    "the plan takes over objects another spec manages; nothing was applied",
-                );
-            }
-            if !plan.has_changes() {
-                return EXIT_OK;
-            }
-            if !flags.auto_approve && !confirm(stdout, stderr) {
-                let _ = writeln!(stderr, "apply cancelled; nothing was changed");
-                return EXIT_ERROR;
-            }
-            plan
-        }
-    };
-    if !plan.has_changes() {
-        let _ = writeln!(stdout, "Nothing to apply.");
-        return EXIT_OK;
-    }
     let options = apply::Options {
         allow_data_loss: flags.allow_data_loss,
         interrupt,
@@ -230,7 +201,78 @@ pub fn apply(
             eprintln!("  {step}");
         }
     };
-    match runtime.block_on(apply::apply(&client, &plan, &options, &mut progress)) {
+    let (plan, result) = match saved {
+        Some(plan) => {
+            if !plan.has_changes() {
+                let _ = writeln!(stdout, "Nothing to apply.");
+                return EXIT_OK;
+            }
+            let result = runtime.block_on(apply::apply(&client, &plan, &options, &mut progress));
+            (plan, result)
+        }
+        None => {
+            // Plan, then take the locks that plan needs and plan again under them: what
+            // is shown and confirmed is what nobody else can change until it is applied.
+            let Some(planned) = plan_spec(&runtime, &client, target, args, stderr) else {
+                return EXIT_ERROR;
+            };
+            let locked = if planned.conflicts.is_empty() && planned.has_changes() {
+                match runtime.block_on(apply::lock_and_replan(
+                    &client,
+                    &planned,
+                    flags.lock_timeout,
+                )) {
+                    Ok(locked) => Some(locked),
+                    Err(error) => {
+                        let _ = print_plan(&planned, args.format, stdout);
+                        return fail(stderr, &format!("{error}; nothing was changed"));
+                    }
+                }
+            } else {
+                None
+            };
+            let plan = locked.as_ref().map_or(&planned, |l| &l.plan);
+            if print_plan(plan, args.format, stdout).is_err() {
+                return EXIT_ERROR;
+            }
+            let declined = if !plan.conflicts.is_empty() {
+                Some("the plan takes over objects another spec manages; nothing was applied")
+            } else if !plan.has_changes() {
+                None
+            } else if !flags.auto_approve && !confirm(stdout, stderr) {
+                Some("apply cancelled; nothing was changed")
+            } else {
+                let locked = locked.expect("a plan with changes was made under its locks");
+                let plan = locked.plan.clone();
+                let result = runtime.block_on(apply::apply_locked_plan(
+                    &client,
+                    locked,
+                    &options,
+                    &mut progress,
+                ));
+                return report_apply(&client, &plan, result, stdout, stderr);
+            };
+            if let Some(locked) = locked {
+                runtime.block_on(locked.release());
+            }
+            return match declined {
+                Some(why) => fail(stderr, why),
+                None => EXIT_OK,
+            };
+        }
+    };
+    report_apply(&client, &plan, result, stdout, stderr)
+}
+
+/// Prints what an apply did, or why it did not; the exit code.
+fn report_apply(
+    client: &Client,
+    plan: &Plan,
+    result: Result<apply::ApplyReport, apply::ApplyError>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> u8 {
+    match result {
         Ok(report) => {
             let adopted = if plan.adopted.is_empty() {
                 String::new()

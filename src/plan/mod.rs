@@ -12,7 +12,7 @@ mod recheck;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
 pub use depends::Dependency;
-pub use recheck::{Mismatch, recheck};
+pub use recheck::{Mismatch, recheck, replan};
 
 use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};

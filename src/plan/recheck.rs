@@ -46,10 +46,10 @@ fn key(change: &Change) -> String {
     .to_string()
 }
 
-/// Computes `saved` again against `live` (its vhosts and the global parameters). The
-/// fresh plan, with the saved plan's message counts for people, when its changes are
-/// the saved ones.
-pub fn recheck(
+/// Plans `saved`'s desired state again against `live` (its vhosts and the global
+/// parameters), refusing only another broker and damaged records: for `apply SPEC`,
+/// which plans again once it holds its locks (message counts are the caller's).
+pub fn replan(
     saved: &Plan,
     live: &Definitions,
     protected_user: Option<String>,
@@ -65,7 +65,7 @@ pub fn recheck(
     }
     let records = records(&live.global_parameters)?;
     check_own(&records, &saved.spec)?;
-    let mut fresh = build(Inputs {
+    Ok(build(Inputs {
         spec: &saved.spec,
         target_version: saved.target_version.clone(),
         broker_version: saved.broker_version.clone(),
@@ -75,7 +75,18 @@ pub fn recheck(
         records,
         protected_user,
         prune_unmanaged: saved.prune_unmanaged,
-    });
+    }))
+}
+
+/// Computes `saved` again against `live` (its vhosts and the global parameters). The
+/// fresh plan, with the saved plan's message counts for people, when its changes are
+/// the saved ones.
+pub fn recheck(
+    saved: &Plan,
+    live: &Definitions,
+    protected_user: Option<String>,
+) -> Result<Plan, Mismatch> {
+    let mut fresh = replan(saved, live, protected_user)?;
     if let Some(conflict) = fresh.conflicts.first() {
         return Err(Mismatch::Changes(format!(
             "{} is now managed by spec `{}`",

@@ -84,7 +84,12 @@ fn two_applies_of_one_spec_never_both_apply(version: Version) {
         let spec = Spec::new(&queues_spec(&name, &vhost, "q", 20));
         let args = ["apply", spec.arg(), "--auto-approve"];
         let (a, b) = together(node, &args, &args);
-        let applied = [&a, &b].iter().filter(|r| r.code == Some(0)).count();
+        // An apply that got the locks after the other finished plans again under them
+        // and finds nothing left to do: it exits 0 without applying anything.
+        let applied = [&a, &b]
+            .iter()
+            .filter(|r| r.stdout.contains("Applied:"))
+            .count();
         for run in [&a, &b] {
             assert!(
                 run.code == Some(0) || lost_the_race(run),
@@ -103,6 +108,36 @@ fn two_applies_of_one_spec_never_both_apply(version: Version) {
     }
     eprintln!("{version}: two applies of one spec: {one} trials one applied, {both} both");
     assert_eq!(both, 0);
+}
+
+/// With `--lock-timeout`, the apply that waits plans again under the locks: it finds
+/// the work done and exits 0 without changing anything, instead of a stale refusal.
+fn an_apply_that_waits_plans_what_is_left(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("waits");
+    let name = format!("waits-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, "q", 200));
+    let args = [
+        "apply",
+        spec.arg(),
+        "--auto-approve",
+        "--lock-timeout",
+        "120s",
+    ];
+    let (a, b) = together(node, &args, &args);
+    assert_eq!(
+        (a.code, b.code),
+        (Some(0), Some(0)),
+        "{}{}",
+        a.stderr,
+        b.stderr
+    );
+    let applied: Vec<&Run> = [&a, &b]
+        .into_iter()
+        .filter(|r| r.stdout.contains("Applied: 201 changes"))
+        .collect();
+    assert_eq!(applied.len(), 1, "{}\n{}", a.stdout, b.stdout);
+    assert_eq!(record(node, &name).unwrap()["serial"], 1);
 }
 
 fn two_specs_sharing_a_vhost_never_both_claim(version: Version) {
@@ -458,6 +493,7 @@ fn sigint_stops_at_a_safe_point_and_releases_the_lock(version: Version) {
 per_version!(
     two_applies_of_one_spec_never_both_apply,
     two_specs_sharing_a_vhost_never_both_claim,
+    an_apply_that_waits_plans_what_is_left,
     a_stuck_holder_is_named_and_unlock_cuts_it_off,
     a_killed_apply_frees_its_locks_at_once,
     a_frozen_apply_loses_its_locks_and_never_overwrites_the_record,
