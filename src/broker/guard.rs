@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties};
-use reqwest::Url;
 
+use super::amqp::{NoAmqp, reply_of};
 use super::{BrokerError, Client, segment};
 use crate::model::QueueType;
 use crate::model::redact::redact_uri;
@@ -98,7 +98,10 @@ impl Client {
     /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP
     /// listener the management API reports, on the host of the management URL.
     async fn amqp_connection(&self, vhost: &str) -> Result<Connection, BrokerError> {
-        let url = self.amqp_url().await?;
+        let url = self
+            .amqp_url()
+            .await
+            .map_err(|NoAmqp { url, reason }| BrokerError::Amqp { url, reason })?;
         let shown = redact_uri(url.as_str());
         let mut with_login = url.clone();
         let _ = with_login.set_username(&segment(&self.endpoint.user));
@@ -116,46 +119,6 @@ impl Client {
                 reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()),
             }),
         }
-    }
-
-    pub(super) async fn amqp_url(&self) -> Result<Url, BrokerError> {
-        if let Some(url) = &self.endpoint.amqp_url {
-            return Ok(url.clone());
-        }
-        let path = "/api/overview?columns=node,listeners";
-        let overview = self.get(path).await?.unwrap_or_default();
-        let node = overview["node"].as_str().unwrap_or_default();
-        let listeners = overview["listeners"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let port = listeners
-            .iter()
-            .filter(|l| l["protocol"] == "amqp")
-            .find(|l| node.is_empty() || l["node"] == node)
-            .and_then(|l| l["port"].as_u64())
-            .ok_or_else(|| BrokerError::Amqp {
-                url: "(none)".into(),
-                reason: format!(
-                    "the broker reports no plain AMQP listener for node `{node}`; give --amqp-url"
-                ),
-            })?;
-        let base = &self.endpoint.urls[self.current.load(std::sync::atomic::Ordering::Relaxed)];
-        let host = base.host_str().unwrap_or("localhost");
-        Url::parse(&format!("amqp://{host}:{port}/")).map_err(|err| BrokerError::Amqp {
-            url: format!("amqp://{host}:{port}/"),
-            reason: err.to_string(),
-        })
-    }
-}
-
-/// The AMQP reply code and text of a protocol error, if it is one.
-pub(super) fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
-    match error.kind() {
-        lapin::ErrorKind::ProtocolError(amqp) => {
-            Some((amqp.get_id(), amqp.get_message().to_string()))
-        }
-        _ => None,
     }
 }
 

@@ -19,7 +19,7 @@ use lapin::{Connection, ConnectionProperties};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::guard::reply_of;
+use super::amqp::{NoAmqp, reply_of};
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
 use crate::model::record::in_words;
@@ -316,7 +316,13 @@ impl Client {
     /// holder loses its locks in seconds). A new vhost may take a moment to start on
     /// every node: refused connections are tried again until `--timeout`.
     async fn lock_connection(&self, holder: &str) -> Result<Connection, BrokerError> {
-        let url = self.amqp_url().await?;
+        let url = self.amqp_url().await.map_err(|NoAmqp { url, reason }| {
+            BrokerError::LockUnavailable {
+                url,
+                vhost: LOCK_VHOST.into(),
+                reason,
+            }
+        })?;
         let shown = redact_uri(url.as_str());
         let mut with_login = url.clone();
         let _ = with_login.set_username(&segment(&self.endpoint.user));

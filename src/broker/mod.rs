@@ -7,6 +7,7 @@
 //! apply survives one node of a cluster being down. Every request is counted, so
 //! commands can report how many they made.
 
+mod amqp;
 mod endpoint;
 mod guard;
 mod live;

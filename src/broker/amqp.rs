@@ -1,0 +1,75 @@
+//! Where the broker's AMQP listener is: for the emptiness checks at deletion
+//! (`guard`) and the apply locks (`lock`), which the management API cannot do.
+
+use std::time::Duration;
+
+use reqwest::Url;
+
+use super::Client;
+
+/// The AMQP listener could not be found.
+pub(super) struct NoAmqp {
+    /// The URL tried, or `(none)`.
+    pub url: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The AMQP reply code and text of a protocol error, if it is one.
+pub(super) fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
+    match error.kind() {
+        lapin::ErrorKind::ProtocolError(amqp) => {
+            Some((amqp.get_id(), amqp.get_message().to_string()))
+        }
+        _ => None,
+    }
+}
+
+impl Client {
+    /// `--amqp-url` when given, else the AMQP listener the management API reports for
+    /// the node that answers, on the host of the management URL. A node that has just
+    /// started reports its listeners a moment after its API answers: asked again until
+    /// `--timeout`.
+    pub(super) async fn amqp_url(&self) -> Result<Url, NoAmqp> {
+        if let Some(url) = &self.endpoint.amqp_url {
+            return Ok(url.clone());
+        }
+        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
+        let path = "/api/overview?columns=node,listeners";
+        loop {
+            let overview = self
+                .get(path)
+                .await
+                .map_err(|error| NoAmqp {
+                    url: "(none)".into(),
+                    reason: error.to_string(),
+                })?
+                .unwrap_or_default();
+            let node = overview["node"].as_str().unwrap_or_default();
+            let port = overview["listeners"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|l| l["protocol"] == "amqp")
+                .find(|l| node.is_empty() || l["node"] == node)
+                .and_then(|l| l["port"].as_u64());
+            if let Some(port) = port {
+                let base =
+                    &self.endpoint.urls[self.current.load(std::sync::atomic::Ordering::Relaxed)];
+                let host = base.host_str().unwrap_or("localhost");
+                let text = format!("amqp://{host}:{port}/");
+                return Url::parse(&text).map_err(|err| NoAmqp {
+                    url: text,
+                    reason: err.to_string(),
+                });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(NoAmqp {
+                    url: "(none)".into(),
+                    reason: format!("the broker reports no plain AMQP listener for node `{node}`"),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+}
