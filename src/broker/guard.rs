@@ -109,11 +109,11 @@ impl Client {
             Ok(Ok(connection)) => Ok(connection),
             Ok(Err(error)) => Err(BrokerError::Amqp {
                 url: shown,
-                reason: error.to_string(),
+                reason: error.to_string().into(),
             }),
             Err(_) => Err(BrokerError::Amqp {
                 url: shown,
-                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()),
+                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()).into(),
             }),
         }
     }
@@ -138,13 +138,14 @@ impl Client {
                 url: "(none)".into(),
                 reason: format!(
                     "the broker reports no plain AMQP listener for node `{node}`; give --amqp-url"
-                ),
+                )
+                .into(),
             })?;
         let base = &self.endpoint.urls[self.current.load(std::sync::atomic::Ordering::Relaxed)];
         let host = base.host_str().unwrap_or("localhost");
         Url::parse(&format!("amqp://{host}:{port}/")).map_err(|err| BrokerError::Amqp {
             url: format!("amqp://{host}:{port}/"),
-            reason: err.to_string(),
+            reason: err.to_string().into(),
         })
     }
 }
@@ -174,7 +175,7 @@ fn failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
         method: "AMQP".into(),
         path: format!("queue.delete {:?} in vhost {:?}", queue.name, queue.vhost),
         status: reply_of(error).map_or(0, |(code, _)| code),
-        reason: error.to_string(),
+        reason: error.to_string().into(),
     }
 }
 
@@ -182,7 +183,7 @@ fn refused(queue: &GuardedQueue<'_>, reason: String) -> BrokerError {
     BrokerError::Refused {
         vhost: queue.vhost.to_string(),
         queue: queue.name.to_string(),
-        reason,
+        reason: reason.into(),
     }
 }
 
