@@ -29,9 +29,8 @@ pub fn redact_uris(value: &Value) -> Value {
 }
 
 /// Hides the credentials of every `scheme://user:password@host…` in `text`, wherever it
-/// stands (alone, inside quotes, JSON or Erlang terms): `scheme://user:***@host…`, or
-/// `scheme://***@host…` when the user information is one word (a token). Other text is
-/// unchanged.
+/// stands (alone, inside quotes, JSON or Erlang terms): `scheme://user:***@host…`.
+/// Other text is unchanged.
 ///
 /// A URI ends at white space or a quote. Its user information runs to the LAST `@`
 /// before that end, as in the URL standard: a password may hold `@`, `/` or `:`, and a
@@ -59,12 +58,14 @@ pub fn redact_uri(text: &str) -> String {
     out
 }
 
-/// `user:password` → `user:***`; anything else → `***`.
+/// `user:password` → `user:***`; a user name alone (`amqps://fed-link@host`, for
+/// certificate logins) stays; anything else → `***`.
 fn hidden_userinfo(userinfo: &str) -> String {
     match userinfo.split_once(':') {
-        Some((user, _)) if !user.is_empty() && !user.contains(['/', '?', '#']) => {
+        Some((user, _)) if !user.is_empty() && !user.contains(['/', '?', '#', '@']) => {
             format!("{user}:{MASK}")
         }
+        None if !userinfo.contains(['/', '?', '#', '@']) => userinfo.to_string(),
         _ => MASK.to_string(),
     }
 }
@@ -166,6 +167,9 @@ pub struct MaskedLine {
     pub text: String,
     /// The scalars hidden, e.g. `["hunter2"]` for `password: [hunter2]`.
     pub hidden: Vec<String>,
+    /// The character column (0-based) where the mask of a hidden value starts, so a
+    /// caret that pointed into the value can point at the mask.
+    pub mask_column: Option<usize>,
 }
 
 /// A YAML key at the start of a line, after `- `, or inside a flow mapping.
@@ -193,10 +197,14 @@ pub fn yaml_line(line: &str, under_secret: bool) -> MaskedLine {
         .or(keys.first().filter(|_| under_secret))
         .map(|(end, _)| *end)
         .or_else(|| under_secret.then(|| list_item_start(line)));
-    let Some(start) = value_start.filter(|start| !line[*start..].trim().is_empty()) else {
+    let Some(start) = value_start
+        .filter(|start| !line[*start..].trim().is_empty())
+        .filter(|start| !names_a_secret(&line[..*start], &line[*start..]))
+    else {
         return MaskedLine {
             text: redact_uri(line),
             hidden: Vec::new(),
+            mask_column: None,
         };
     };
     let value = line[start..].trim();
@@ -211,15 +219,28 @@ pub fn yaml_line(line: &str, under_secret: bool) -> MaskedLine {
     hidden.sort_by_key(|piece| std::cmp::Reverse(piece.len()));
     hidden.dedup();
     let prefix = &line[..start];
-    let text = if prefix.trim().is_empty() {
-        format!("{prefix}{MASK}")
+    let prefix = if prefix.trim().is_empty() {
+        prefix.to_string()
     } else {
-        format!("{} {MASK}", prefix.trim_end())
+        format!("{} ", redact_uri(prefix.trim_end()))
     };
     MaskedLine {
-        text: redact_uri(&text),
+        mask_column: Some(prefix.chars().count()),
+        text: format!("{prefix}{MASK}"),
         hidden,
     }
+}
+
+/// Whether a value only says where a secret is read (`password: { env: VARIABLE }`,
+/// `{ file: PATH }`, or `env: VARIABLE` under a password): a name, not a secret.
+fn names_a_secret(before: &str, value: &str) -> bool {
+    static REFERENCE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"^\s*\{\s*(?:(?:env|file)\s*:\s*[^\s,{}\[\]:]+\s*,?\s*)+\}\s*$"#)
+            .expect("a valid expression")
+    });
+    let key = before.trim_end().trim_end_matches(':').trim();
+    let key = key.rsplit([' ', '{', ',', '-']).next().unwrap_or(key);
+    matches!(key, "env" | "file") || REFERENCE.is_match(value).unwrap_or(false)
 }
 
 /// Where the value of a line without a key starts: after its indentation and `- `.
@@ -291,7 +312,8 @@ mod tests {
         assert_eq!(redact_url("deployer:a@b@c@h"), "***@h");
         assert_eq!(redact_url("http://u:pa/ss@h:1"), "http://u:***@h:1");
         assert_eq!(redact_url("http://:only@h"), "http://***@h");
-        assert_eq!(redact_url("https://tok3n@h/"), "https://***@h/");
+        assert_eq!(redact_url("amqps://fed-link@h/"), "amqps://fed-link@h/");
+        assert_eq!(redact_url("http://Se@cret99@h/"), "http://***@h/");
         for shape in [
             "http://deployer:Se@cret99@127.0.0.1:notaport",
             "deployer:Se@cret99@127.0.0.1:notaport",
@@ -372,6 +394,7 @@ mod tests {
     fn spec_lines_hide_the_values_of_secret_keys() {
         let masked = yaml_line("    password: { value: ValueSecretCC3 }", false);
         assert_eq!(masked.text, "    password: ***");
+        assert_eq!(masked.mask_column, Some(14));
         assert!(masked.hidden.contains(&"ValueSecretCC3".to_string()));
         assert!(!masked.hidden.contains(&"value".to_string()));
         assert_eq!(
@@ -392,6 +415,24 @@ mod tests {
         );
         assert_eq!(yaml_line("      - Item", true).text, "      - ***");
         assert_eq!(yaml_line("    password:", false).text, "    password:");
+        for named in [
+            "    password: { env: APP_PASSWORD }",
+            "    password: { file: pw.txt }",
+        ] {
+            assert_eq!(
+                yaml_line(named, false).text,
+                named,
+                "a variable's name is no secret"
+            );
+        }
+        assert_eq!(
+            yaml_line("      env: APP_PASSWORD", true).text,
+            "      env: APP_PASSWORD"
+        );
+        assert_eq!(
+            yaml_line("    password: { env: A, value: B }", false).text,
+            "    password: ***"
+        );
         assert_eq!(yaml_line("    tags: [a]", false).text, "    tags: [a]");
         assert_eq!(
             yaml_line("  uri: amqp://u:UriPw@h", false).text,

@@ -57,7 +57,7 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
                 .location
                 .and_then(|location| source_map.path_at(location))
                 .filter(|path| !path.is_root());
-            Err(vec![diagnostic])
+            Err(vec![diagnostic.hide_secrets(&source)])
         }
     }
 }
@@ -126,11 +126,9 @@ fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
             format!("expected {}, found {unexpected}", plain_words(expected)),
         ),
         E::ExternalMessage { .. } | E::Eof { .. } => Diagnostic::error("yaml-syntax", raw.clone()),
+        // The offending line holds the password: renderers mask it (`quoted_line`).
         _ if raw.contains("password is never written") => {
-            let mut diagnostic = Diagnostic::error("clear-text-password", raw.clone());
-            // The offending line holds the password: never echo it.
-            diagnostic.quote_source = false;
-            diagnostic
+            Diagnostic::error("clear-text-password", raw.clone())
         }
         _ => Diagnostic::error("invalid-value", raw.clone()),
     };
