@@ -13,6 +13,7 @@ mod cli;
 mod import;
 mod layers;
 mod lint_rules;
+mod secrets;
 
 use std::path::Path;
 
