@@ -42,4 +42,5 @@ mod faults;
 mod locks;
 mod plan_apply;
 mod retry_behaviour;
+mod secrets;
 mod smoke;
