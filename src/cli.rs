@@ -152,16 +152,18 @@ pub enum Command {
 pub struct BrokerArgs {
     /// Management API URL; repeat (or separate with commas) for the nodes of a cluster,
     /// tried in order. `http://user:password@host:15672` works too.
+    // Every variable that may carry credentials hides its value in `--help`.
     #[arg(
         long = "url",
         value_name = "URL",
         env = "WARREN_URL",
+        hide_env_values = true,
         value_delimiter = ',',
         default_value = "http://localhost:15672"
     )]
     pub urls: Vec<String>,
     /// User name (default: from the URL, else `RABBITMQ_DEFAULT_USER`, else `guest`).
-    #[arg(long, value_name = "USER", env = "WARREN_USER")]
+    #[arg(long, value_name = "USER", env = "WARREN_USER", hide_env_values = true)]
     pub user: Option<String>,
     /// Password (default: from the URL, else `RABBITMQ_DEFAULT_PASS`, else `guest`).
     #[arg(
@@ -174,7 +176,12 @@ pub struct BrokerArgs {
     /// AMQP URL of the broker (`amqp://host:5672`) for the checks that a queue is
     /// empty at the moment warren deletes it; credentials are those of --user.
     /// Default: the AMQP listener the broker reports, on the host of --url.
-    #[arg(long, value_name = "URL", env = "WARREN_AMQP_URL")]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "WARREN_AMQP_URL",
+        hide_env_values = true
+    )]
     pub amqp_url: Option<String>,
     /// PEM file of a CA to trust for HTTPS, in addition to the system's.
     #[arg(long, value_name = "FILE", env = "WARREN_CA_CERT")]

@@ -175,6 +175,12 @@ pub fn to_json(definitions: &Definitions, target: TargetVersion) -> String {
 
 /// Writes `text` to `path` through a temporary file in the same directory, so a reader
 /// (or a broker booting) never sees half a file.
+///
+/// What warren writes may hold password hashes and credentials (exports, saved plans,
+/// imported specs), so the file is readable by its owner only (0600): the temporary
+/// file is created so, and the rename gives `path` that mode even when it existed
+/// with a wider one. A broker that boots from an export must run as the file's owner,
+/// or be given the file on purpose (`chmod`, `chown`).
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let directory = path
         .parent()
@@ -186,7 +192,7 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         .unwrap_or_else(|| "definitions.json".into());
     let temporary = directory.join(format!(".{file_name}.warren-tmp-{}", std::process::id()));
     let result = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
+        let mut file = owner_only(&temporary)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&temporary, path)
@@ -195,6 +201,23 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     result
+}
+
+/// Creates (or truncates) a file only its owner may read or write.
+fn owner_only(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        // A temporary file left by an earlier run keeps its mode on open: set it.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
 }
 
 #[cfg(test)]
@@ -270,5 +293,21 @@ mod tests {
             err.ends_with("the file ends in the middle of the JSON"),
             "{err}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn files_are_written_for_their_owner_only_new_or_rewritten() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("definitions.json");
+        write_atomically(&path, "{}").unwrap();
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomically(&path, "{\"a\": 1}").unwrap();
+        assert_eq!(mode(&path), 0o600, "a rewrite does not keep a wider mode");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\": 1}");
+        assert_eq!(std::fs::read_dir(directory.path()).unwrap().count(), 1);
     }
 }

@@ -48,13 +48,16 @@ impl Endpoint {
                 continue;
             }
             let mut url = Url::parse(text).map_err(|err| {
-                BrokerError::Setup(format!("invalid --url `{}`: {err}", redact_url(text)))
+                BrokerError::Setup(format!("invalid --url `{}`: {err}", redact_url(text)).into())
             })?;
             if !matches!(url.scheme(), "http" | "https") {
-                return Err(BrokerError::Setup(format!(
-                    "invalid --url `{}`: use http:// or https://",
-                    redact_url(text)
-                )));
+                return Err(BrokerError::Setup(
+                    format!(
+                        "invalid --url `{}`: use http:// or https://",
+                        redact_url(text)
+                    )
+                    .into(),
+                ));
             }
             if !url.username().is_empty() {
                 url_user = Some(percent_decode(url.username()));
@@ -95,13 +98,16 @@ impl Endpoint {
             return Ok(self);
         };
         let mut url = Url::parse(text).map_err(|err| {
-            BrokerError::Setup(format!("invalid --amqp-url `{}`: {err}", redact_url(text)))
+            BrokerError::Setup(format!("invalid --amqp-url `{}`: {err}", redact_url(text)).into())
         })?;
         if url.scheme() != "amqp" {
-            return Err(BrokerError::Setup(format!(
-                "invalid --amqp-url `{}`: use amqp://host:port",
-                redact_url(text)
-            )));
+            return Err(BrokerError::Setup(
+                format!(
+                    "invalid --amqp-url `{}`: use amqp://host:port",
+                    redact_url(text)
+                )
+                .into(),
+            ));
         }
         let _ = url.set_username("");
         let _ = url.set_password(None);

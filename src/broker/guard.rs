@@ -101,7 +101,10 @@ impl Client {
         let url = self
             .amqp_url()
             .await
-            .map_err(|NoAmqp { url, reason }| BrokerError::Amqp { url, reason })?;
+            .map_err(|NoAmqp { url, reason }| BrokerError::Amqp {
+                url,
+                reason: reason.into(),
+            })?;
         let shown = redact_uri(url.as_str());
         let mut with_login = url.clone();
         let _ = with_login.set_username(&segment(&self.endpoint.user));
@@ -112,11 +115,11 @@ impl Client {
             Ok(Ok(connection)) => Ok(connection),
             Ok(Err(error)) => Err(BrokerError::Amqp {
                 url: shown,
-                reason: error.to_string(),
+                reason: error.to_string().into(),
             }),
             Err(_) => Err(BrokerError::Amqp {
                 url: shown,
-                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()),
+                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()).into(),
             }),
         }
     }
@@ -137,7 +140,7 @@ fn failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
         method: "AMQP".into(),
         path: format!("queue.delete {:?} in vhost {:?}", queue.name, queue.vhost),
         status: reply_of(error).map_or(0, |(code, _)| code),
-        reason: error.to_string(),
+        reason: error.to_string().into(),
     }
 }
 
@@ -145,7 +148,7 @@ fn refused(queue: &GuardedQueue<'_>, reason: String) -> BrokerError {
     BrokerError::Refused {
         vhost: queue.vhost.to_string(),
         queue: queue.name.to_string(),
-        reason,
+        reason: reason.into(),
     }
 }
 

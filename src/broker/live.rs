@@ -21,7 +21,7 @@ pub struct LiveState {
 fn decode<T: serde::de::DeserializeOwned>(path: &str, value: Value) -> Result<T, BrokerError> {
     serde_json::from_value(value).map_err(|err| BrokerError::Decode {
         path: path.to_string(),
-        reason: err.to_string(),
+        reason: err.to_string().into(),
     })
 }
 
@@ -34,7 +34,7 @@ async fn list<T: serde::de::DeserializeOwned>(
         Some(Value::Null) | None => Ok(Vec::new()),
         Some(other) => Err(BrokerError::Decode {
             path,
-            reason: format!("expected a list, got {}", truncate(&other.to_string())),
+            reason: format!("expected a list, got {}", truncate(&other.to_string())).into(),
         }),
     }
 }

@@ -143,7 +143,7 @@ impl Client {
         let unavailable = |reason: String| BrokerError::LockUnavailable {
             url: "AMQP".into(),
             vhost: LOCK_VHOST.into(),
-            reason,
+            reason: reason.into(),
         };
         let mut channel = None;
         for name in &names {
@@ -211,10 +211,13 @@ impl Client {
             });
         }
         let Some(connection) = self.connection_of(holder).await? else {
-            return Err(BrokerError::Setup(format!(
-                "the broker does not list the connection of {} yet (its statistics lag by a few seconds): try again shortly",
-                found.described
-            )));
+            return Err(BrokerError::Setup(
+                format!(
+                    "the broker does not list the connection of {} yet (its statistics lag by a few seconds): try again shortly",
+                    found.described
+                )
+                .into(),
+            ));
         };
         let path = format!("/api/connections/{}", segment(&connection));
         self.delete(&path).await?;
@@ -320,7 +323,7 @@ impl Client {
             BrokerError::LockUnavailable {
                 url,
                 vhost: LOCK_VHOST.into(),
-                reason,
+                reason: reason.into(),
             }
         })?;
         let shown = redact_uri(url.as_str());
@@ -342,7 +345,7 @@ impl Client {
                 return Err(BrokerError::LockUnavailable {
                     url: shown,
                     vhost: LOCK_VHOST.into(),
-                    reason,
+                    reason: reason.into(),
                 });
             }
             tokio::time::sleep(RETRY_EVERY * 2).await;

@@ -23,6 +23,7 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use crate::model::record::DamagedRecord;
+use crate::model::redact::redact_text;
 
 pub use endpoint::Endpoint;
 pub use guard::GuardedQueue;
@@ -42,8 +43,47 @@ pub fn segment(text: &str) -> String {
     utf8_percent_encode(text, SEGMENT).to_string()
 }
 
+/// Text in a [`BrokerError`] that did not come from warren alone: the broker's reasons
+/// (which echo what warren sent, URIs with their passwords included), transport and
+/// AMQP errors, answers that were not understood. Building one is the only way to put
+/// such text in an error, and it hides every credential ([`redact_text`]) and folds the
+/// text onto one line, so no command can print a secret the broker echoed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason(String);
+
+impl Reason {
+    /// The text as it may be printed.
+    pub fn new(text: &str) -> Reason {
+        let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        Reason(redact_text(&one_line))
+    }
+
+    /// The text, already redacted.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Reason {
+    fn from(text: String) -> Reason {
+        Reason::new(&text)
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(text: &str) -> Reason {
+        Reason::new(text)
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// What can go wrong talking to the broker. Messages fit on one line and never
-/// contain a password.
+/// contain a password: whatever the broker or the network said is a [`Reason`].
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BrokerError {
     /// No node answered.
@@ -52,7 +92,7 @@ pub enum BrokerError {
         /// The URLs tried (without credentials).
         urls: String,
         /// The last error.
-        reason: String,
+        reason: Reason,
     },
     /// The broker found a queue not empty (or in use) at the moment of deletion.
     #[error(
@@ -64,7 +104,7 @@ pub enum BrokerError {
         /// Queue.
         queue: String,
         /// What the broker found.
-        reason: String,
+        reason: Reason,
     },
     /// A quorum queue was empty when checked, but messages arrived before its deletion.
     #[error(
@@ -86,7 +126,7 @@ pub enum BrokerError {
         /// The AMQP URL (without credentials).
         url: String,
         /// What went wrong.
-        reason: String,
+        reason: Reason,
     },
     /// No node answered within `--timeout`, the whole wait for one request.
     #[error(
@@ -118,7 +158,7 @@ pub enum BrokerError {
         /// API path.
         path: String,
         /// The broker's reason.
-        reason: String,
+        reason: Reason,
     },
     /// The broker rejected a request.
     #[error("{method} {path} failed: {status} {reason}")]
@@ -130,11 +170,11 @@ pub enum BrokerError {
         /// HTTP status.
         status: u16,
         /// The broker's reason.
-        reason: String,
+        reason: Reason,
     },
     /// The client could not be set up (bad CA file, …).
     #[error("{0}")]
-    Setup(String),
+    Setup(Reason),
     /// A success answer that is not JSON at all: something other than the management
     /// API answered (a proxy's login page, a web server at the wrong port). Reading it
     /// as "no objects" would make a plan create or delete everything.
@@ -176,7 +216,7 @@ pub enum BrokerError {
         /// The lock vhost.
         vhost: String,
         /// What went wrong.
-        reason: String,
+        reason: Reason,
     },
     /// An answer that is not the JSON expected.
     #[error("unexpected answer to GET {path}: {reason}")]
@@ -184,7 +224,7 @@ pub enum BrokerError {
         /// API path.
         path: String,
         /// What was wrong.
-        reason: String,
+        reason: Reason,
     },
 }
 
@@ -211,22 +251,20 @@ impl Client {
             .pool_max_idle_per_host(16);
         if let Some(path) = &endpoint.ca_cert {
             let pem = std::fs::read(path).map_err(|err| {
-                BrokerError::Setup(format!(
-                    "cannot read CA certificate {}: {err}",
-                    path.display()
-                ))
+                BrokerError::Setup(
+                    format!("cannot read CA certificate {}: {err}", path.display()).into(),
+                )
             })?;
             let certificate = reqwest::Certificate::from_pem(&pem).map_err(|err| {
-                BrokerError::Setup(format!(
-                    "{} is not a PEM certificate: {err}",
-                    path.display()
-                ))
+                BrokerError::Setup(
+                    format!("{} is not a PEM certificate: {err}", path.display()).into(),
+                )
             })?;
             builder = builder.add_root_certificate(certificate);
         }
         let http = builder
             .build()
-            .map_err(|err| BrokerError::Setup(format!("cannot set up HTTP: {err}")))?;
+            .map_err(|err| BrokerError::Setup(format!("cannot set up HTTP: {err}").into()))?;
         Ok(Client {
             http,
             endpoint,
@@ -344,7 +382,7 @@ impl Client {
         }
         Err(BrokerError::Unreachable {
             urls: self.urls_for_messages(),
-            reason: last_error,
+            reason: last_error.into(),
         })
     }
 
@@ -479,11 +517,14 @@ fn join(base: &Url, path: &str) -> Url {
     Url::parse(&text).unwrap_or_else(|_| base.clone())
 }
 
-fn reason_of(text: &str) -> String {
-    serde_json::from_str::<Value>(text)
+/// The broker's reason in an error answer (its JSON `reason`, else the first 200
+/// characters of the answer), with credentials hidden.
+fn reason_of(text: &str) -> Reason {
+    let reason = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v["reason"].as_str().map(str::to_string))
-        .unwrap_or_else(|| text.chars().take(200).collect())
+        .unwrap_or_else(|| text.chars().take(200).collect());
+    Reason::new(&reason)
 }
 
 fn describe_transport_error(err: &reqwest::Error) -> String {

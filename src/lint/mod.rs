@@ -303,7 +303,6 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
                 path,
                 location: None,
                 help: finding.help.clone(),
-                quote_source: true,
             });
         }
     }

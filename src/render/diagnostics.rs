@@ -84,13 +84,17 @@ fn render_one(
                 location.line,
                 location.column
             )?;
-            if let Some(line) = lines
-                .filter(|_| diagnostic.quote_source)
-                .and_then(|s| s.get(location.line.saturating_sub(1)).copied())
-            {
+            // Masked: a password-like key's value never shows (`Diagnostic::quoted_line`).
+            if let Some(line) = lines.and_then(|lines| diagnostic.quoted_line(lines)) {
+                // A caret that pointed into a hidden value points at its mask.
+                let column = match line.mask_column {
+                    Some(mask) => location.column.min(mask + 1),
+                    None => location.column,
+                };
+                let line = line.text;
                 let number = location.line.to_string();
                 let gutter = " ".repeat(number.len());
-                let (shown, caret_offset) = excerpt(line, location.column);
+                let (shown, caret_offset) = excerpt(&line, column);
                 writeln!(out, "{gutter} |")?;
                 writeln!(out, "{number} | {shown}")?;
                 writeln!(out, "{gutter} | {caret_offset}^")?;

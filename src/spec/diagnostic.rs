@@ -3,7 +3,9 @@
 //! Messages and help texts are bounded when they are made ([`crate::model::shorten`]): a value
 //! quoted from a hostile spec cannot make a diagnostic unbounded.
 
+use super::source_map::Segment;
 use super::{Location, SpecPath};
+use crate::model::redact::{self, MaskedLine};
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -36,9 +38,6 @@ pub struct Diagnostic {
     /// How to fix it, when that is clear.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
-    /// Whether renderers may quote the source line (false when it holds a secret).
-    #[serde(skip)]
-    pub quote_source: bool,
 }
 
 fn path_as_string<S: serde::Serializer>(path: &Option<SpecPath>, s: S) -> Result<S::Ok, S::Error> {
@@ -58,7 +57,6 @@ impl Diagnostic {
             path: None,
             location: None,
             help: None,
-            quote_source: true,
         }
     }
 
@@ -91,5 +89,51 @@ impl Diagnostic {
     /// True for errors.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+
+    /// Whether the diagnostic points at or below a password-like key
+    /// (`users.app.password.value`, `users.app.pasword`): what is there is a secret.
+    pub fn points_into_secret(&self) -> bool {
+        self.path.as_ref().is_some_and(|path| {
+            path.segments()
+                .iter()
+                .any(|segment| matches!(segment, Segment::Key(key) if redact::is_secret_key(key)))
+        })
+    }
+
+    /// The source line the diagnostic points at, as it may be quoted under it: values
+    /// of password-like keys, and of the line when the diagnostic points into a secret,
+    /// replaced by `***` ([`redact::yaml_line`]). `None` without a location or line.
+    pub fn quoted_line(&self, lines: &[&str]) -> Option<MaskedLine> {
+        let line = lines.get(self.location?.line.checked_sub(1)?)?;
+        Some(redact::yaml_line(line, self.points_into_secret()))
+    }
+
+    /// Hides, in the message and the help, the secret values of the line the
+    /// diagnostic points at, and URI credentials: the parser's messages quote the
+    /// offending value, which under a `password` key is the password. Keys stay quoted,
+    /// so the message still says what is wrong.
+    pub fn hide_secrets(mut self, source: &str) -> Self {
+        let lines: Vec<&str> = source.lines().collect();
+        let hidden = self
+            .quoted_line(&lines)
+            .map(|line| line.hidden)
+            .unwrap_or_default();
+        let keys: Vec<String> = self
+            .path
+            .iter()
+            .flat_map(|path| path.segments())
+            .filter_map(|segment| match segment {
+                Segment::Key(key) => Some(key.clone()),
+                Segment::Index(_) => None,
+            })
+            .collect();
+        let hidden: Vec<String> = hidden
+            .into_iter()
+            .filter(|value| !keys.contains(value))
+            .collect();
+        self.message = redact::hide_values(&self.message, &hidden);
+        self.help = self.help.map(|help| redact::hide_values(&help, &hidden));
+        self
     }
 }

@@ -72,8 +72,6 @@ fn read_bounded(path: &Path) -> std::io::Result<(Vec<u8>, u64)> {
 fn too_large(bytes: &[u8], size: u64) -> Diagnostic {
     let mut diagnostic = limits::too_large(size);
     diagnostic.location = Some(location_of_byte(bytes, limits::MAX_BYTES));
-    // Only part of the line at the limit was read.
-    diagnostic.quote_source = false;
     diagnostic
 }
 
@@ -154,7 +152,7 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
                     .and_then(|location| source_map.path_at(location))
                     .filter(|path| !path.is_root());
             }
-            Err(vec![diagnostic])
+            Err(vec![diagnostic.hide_secrets(&source)])
         }
     }
 }
@@ -278,11 +276,9 @@ fn yaml_error_diagnostic(err: &serde_saphyr::Error) -> Diagnostic {
         _ if raw.starts_with("tabs disallowed") => Diagnostic::error("yaml-syntax", raw.clone())
             .help("indent with spaces: YAML does not allow tabs in indentation"),
         E::ExternalMessage { .. } | E::Eof { .. } => Diagnostic::error("yaml-syntax", raw.clone()),
+        // The offending line holds the password: renderers mask it (`quoted_line`).
         _ if raw.contains("password is never written") => {
-            let mut diagnostic = Diagnostic::error("clear-text-password", raw.clone());
-            // The offending line holds the password: never echo it.
-            diagnostic.quote_source = false;
-            diagnostic
+            Diagnostic::error("clear-text-password", raw.clone())
         }
         _ => Diagnostic::error("invalid-value", raw.clone()),
     };

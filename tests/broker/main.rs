@@ -43,4 +43,5 @@ mod locks;
 mod ownership;
 mod plan_apply;
 mod retry_behaviour;
+mod secrets;
 mod smoke;
