@@ -210,6 +210,19 @@ fn no_secret_in_any_output(version: Version) {
         plan.stdout
     );
     sweep.live(&["plan", spec, "--format", "json"]).expect(2);
+    // The apply lock over an AMQP URL with credentials that does not answer.
+    let unreachable = format!("amqp://deployer:{IN_WARREN_AMQP_URL}@127.0.0.1:1/");
+    let refused = sweep
+        .live(&["apply", spec, "--auto-approve", "--amqp-url", &unreachable])
+        .expect(1);
+    assert!(
+        refused
+            .stderr
+            .contains("cannot take the apply lock at amqp://")
+            && refused.stderr.contains("127.0.0.1:1/"),
+        "{}",
+        refused.stderr
+    );
     let saved = at("plan.json");
     sweep
         .live(&["plan", spec, "-o", saved.to_str().unwrap()])
@@ -217,6 +230,11 @@ fn no_secret_in_any_output(version: Version) {
     let saved = sweep.written(&saved, true);
     sweep.live(&["apply", &saved, "--auto-approve"]).expect(0);
     sweep.live(&["plan", spec]).expect(0);
+    sweep.live(&["state", "show", spec]).expect(0);
+    sweep.live(&["state", "repair", spec]).expect(0);
+    sweep
+        .live(&["unlock", spec, "--holder", "nobody:1:0"])
+        .expect(0);
     let imported = at("imported.yaml");
     sweep
         .live(&[
