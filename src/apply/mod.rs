@@ -303,7 +303,7 @@ async fn apply_held(
         // Refused or failed before any change: the record stays as it is.
         Err(_) => return outcome,
     }
-    if !lock.is_held() {
+    if !client.still_holds(lock).await {
         // The locks were lost (the connection died): another apply may hold them now
         // and its record is the truth. What this one made is adopted by the next apply.
         return match outcome {
@@ -364,7 +364,7 @@ async fn apply_locked(
             None
         } else if options.interrupt.load(Ordering::SeqCst) {
             Some("interrupted by a signal")
-        } else if !lock.is_held() {
+        } else if !client.still_holds(lock).await {
             Some("its locks were lost: the broker closed its lock connection")
         } else {
             None

@@ -167,7 +167,7 @@ impl Repair {
     pub async fn write(mut self, client: &Client) -> Result<Record, BrokerError> {
         self.record.serial += 1;
         self.record.applied_at = crate::model::record::now();
-        let written = if self.lock.is_held() {
+        let written = if client.still_holds(&self.lock).await {
             client.write_record(&self.record).await
         } else {
             Err(BrokerError::LockUnavailable {

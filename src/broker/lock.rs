@@ -80,15 +80,10 @@ impl LockName {
 pub struct BrokerLock {
     connection: Connection,
     names: Vec<LockName>,
+    holder: String,
 }
 
 impl BrokerLock {
-    /// Whether the broker still holds the locks for this process: false once the
-    /// connection is gone (the broker deleted the queues with it).
-    pub fn is_held(&self) -> bool {
-        self.connection.status().connected()
-    }
-
     /// The locks held.
     pub fn names(&self) -> &[LockName] {
         &self.names
@@ -189,7 +184,25 @@ impl Client {
                 }
             }
         }
-        Ok(BrokerLock { connection, names })
+        Ok(BrokerLock {
+            connection,
+            names,
+            holder: holder.to_string(),
+        })
+    }
+
+    /// Whether the broker holds `lock` for this process now, asked of the broker: the
+    /// client's own view of its connection lags (a process thawed after a freeze still
+    /// believes in a connection the broker closed long ago). True only when the lock
+    /// queue exists and names this holder; any doubt is "not held".
+    pub async fn still_holds(&self, lock: &BrokerLock) -> bool {
+        if !lock.connection.status().connected() {
+            return false;
+        }
+        let Some(name) = lock.names.first() else {
+            return false;
+        };
+        matches!(self.holder_of(name).await, Ok(Some(found)) if found.id == lock.holder)
     }
 
     /// Closes the connection of the apply that holds `name`, when it is `holder`
