@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
-use super::Client;
+use super::{Client, segment};
 
 /// The AMQP listener could not be found.
 pub(super) struct NoAmqp {
@@ -26,6 +26,16 @@ pub(super) fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
 }
 
 impl Client {
+    /// `url` with the `--user` credentials and `vhost`: the address of an AMQP
+    /// connection warren opens (never printed; print `url` redacted).
+    pub(super) fn amqp_login(&self, url: &Url, vhost: &str) -> Url {
+        let mut with_login = url.clone();
+        let _ = with_login.set_username(&segment(&self.endpoint.user));
+        let _ = with_login.set_password(Some(&segment(&self.endpoint.password)));
+        with_login.set_path(&format!("/{}", segment(vhost)));
+        with_login
+    }
+
     /// `--amqp-url` when given, else the AMQP listener the management API reports for
     /// the node that answers, on the host of the management URL. A node that has just
     /// started reports its listeners a moment after its API answers: asked again until

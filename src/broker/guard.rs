@@ -23,7 +23,7 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties};
 
 use super::amqp::{NoAmqp, reply_of};
-use super::{BrokerError, Client, segment};
+use super::{BrokerError, Client};
 use crate::model::QueueType;
 use crate::model::redact::redact_uri;
 
@@ -106,10 +106,7 @@ impl Client {
                 reason: reason.into(),
             })?;
         let shown = redact_uri(url.as_str());
-        let mut with_login = url.clone();
-        let _ = with_login.set_username(&segment(&self.endpoint.user));
-        let _ = with_login.set_password(Some(&segment(&self.endpoint.password)));
-        with_login.set_path(&format!("/{}", segment(vhost)));
+        let with_login = self.amqp_login(&url, vhost);
         let connect = Connection::connect(with_login.as_str(), ConnectionProperties::default());
         match tokio::time::timeout(self.endpoint.timeout, connect).await {
             Ok(Ok(connection)) => Ok(connection),

@@ -340,10 +340,7 @@ impl Client {
             }
         })?;
         let shown = redact_uri(url.as_str());
-        let mut with_login = url.clone();
-        let _ = with_login.set_username(&segment(&self.endpoint.user));
-        let _ = with_login.set_password(Some(&segment(&self.endpoint.password)));
-        with_login.set_path(&format!("/{}", segment(LOCK_VHOST)));
+        let mut with_login = self.amqp_login(&url, LOCK_VHOST);
         with_login.set_query(Some(&format!("heartbeat={HEARTBEAT_SECS}")));
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         loop {
