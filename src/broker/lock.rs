@@ -135,9 +135,7 @@ impl Client {
         names.dedup();
         self.ensure_lock_vhost().await?;
         let connection = self.lock_connection(holder).await?;
-        let unavailable = |reason: String| BrokerError::LockUnavailable {
-            url: "AMQP".into(),
-            vhost: LOCK_VHOST.into(),
+        let unavailable = |reason: String| BrokerError::LockInterrupted {
             reason: reason.into(),
         };
         let mut channel = None;
@@ -179,7 +177,18 @@ impl Client {
                     }
                     Err(error) => {
                         let _ = connection.close(200, "lock not taken".into()).await;
-                        return Err(unavailable(error.to_string()));
+                        // A refusal (no configure permission on the lock vhost) is a
+                        // set-up problem; anything else is the connection failing.
+                        return Err(match reply_of(&error) {
+                            Some((code, text)) if code != RESOURCE_LOCKED => {
+                                BrokerError::LockUnavailable {
+                                    url: "AMQP".into(),
+                                    vhost: LOCK_VHOST.into(),
+                                    reason: format!("{code} {text}").into(),
+                                }
+                            }
+                            _ => unavailable(error.to_string()),
+                        });
                     }
                 }
             }

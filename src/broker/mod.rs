@@ -206,6 +206,13 @@ pub enum BrokerError {
         /// The holder as `warren unlock --holder` takes it.
         holder_id: String,
     },
+    /// The lock connection failed while the locks were being taken (the process was
+    /// frozen longer than the heartbeat, the broker went away).
+    #[error("the lock connection failed while the locks were being taken ({reason}); try again")]
+    LockInterrupted {
+        /// What went wrong.
+        reason: Reason,
+    },
     /// The apply lock could not be taken: it needs the broker's AMQP port.
     #[error(
         "cannot take the apply lock at {url}: {reason}. warren holds its locks as exclusive queues in vhost `{vhost}` over AMQP, so the broker frees them the moment an apply dies; give --amqp-url when the AMQP port is not the one the broker reports, and grant the user configure permission on `{vhost}`"
