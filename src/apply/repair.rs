@@ -1,11 +1,13 @@
 //! `warren state`: reading a spec's ownership record as it is, and repairing a
 //! damaged one.
 //!
-//! A damaged record stops every plan that reads it (records fail closed), so repair
-//! must never widen what the record claims behind anybody's back: it keeps the object
+//! A damaged record stops its own spec's plans, and every plan when even its claims do
+//! not read (records fail closed). Repair must never widen what the record claims
+//! behind anybody's back: it keeps the object
 //! entries that still read, drops those another spec's record claims, and adds only
 //! objects the spec itself declares that exist on the broker and no spec claims. It
-//! runs under the spec's lock and the broker-wide lock, and shows what it will write.
+//! runs under the spec's lock, the broker-wide lock and the locks of every vhost it may
+//! claim in, and shows what it will write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -98,8 +100,48 @@ pub async fn prepare(
     declared: Option<Declared<'_>>,
     lock_wait: Duration,
 ) -> Result<Repair, RepairError> {
-    let names = [LockName::Spec(spec.to_string()), LockName::BrokerWide];
+    // The locks of every vhost the repaired record may claim in: those of the
+    // entries stored now (read again under the locks) and those the spec declares.
+    let stored_vhosts = |value: &Value| -> BTreeSet<String> {
+        value["objects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry[1].as_str().map(str::to_string))
+            .collect()
+    };
+    let before = client.read_record_value(spec).await?.unwrap_or_default();
+    let mut vhosts = stored_vhosts(&before);
+    if let Some(declared) = &declared {
+        vhosts.extend(declared.desired.keys().filter_map(|id| id.vhost.clone()));
+    }
+    let mut names = vec![LockName::Spec(spec.to_string()), LockName::BrokerWide];
+    names.extend(vhosts.iter().cloned().map(LockName::Vhost));
     let lock = client.lock(&names, &holder_name(), lock_wait).await?;
+    let prepared = prepare_locked(client, spec, declared, &vhosts).await;
+    match prepared {
+        Ok(parts) => Ok(Repair {
+            lock,
+            damage: parts.damage,
+            record: parts.record,
+            kept: parts.kept,
+            unreadable: parts.unreadable,
+            claimed_by_others: parts.claimed_by_others,
+            adopted: parts.adopted,
+        }),
+        Err(error) => {
+            lock.release().await;
+            Err(error)
+        }
+    }
+}
+
+async fn prepare_locked(
+    client: &Client,
+    spec: &str,
+    declared: Option<Declared<'_>>,
+    locked_vhosts: &BTreeSet<String>,
+) -> Result<Parts, RepairError> {
     let (value, damage) = match show(client, spec).await? {
         RecordState::Missing => return Err(RepairError::Missing(spec.into())),
         RecordState::Readable(_) => return Err(RepairError::NotDamaged(spec.into())),
@@ -149,9 +191,20 @@ pub async fn prepare(
         serial: value["serial"].as_u64().unwrap_or(0),
         ..Record::default()
     };
+    if let Some(outside) = kept.iter().find(|id| {
+        id.vhost
+            .as_ref()
+            .is_some_and(|v| !locked_vhosts.contains(v))
+    }) {
+        return Err(RepairError::Broker(BrokerError::LockInterrupted {
+            reason: format!(
+                "the record changed while its locks were taken: it now names {outside}"
+            )
+            .into(),
+        }));
+    }
     record.set_objects(&kept);
-    Ok(Repair {
-        lock,
+    Ok(Parts {
         damage,
         record,
         kept: kept_count,
@@ -159,6 +212,16 @@ pub async fn prepare(
         claimed_by_others,
         adopted,
     })
+}
+
+/// A repair without its locks, as prepared under them.
+struct Parts {
+    damage: DamagedRecord,
+    record: Record,
+    kept: usize,
+    unreadable: Vec<Value>,
+    claimed_by_others: Vec<(ObjectId, String)>,
+    adopted: Vec<ObjectId>,
 }
 
 impl Repair {
