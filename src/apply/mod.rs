@@ -57,7 +57,7 @@ pub enum ApplyError {
     /// The apply's locks were lost (its lock connection closed: frozen for longer than
     /// the heartbeat, or cut off by `warren unlock`) before its record was written.
     #[error(
-        "the apply lost its locks before it could record what it did (its lock connection closed; another apply may hold them now): its record was not written; what it made is adopted by the next apply, so run `warren plan` again"
+        "the apply lost its locks before it had recorded what it did (its lock connection closed; another apply may hold them now): its record may not show this apply; what it made is adopted by the next apply, so run `warren plan` again, and `warren state show` to see the record"
     )]
     LocksLost {
         /// What was done.
@@ -317,7 +317,19 @@ async fn apply_held(
     record.applied_at = record::now();
     record.format = RECORD_FORMAT;
     record.set_objects(&managed);
-    match client.write_record(&record).await {
+    let written = client.write_record(&record).await;
+    // Confirmed again after the write: if the locks went in between (a freeze at that
+    // very moment), the user must hear that the record may have been written without
+    // them, never "applied".
+    if written.is_ok() && !client.still_holds(lock).await {
+        return match outcome {
+            Ok(report) => Err(ApplyError::LocksLost {
+                report: Box::new(report),
+            }),
+            Err(error) => Err(error),
+        };
+    }
+    match written {
         Ok(()) => outcome,
         // The record could not be written (the broker went away): the report of
         // what was done must still reach the user, never "nothing was changed".

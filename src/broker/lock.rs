@@ -32,6 +32,10 @@ const RESOURCE_LOCKED: u16 = 405;
 /// three of these.
 const HEARTBEAT_SECS: u16 = 5;
 
+/// How fast the broker must confirm a lock for the answer to count: well under one
+/// heartbeat.
+const PROMPT: Duration = Duration::from_secs(1);
+
 /// How often a waiting apply tries again.
 const RETRY_EVERY: Duration = Duration::from_millis(250);
 
@@ -204,14 +208,21 @@ impl Client {
     /// client's own view of its connection lags (a process thawed after a freeze still
     /// believes in a connection the broker closed long ago). True only when the lock
     /// queue exists and names this holder; any doubt is "not held".
+    ///
+    /// An answer that took longer than [`PROMPT`] counts as "not held": a process
+    /// frozen while the answer waited in its socket would otherwise act on a lock the
+    /// broker gave away meanwhile (it frees a frozen holder's locks only after about
+    /// three heartbeats, far longer than this).
     pub async fn still_holds(&self, lock: &BrokerLock) -> bool {
+        let asked = std::time::Instant::now();
         if !lock.connection.status().connected() {
             return false;
         }
         let Some(name) = lock.names.first() else {
             return false;
         };
-        matches!(self.holder_of(name).await, Ok(Some(found)) if found.id == lock.holder)
+        let ours = matches!(self.holder_of(name).await, Ok(Some(found)) if found.id == lock.holder);
+        ours && asked.elapsed() < PROMPT
     }
 
     /// Closes the connection of the apply that holds `name`, when it is `holder`
