@@ -306,12 +306,7 @@ async fn apply_held(
     if !client.still_holds(lock).await {
         // The locks were lost (the connection died): another apply may hold them now
         // and its record is the truth. What this one made is adopted by the next apply.
-        return match outcome {
-            Ok(report) => Err(ApplyError::LocksLost {
-                report: Box::new(report),
-            }),
-            Err(error) => Err(error),
-        };
+        return locks_lost(outcome);
     }
     record.serial += 1;
     record.applied_at = record::now();
@@ -322,12 +317,7 @@ async fn apply_held(
     // very moment), the user must hear that the record may have been written without
     // them, never "applied".
     if written.is_ok() && !client.still_holds(lock).await {
-        return match outcome {
-            Ok(report) => Err(ApplyError::LocksLost {
-                report: Box::new(report),
-            }),
-            Err(error) => Err(error),
-        };
+        return locks_lost(outcome);
     }
     match written {
         Ok(()) => outcome,
@@ -341,6 +331,15 @@ async fn apply_held(
             Err(first) => Err(first),
         },
     }
+}
+
+/// An apply that lost its locks is never reported as applied.
+fn locks_lost(outcome: Result<ApplyReport, ApplyError>) -> Result<ApplyReport, ApplyError> {
+    outcome.and_then(|report| {
+        Err(ApplyError::LocksLost {
+            report: Box::new(report),
+        })
+    })
 }
 
 async fn apply_locked(

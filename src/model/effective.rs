@@ -68,13 +68,30 @@ impl<'p, P: AsRef<Policy>> CompiledPolicies<'p, P> {
             .filter(|p| {
                 policy_keys::applies_to_queue_type(p.as_ref().definition.keys(), kind, target)
             })
-            .max_by(|a, b| {
-                let (a, b) = (a.as_ref(), b.as_ref());
-                a.priority.cmp(&b.priority).then(b.name.cmp(&a.name))
-            })
+            .max_by(|a, b| outranks(a.as_ref(), b.as_ref()))
             .copied();
         Choice { winner, matching }
     }
+
+    /// The policy the broker applies to an exchange named `name` in `vhost`: the
+    /// highest-priority match among those whose `apply-to` covers exchanges.
+    pub fn choose_for_exchange(&self, vhost: &str, name: &str) -> Option<&'p P> {
+        self.policies
+            .iter()
+            .filter(|(p, matcher)| {
+                let p = p.as_ref();
+                p.vhost == vhost
+                    && matches!(p.apply_to.as_str(), "exchanges" | "all")
+                    && matcher.is_match(name)
+            })
+            .map(|(p, _)| *p)
+            .max_by(|a, b| outranks(a.as_ref(), b.as_ref()))
+    }
+}
+
+/// Which of two matching policies wins: the higher priority, ties broken by name.
+fn outranks(a: &Policy, b: &Policy) -> std::cmp::Ordering {
+    a.priority.cmp(&b.priority).then(b.name.cmp(&a.name))
 }
 
 /// The policy the broker applies to `queue`, if any.

@@ -18,7 +18,6 @@ use serde_json::{Value, json};
 use crate::diff::{Action, Change};
 use crate::model::effective::CompiledPolicies;
 use crate::model::objects::Objects;
-use crate::model::pattern::PatternMatcher;
 use crate::model::{ObjectId, ObjectKind, Policy, QueueType, TargetVersion};
 
 /// The policies the broker applies to one managed queue or exchange.
@@ -95,10 +94,8 @@ pub fn dependencies(
             _ => {}
         }
     }
-    let queue_policies = CompiledPolicies::new(&policies);
-    let queue_operator_policies = CompiledPolicies::new(&operator_policies);
-    let exchange_policies = ExchangePolicies::new(&policies);
-    let exchange_operator_policies = ExchangePolicies::new(&operator_policies);
+    let policy_matcher = CompiledPolicies::new(&policies);
+    let operator_policy_matcher = CompiledPolicies::new(&operator_policies);
     let name = |policy: Option<&Policy>| policy.map(|p| p.name.clone());
     desired
         .iter()
@@ -113,9 +110,9 @@ pub fn dependencies(
                     );
                     Some(Dependency {
                         id: id.clone(),
-                        policy: name(queue_policies.choose(vhost, &id.name, kind, target).winner),
+                        policy: name(policy_matcher.choose(vhost, &id.name, kind, target).winner),
                         operator_policy: name(
-                            queue_operator_policies
+                            operator_policy_matcher
                                 .choose(vhost, &id.name, kind, target)
                                 .winner,
                         ),
@@ -123,8 +120,10 @@ pub fn dependencies(
                 }
                 ObjectKind::Exchange => Some(Dependency {
                     id: id.clone(),
-                    policy: name(exchange_policies.choose(vhost, &id.name)),
-                    operator_policy: name(exchange_operator_policies.choose(vhost, &id.name)),
+                    policy: name(policy_matcher.choose_for_exchange(vhost, &id.name)),
+                    operator_policy: name(
+                        operator_policy_matcher.choose_for_exchange(vhost, &id.name),
+                    ),
                 }),
                 _ => None,
             }
@@ -151,32 +150,6 @@ pub fn first_difference(planned: &[Dependency], now: &[Dependency]) -> Option<St
         let is = now.get(id).cloned().unwrap_or_else(|| none(id));
         was.difference(&is)
     })
-}
-
-/// Policies that apply to exchanges, patterns compiled once.
-struct ExchangePolicies<'p> {
-    policies: Vec<(&'p Policy, PatternMatcher)>,
-}
-
-impl<'p> ExchangePolicies<'p> {
-    fn new(policies: &'p [Policy]) -> Self {
-        ExchangePolicies {
-            policies: policies
-                .iter()
-                .filter(|p| matches!(p.apply_to.as_str(), "exchanges" | "all"))
-                .map(|p| (p, PatternMatcher::new(&p.pattern)))
-                .collect(),
-        }
-    }
-
-    /// The policy the broker applies to exchange `name`: the highest priority match.
-    fn choose(&self, vhost: &str, name: &str) -> Option<&'p Policy> {
-        self.policies
-            .iter()
-            .filter(|(p, matcher)| p.vhost == vhost && matcher.is_match(name))
-            .map(|(p, _)| *p)
-            .max_by(|a, b| a.priority.cmp(&b.priority).then(b.name.cmp(&a.name)))
-    }
 }
 
 #[cfg(test)]
