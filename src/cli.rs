@@ -91,6 +91,10 @@ pub enum Command {
         /// RabbitMQ version the topology runs on (default: 4.1, or the definitions file's).
         #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
         target_version: Option<TargetVersion>,
+        /// The vhost of a vhost-scoped definitions file (the format of
+        /// `GET /api/definitions/{vhost}`, whose objects carry no `vhost`).
+        #[arg(long, value_name = "VHOST", requires = "definitions")]
+        vhost: Option<String>,
     },
     /// Write a spec from a live broker (or a definitions file), to adopt an existing
     /// broker: applying it to the same broker plans no changes.
@@ -100,12 +104,19 @@ pub enum Command {
         from: Option<PathBuf>,
         #[command(flatten)]
         broker: BrokerArgs,
-        /// Import only these vhosts (repeatable; default: all).
+        /// Import only these vhosts (repeatable; default: all). A vhost-scoped file
+        /// (the format of `GET /api/definitions/{vhost}`) takes one: its vhost.
         #[arg(long = "vhost", value_name = "VHOST")]
         vhosts: Vec<String>,
-        /// The spec's name (its ownership record on the broker).
+        /// The spec's name (its ownership record on the broker). Objects that other
+        /// specs manage are left out; naming one of them imports its objects, to take
+        /// that spec over.
         #[arg(long, value_name = "NAME", default_value = "imported")]
         name: String,
+        /// RabbitMQ version the imported spec is checked for (default: the version
+        /// that wrote the file, or the broker's).
+        #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+        target_version: Option<TargetVersion>,
         /// Where to write the spec; `-` for standard output.
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
@@ -142,6 +153,10 @@ pub enum Command {
         /// A definitions file (e.g. a broker's export).
         #[arg(long, value_name = "FILE")]
         against: PathBuf,
+        /// The vhost of a vhost-scoped definitions file (the format of
+        /// `GET /api/definitions/{vhost}`, whose objects carry no `vhost`).
+        #[arg(long, value_name = "VHOST")]
+        vhost: Option<String>,
         #[command(flatten)]
         plan: PlanArgs,
     },

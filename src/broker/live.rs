@@ -43,7 +43,7 @@ fn truncate(text: &str) -> String {
     text.chars().take(120).collect()
 }
 
-const QUEUE_COLUMNS: &str = "name,vhost,durable,auto_delete,arguments,type";
+const QUEUE_COLUMNS: &str = "name,vhost,durable,auto_delete,exclusive,arguments,type";
 const EXCHANGE_COLUMNS: &str = "name,vhost,type,durable,auto_delete,internal,arguments";
 
 impl Client {
@@ -162,7 +162,7 @@ impl Client {
     /// Everything of the given vhosts (all vhosts when `only` is empty), and every
     /// global parameter: what a broker's own definitions export would hold.
     pub async fn read_definitions(&self, only: &[String]) -> Result<Definitions, BrokerError> {
-        self.version().await?;
+        let version = self.version().await?;
         let all = self.read_live(&[]).await?;
         let wanted: Vec<String> = all
             .all_vhosts
@@ -171,6 +171,7 @@ impl Client {
             .collect();
         let mut live = self.read_live(&wanted).await?;
         live.definitions.global_parameters = self.global_parameters().await?;
+        live.definitions.rabbitmq_version = Some(version);
         Ok(live.definitions)
     }
 

@@ -5,63 +5,70 @@ use std::path::Path;
 
 use super::{EXIT_OK, client, fail, runtime};
 use crate::cli::BrokerArgs;
+use crate::model::version::TargetVersion;
 
 /// `warren import (--from FILE | --url …) -o SPEC`.
+#[allow(clippy::too_many_arguments)]
 pub fn import(
     from: Option<&Path>,
     connection: &BrokerArgs,
     vhosts: &[String],
     name: &str,
+    target: Option<TargetVersion>,
     output: &Path,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let mut notes = crate::import::Notes::default();
-    let (definitions, source) = match from {
-        Some(path) => match crate::definitions_file::read(path) {
-            Ok(definitions) => (definitions, path.display().to_string()),
-            Err(err) => return fail(stderr, &err),
-        },
+    let mut options = crate::import::Options {
+        name: name.to_string(),
+        vhosts: vhosts.to_vec(),
+        target,
+        ..Default::default()
+    };
+    let definitions = match from {
+        Some(path) => {
+            options.source = path.display().to_string();
+            let scoped_vhost = match vhosts {
+                [one] => Some(one.as_str()),
+                _ => None,
+            };
+            match crate::definitions_file::read(path, scoped_vhost) {
+                Ok(read) => read.definitions,
+                Err(err) => return fail(stderr, &err),
+            }
+        }
         None => {
             let client = match client(connection) {
                 Ok(client) => client,
                 Err(err) => return fail(stderr, &err.to_string()),
             };
+            options.source = "a live broker".to_string();
+            options.login_user = Some(client.user().to_string());
             match runtime().block_on(client.read_definitions(vhosts)) {
-                Ok(mut definitions) => {
-                    crate::import::leave_out_login_user(
-                        &mut definitions,
-                        client.user(),
-                        &mut notes,
-                    );
-                    (definitions, "a live broker".to_string())
-                }
+                Ok(definitions) => definitions,
                 Err(err) => return fail(stderr, &err.to_string()),
             }
         }
     };
-    let spec = crate::import::import(&definitions, name, vhosts, &mut notes);
-    let text = crate::import::to_yaml(&spec, &source);
-    let target = crate::import::target_for(&definitions);
-    if let Err(problem) = crate::import::check(&text, target) {
-        return fail(
-            stderr,
-            &format!(
-                "{source} cannot be imported as a spec warren accepts (for RabbitMQ {target}): {problem}; nothing was written"
-            ),
-        );
-    }
+    let imported = match crate::import::from_definitions(definitions, &options) {
+        Ok(imported) => imported,
+        Err(err) => return fail(stderr, &err),
+    };
     let written = if output == Path::new("-") {
-        stdout.write_all(text.as_bytes()).map_err(|e| e.to_string())
+        stdout
+            .write_all(imported.yaml.as_bytes())
+            .map_err(|e| e.to_string())
     } else {
-        crate::definitions_file::write_atomically(output, &text).map_err(|e| e.to_string())
+        crate::definitions_file::write_atomically(output, &imported.yaml).map_err(|e| e.to_string())
     };
     if let Err(err) = written {
         return fail(stderr, &format!("cannot write {}: {err}", output.display()));
     }
-    for note in &notes.0 {
+    let _ = writeln!(stderr, "note: {} {}", options.source, imported.target);
+    for note in &imported.notes.0 {
         let _ = writeln!(stderr, "note: {note}");
     }
+    let spec = &imported.spec;
     let consumers: usize = spec
         .vhosts
         .values()

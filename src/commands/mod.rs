@@ -18,6 +18,7 @@ use clap::Parser;
 
 use crate::broker::{BrokerError, Client, Endpoint};
 use crate::cli::{BrokerArgs, Cli, Command, StateAction};
+use crate::model::Definitions;
 use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{self, SpecFile};
@@ -81,9 +82,11 @@ pub fn run() -> ExitCode {
             format,
             deny,
             target_version,
+            vhost,
         } => lint::lint(
             spec.as_deref(),
             definitions.as_deref(),
+            vhost.as_deref(),
             format,
             !deny.is_empty(),
             target_version,
@@ -96,11 +99,13 @@ pub fn run() -> ExitCode {
             vhosts,
             name,
             output,
+            target_version,
         } => import::import(
             from.as_deref(),
             &connection,
             &vhosts,
             &name,
+            target_version,
             &output,
             stdout,
             stderr,
@@ -114,8 +119,9 @@ pub fn run() -> ExitCode {
         Command::Diff {
             spec,
             against,
+            vhost,
             plan,
-        } => plan::diff(&spec, &against, &plan, stdout, stderr),
+        } => plan::diff(&spec, &against, vhost.as_deref(), &plan, stdout, stderr),
         Command::State { action } => match action {
             StateAction::Show { spec, broker } => state::show(&spec, &broker, stdout, stderr),
             StateAction::Repair {
@@ -163,6 +169,20 @@ fn runtime() -> tokio::runtime::Runtime {
 fn fail(stderr: &mut dyn Write, message: &str) -> u8 {
     let _ = writeln!(stderr, "error: {message}");
     EXIT_ERROR
+}
+
+/// Reads the definitions file of `diff --against` or `lint --definitions`; `vhost`
+/// names the vhost of a vhost-scoped file and is refused for a whole broker's file
+/// (where it would be silently meaningless).
+fn read_definitions(path: &Path, vhost: Option<&str>) -> Result<Definitions, String> {
+    let read = crate::definitions_file::read(path, vhost)?;
+    match (vhost, &read.scoped_to) {
+        (Some(vhost), None) => Err(format!(
+            "{}: --vhost {vhost} is for a vhost-scoped file, and this file holds a whole broker's definitions (every object names its vhost)",
+            path.display()
+        )),
+        _ => Ok(read.definitions),
+    }
 }
 
 /// Loads a spec, printing its diagnostics; `None` when it does not load.

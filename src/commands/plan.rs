@@ -4,10 +4,13 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{EXIT_CHANGES, EXIT_ERROR, EXIT_OK, client, fail, load_spec, report, runtime};
+use super::{
+    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, client, fail, load_spec, read_definitions, report, runtime,
+};
 use crate::apply;
 use crate::broker::Client;
 use crate::cli::{BrokerArgs, Format, PlanArgs};
+use crate::model::version::Chosen;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::plan::{Style, redacted_json, render_text};
 use crate::spec::SpecFile;
@@ -370,18 +373,21 @@ pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn Write) -> bool {
 pub fn diff(
     spec: &Path,
     against: &Path,
+    vhost: Option<&str>,
     args: &PlanArgs,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let live = match crate::definitions_file::read(against) {
+    let live = match read_definitions(against, vhost) {
         Ok(live) => live,
         Err(err) => return fail(stderr, &err),
     };
     let Some(file) = load_spec(spec, stderr) else {
         return EXIT_ERROR;
     };
-    let made = plan::against_definitions(&file, &live, args.target_version, args.prune_unmanaged);
+    let chosen = Chosen::for_file(args.target_version, live.exported_by());
+    let _ = writeln!(stderr, "note: {} {chosen}", against.display());
+    let made = plan::against_definitions(&file, &live, chosen.target, args.prune_unmanaged);
     let Some(plan) = reported(&file, made, stderr) else {
         return EXIT_ERROR;
     };

@@ -138,6 +138,9 @@ pub(crate) fn check_references(out: &mut Emitter) {
             && !exchange_exists(&exchange.vhost, alternate)
         {
             let path = origin(out, ObjectKind::Exchange, &exchange.vhost, &exchange.name);
+            if is_plain(&path) {
+                continue; // legal, and lint's `alternate-exchange-missing`
+            }
             problems.push((
                     "invalid-reference",
                     format!(
@@ -158,6 +161,9 @@ pub(crate) fn check_references(out: &mut Emitter) {
             && !exchange_exists(&queue.vhost, dlx)
         {
             let path = origin(out, ObjectKind::Queue, &queue.vhost, &queue.name);
+            if is_plain(&path) {
+                continue; // legal, and lint's `dead-letter-exchange-missing`
+            }
             problems.push((
                     "invalid-reference",
                     format!(
@@ -175,6 +181,24 @@ pub(crate) fn check_references(out: &mut Emitter) {
             diagnostic.hint(help);
         }
     }
+}
+
+/// Whether an object was written by the user under `vhosts.V.exchanges` or
+/// `vhosts.V.queues` (the escape hatch, and everything `warren import` writes) rather
+/// than generated from services and consumers.
+///
+/// The broker accepts a plain object that names a missing alternate or dead-letter
+/// exchange (its messages are then dropped), so such an object is a lint finding, not
+/// a compile error: an imported spec always compiles, and the team tightens it later.
+/// In generated topology the same reference is a compile error: warren's own output
+/// must never drop a message.
+fn is_plain(path: &SpecPath) -> bool {
+    use crate::spec::source_map::Segment;
+    matches!(
+        path.segments().as_slice(),
+        [Segment::Key(vhosts), _, Segment::Key(section), ..]
+            if vhosts == "vhosts" && (section == "exchanges" || section == "queues")
+    )
 }
 
 fn origin(out: &Emitter, kind: ObjectKind, vhost: &str, name: &str) -> SpecPath {

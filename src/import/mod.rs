@@ -8,6 +8,7 @@
 //! Compiling the result and planning it against the same broker gives no changes.
 
 mod ladders;
+mod owners;
 mod plain;
 mod users;
 
@@ -15,7 +16,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::model::Definitions;
-use crate::model::version::TargetVersion;
+use crate::model::version::{Chosen, TargetVersion};
 use crate::spec::{Defaults, Spec, Vhost};
 
 /// What the importer could not carry over, for the user to check.
@@ -28,7 +29,7 @@ fn text(value: Option<&Value>) -> Option<&str> {
 
 /// Leaves out the user warren logged in as (with its permissions): it is the
 /// operator's, not part of the topology.
-pub fn leave_out_login_user(definitions: &mut Definitions, user: &str, notes: &mut Notes) {
+fn leave_out_login_user(definitions: &mut Definitions, user: &str, notes: &mut Notes) {
     if definitions.users.iter().any(|u| u.name == user) {
         notes.0.push(format!(
             "user `{user}` (the one warren logged in as) is left out"
@@ -80,19 +81,6 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
     spec
 }
 
-/// The version an imported spec is checked for: the line of the broker that wrote
-/// the definitions (the oldest supported line for an older 3.x broker), else the
-/// default.
-pub fn target_for(definitions: &Definitions) -> TargetVersion {
-    definitions
-        .exported_by()
-        .and_then(|version| {
-            TargetVersion::for_broker(version)
-                .or_else(|| version.starts_with("3.").then_some(TargetVersion::ALL[0]))
-        })
-        .unwrap_or(TargetVersion::DEFAULT)
-}
-
 /// Checks that the imported spec (as YAML) loads and compiles for `target`: `import`
 /// never writes a spec that `validate` refuses. A definitions file with a binding to a
 /// queue it does not declare, two identical bindings, an empty vhost name or a value
@@ -119,11 +107,77 @@ fn summary(found: &[crate::spec::diagnostic::Diagnostic]) -> String {
 }
 
 /// The spec as YAML with a header comment.
-pub fn to_yaml(spec: &Spec, source: &str) -> String {
+pub fn to_yaml(spec: &Spec, source: &str, target: TargetVersion) -> String {
     let body = serde_saphyr::to_string(spec).unwrap_or_default();
+    let name = spec.name.as_deref().unwrap_or_default();
     format!(
-        "# Imported by `warren import` from {source}.\n# `warren plan` of this spec against the same broker shows no changes.\n{body}"
+        "# Imported by `warren import` from {source}, for RabbitMQ {target}.\n# `warren plan` of this spec against the same broker changes nothing there; the\n# first `warren apply` records the objects no spec manages yet as spec `{name}`'s.\n{body}"
     )
+}
+
+/// What [`from_definitions`] needs besides the definitions.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The spec's name.
+    pub name: String,
+    /// Only these vhosts (all when empty).
+    pub vhosts: Vec<String>,
+    /// `--target-version`, if given.
+    pub target: Option<TargetVersion>,
+    /// The user warren logged in as, left out with its permissions (a live broker).
+    pub login_user: Option<String>,
+    /// Where the definitions came from, for the spec's header.
+    pub source: String,
+}
+
+/// An imported spec.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The spec.
+    pub spec: Spec,
+    /// The spec as YAML, with its header.
+    pub yaml: String,
+    /// The version it was checked for, and why.
+    pub target: Chosen,
+    /// What the user should know about what was left out or changed.
+    pub notes: Notes,
+}
+
+/// Definitions (a file or a broker's) → a spec that compiles and plans no changes
+/// against them: transient queues and objects other specs manage are left out (with
+/// a note each), the rest is imported and the result is compiled for the file's
+/// version before anything is written.
+pub fn from_definitions(
+    mut definitions: Definitions,
+    options: &Options,
+) -> Result<Imported, String> {
+    let mut notes = Notes::default();
+    if let Some(user) = &options.login_user {
+        leave_out_login_user(&mut definitions, user, &mut notes);
+    }
+    let transient = definitions.leave_out_transient();
+    if transient > 0 {
+        notes.0.push(format!(
+            "{transient} transient queue{} left out (exclusive queues and server-named `amq.gen-…` queues belong to the connection of a running application, not to the topology)",
+            if transient == 1 { " is" } else { "s are" }
+        ));
+    }
+    owners::leave_out_others(&mut definitions, &options.name, &mut notes)?;
+    let target = Chosen::for_file(options.target, definitions.exported_by());
+    let spec = import(&definitions, &options.name, &options.vhosts, &mut notes);
+    let yaml = to_yaml(&spec, &options.source, target.target);
+    check(&yaml, target.target).map_err(|problem| {
+        format!(
+            "{} cannot be imported as a spec warren accepts (for RabbitMQ {}): {problem}; nothing was written",
+            options.source, target.target
+        )
+    })?;
+    Ok(Imported {
+        spec,
+        yaml,
+        target,
+        notes,
+    })
 }
 
 fn import_vhost(

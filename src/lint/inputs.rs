@@ -38,19 +38,9 @@ pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Option<String>, Ve
     (Some(file.source), diagnostics)
 }
 
-/// Lints a definitions file's content; without `target`, for the version that
-/// exported it.
-pub fn lint_definitions(
-    definitions: &Definitions,
-    target: Option<TargetVersion>,
-) -> Vec<Diagnostic> {
-    let target = target
-        .or_else(|| {
-            definitions
-                .exported_by()
-                .and_then(TargetVersion::for_broker)
-        })
-        .unwrap_or(TargetVersion::DEFAULT);
+/// Lints a definitions file's content for `target` (see
+/// [`crate::model::version::Chosen`] for the version a file is checked for).
+pub fn lint_definitions(definitions: &Definitions, target: TargetVersion) -> Vec<Diagnostic> {
     let context = Context::for_definitions(definitions, target);
     let mut diagnostics = run(&context);
     diagnostics.sort_by(|a, b| (a.severity, &a.message).cmp(&(b.severity, &b.message)));

@@ -344,6 +344,20 @@ fn yes() -> bool {
     true
 }
 
+/// The prefix of the names the broker gives queues declared without one.
+pub const SERVER_NAMED_QUEUE_PREFIX: &str = "amq.gen-";
+
+impl Queue {
+    /// Whether the queue belongs to a running application's connection rather than
+    /// to the topology: exclusive (it dies with its connection) or named by the
+    /// server (`amq.gen-…`; a client cannot declare that name again). No spec manages
+    /// such a queue: plans and imports leave it out.
+    pub fn is_transient(&self) -> bool {
+        self.name.starts_with(SERVER_NAMED_QUEUE_PREFIX)
+            || self.extra.get("exclusive").and_then(Value::as_bool) == Some(true)
+    }
+}
+
 /// An exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exchange {
@@ -448,6 +462,26 @@ impl Definitions {
         self.queues.shrink_to_fit();
         self.exchanges.shrink_to_fit();
         self.bindings.shrink_to_fit();
+    }
+
+    /// Removes the transient queues ([`Queue::is_transient`]) and the bindings to
+    /// them; returns how many queues were removed.
+    pub fn leave_out_transient(&mut self) -> usize {
+        let transient: std::collections::BTreeSet<(String, String)> = self
+            .queues
+            .iter()
+            .filter(|q| q.is_transient())
+            .map(|q| (q.vhost.clone(), q.name.clone()))
+            .collect();
+        if transient.is_empty() {
+            return 0;
+        }
+        self.queues.retain(|q| !q.is_transient());
+        self.bindings.retain(|b| {
+            b.destination_type != "queue"
+                || !transient.contains(&(b.vhost.clone(), b.destination.clone()))
+        });
+        transient.len()
     }
 
     /// The version of the broker that exported the document, if it says.

@@ -73,6 +73,93 @@ pub fn normalized_binding_id(binding: &super::Binding) -> ObjectId {
     binding_id(&normalized)
 }
 
+fn vhost_id(vhost: &super::Vhost) -> ObjectId {
+    id(ObjectKind::Vhost, None, &vhost.name)
+}
+
+fn user_id(user: &super::User) -> ObjectId {
+    id(ObjectKind::User, None, &user.name)
+}
+
+fn permission_id(permission: &super::Permission) -> ObjectId {
+    id(
+        ObjectKind::Permission,
+        Some(&permission.vhost),
+        &permission.user,
+    )
+}
+
+fn topic_permission_id(permission: &super::TopicPermission) -> ObjectId {
+    id(
+        ObjectKind::TopicPermission,
+        Some(&permission.vhost),
+        format!("{} on {}", permission.user, permission.exchange),
+    )
+}
+
+/// A runtime parameter's identity; `None` for a policy written as a parameter (it is
+/// read from the `policies` section).
+fn parameter_id(parameter: &super::Parameter) -> Option<ObjectId> {
+    let (kind, name) = match parameter.component.as_str() {
+        VHOST_LIMITS_COMPONENT => (ObjectKind::VhostLimits, VHOST_LIMITS_NAME.to_string()),
+        OPERATOR_POLICY_COMPONENT => (ObjectKind::OperatorPolicy, parameter.name.clone()),
+        "policy" => return None,
+        component => (
+            ObjectKind::Parameter,
+            format!("{component}/{}", parameter.name),
+        ),
+    };
+    Some(id(kind, Some(&parameter.vhost), name))
+}
+
+fn global_parameter_id(parameter: &super::GlobalParameter) -> ObjectId {
+    id(ObjectKind::GlobalParameter, None, &parameter.name)
+}
+
+fn policy_id(policy: &super::Policy) -> ObjectId {
+    id(ObjectKind::Policy, Some(&policy.vhost), &policy.name)
+}
+
+fn queue_id(queue: &super::Queue) -> ObjectId {
+    id(ObjectKind::Queue, Some(&queue.vhost), &queue.name)
+}
+
+fn exchange_id(exchange: &super::Exchange) -> ObjectId {
+    id(ObjectKind::Exchange, Some(&exchange.vhost), &exchange.name)
+}
+
+/// Keeps only the entries of `definitions` whose identity (as [`objects`] names it)
+/// `keep` accepts; returns the identities removed.
+pub fn retain(definitions: &mut Definitions, keep: impl Fn(&ObjectId) -> bool) -> Vec<ObjectId> {
+    let mut removed = Vec::new();
+    let mut keep = |id: ObjectId| {
+        let kept = keep(&id);
+        if !kept {
+            removed.push(id);
+        }
+        kept
+    };
+    definitions.vhosts.retain(|v| keep(vhost_id(v)));
+    definitions.users.retain(|u| keep(user_id(u)));
+    definitions.permissions.retain(|p| keep(permission_id(p)));
+    definitions
+        .topic_permissions
+        .retain(|p| keep(topic_permission_id(p)));
+    definitions
+        .parameters
+        .retain(|p| parameter_id(p).is_none_or(&mut keep));
+    definitions
+        .global_parameters
+        .retain(|p| Record::is_record_name(&p.name) || keep(global_parameter_id(p)));
+    definitions.policies.retain(|p| keep(policy_id(p)));
+    definitions.queues.retain(|q| keep(queue_id(q)));
+    definitions.exchanges.retain(|e| keep(exchange_id(e)));
+    definitions
+        .bindings
+        .retain(|b| keep(normalized_binding_id(b)));
+    removed
+}
+
 /// Enumerates the objects of `definitions`, normalised.
 pub fn objects(definitions: &Definitions) -> Objects {
     let mut objects = Objects::new();
@@ -112,14 +199,11 @@ pub fn objects(definitions: &Definitions) -> Objects {
         if let Some(default_queue_type) = default_queue_type {
             value.insert("default_queue_type".into(), json!(default_queue_type));
         }
-        objects.insert(
-            id(ObjectKind::Vhost, None, &vhost.name),
-            Value::Object(value),
-        );
+        objects.insert(vhost_id(vhost), Value::Object(value));
     }
     for user in &definitions.users {
         objects.insert(
-            id(ObjectKind::User, None, &user.name),
+            user_id(user),
             normalize_value(&json!({
                 "password_hash": user.password_hash,
                 "hashing_algorithm": user
@@ -133,11 +217,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
     }
     for permission in &definitions.permissions {
         objects.insert(
-            id(
-                ObjectKind::Permission,
-                Some(&permission.vhost),
-                &permission.user,
-            ),
+            permission_id(permission),
             json!({
                 "user": permission.user,
                 "configure": permission.configure,
@@ -148,11 +228,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
     }
     for permission in &definitions.topic_permissions {
         objects.insert(
-            id(
-                ObjectKind::TopicPermission,
-                Some(&permission.vhost),
-                format!("{} on {}", permission.user, permission.exchange),
-            ),
+            topic_permission_id(permission),
             json!({
                 "user": permission.user,
                 "exchange": permission.exchange,
@@ -162,40 +238,35 @@ pub fn objects(definitions: &Definitions) -> Objects {
         );
     }
     for parameter in &definitions.parameters {
-        let (kind, name) = match parameter.component.as_str() {
-            VHOST_LIMITS_COMPONENT => (ObjectKind::VhostLimits, VHOST_LIMITS_NAME.to_string()),
-            OPERATOR_POLICY_COMPONENT => (ObjectKind::OperatorPolicy, parameter.name.clone()),
-            "policy" => continue,
-            component => (
-                ObjectKind::Parameter,
-                format!("{component}/{}", parameter.name),
-            ),
+        let Some(parameter_id) = parameter_id(parameter) else {
+            continue;
         };
         let value = match parameter.as_operator_policy() {
             Some(policy) => policy_value(&policy),
             None => parameter.value.clone(),
         };
-        objects.insert(
-            id(kind, Some(&parameter.vhost), name),
-            normalize_value(&value),
-        );
+        objects.insert(parameter_id, normalize_value(&value));
     }
     for parameter in &definitions.global_parameters {
         if Record::is_record_name(&parameter.name) {
             continue; // ownership records are not objects of any spec
         }
         objects.insert(
-            id(ObjectKind::GlobalParameter, None, &parameter.name),
+            global_parameter_id(parameter),
             normalize_value(&parameter.value),
         );
     }
     for policy in &definitions.policies {
-        objects.insert(
-            id(ObjectKind::Policy, Some(&policy.vhost), &policy.name),
-            normalize_value(&policy_value(policy)),
-        );
+        objects.insert(policy_id(policy), normalize_value(&policy_value(policy)));
     }
+    // Queues of running applications' connections belong to no spec (as a broker's
+    // export would hold them, or a live read); nor do bindings to them.
+    let mut transient = std::collections::BTreeSet::new();
     for queue in &definitions.queues {
+        if queue.is_transient() {
+            transient.insert((queue.vhost.as_str(), queue.name.as_str()));
+            continue;
+        }
         let mut arguments = queue.arguments.clone();
         let queue_type = arguments
             .get("x-queue-type")
@@ -204,7 +275,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
             .unwrap_or(json!("classic"));
         arguments.insert("x-queue-type".into(), queue_type);
         objects.insert(
-            id(ObjectKind::Queue, Some(&queue.vhost), &queue.name),
+            queue_id(queue),
             normalize_value(&json!({
                 "durable": queue.durable,
                 "auto_delete": queue.auto_delete,
@@ -214,7 +285,7 @@ pub fn objects(definitions: &Definitions) -> Objects {
     }
     for exchange in &definitions.exchanges {
         objects.insert(
-            id(ObjectKind::Exchange, Some(&exchange.vhost), &exchange.name),
+            exchange_id(exchange),
             normalize_value(&json!({
                 "type": exchange.kind,
                 "durable": exchange.durable,
@@ -225,6 +296,11 @@ pub fn objects(definitions: &Definitions) -> Objects {
         );
     }
     for binding in &definitions.bindings {
+        if binding.destination_type == "queue"
+            && transient.contains(&(binding.vhost.as_str(), binding.destination.as_str()))
+        {
+            continue;
+        }
         objects.insert(
             normalized_binding_id(binding),
             json!({

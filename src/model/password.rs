@@ -16,6 +16,10 @@ pub enum HashingAlgorithm {
     Sha256,
     /// `rabbit_password_hashing_sha512`.
     Sha512,
+    /// `rabbit_password_hashing_md5`: what brokers before 3.6 wrote. Still read by
+    /// every broker, so files and brokers that hold such users import as they are;
+    /// new passwords should use `sha256`.
+    Md5,
 }
 
 impl HashingAlgorithm {
@@ -24,15 +28,20 @@ impl HashingAlgorithm {
         match self {
             HashingAlgorithm::Sha256 => "rabbit_password_hashing_sha256",
             HashingAlgorithm::Sha512 => "rabbit_password_hashing_sha512",
+            HashingAlgorithm::Md5 => "rabbit_password_hashing_md5",
         }
     }
 
-    /// The algorithm of a broker's hashing module; `None` for one warren cannot write
-    /// (e.g. `rabbit_password_hashing_md5`).
+    /// The algorithm of a broker's hashing module; `None` for one warren does not know
+    /// (a third-party hashing plugin).
     pub fn from_module(module: &str) -> Option<HashingAlgorithm> {
-        [HashingAlgorithm::Sha256, HashingAlgorithm::Sha512]
-            .into_iter()
-            .find(|algorithm| algorithm.module() == module)
+        [
+            HashingAlgorithm::Sha256,
+            HashingAlgorithm::Sha512,
+            HashingAlgorithm::Md5,
+        ]
+        .into_iter()
+        .find(|algorithm| algorithm.module() == module)
     }
 }
 
@@ -66,6 +75,12 @@ pub fn hash_with_salt(salt: &[u8], password: &str, algorithm: HashingAlgorithm) 
             hasher.update(password.as_bytes());
             hasher.finalize().to_vec()
         }
+        HashingAlgorithm::Md5 => {
+            let mut hasher = md5::Md5::new();
+            hasher.update(salt);
+            hasher.update(password.as_bytes());
+            hasher.finalize().to_vec()
+        }
     };
     let mut bytes = salt.to_vec();
     bytes.extend(digest);
@@ -95,6 +110,19 @@ pub fn is_hash_of(live_hash: &str, algorithm: HashingAlgorithm, password: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn md5_hashes_are_the_brokers_legacy_format() {
+        // base64(salt ++ md5(salt ++ password)), as rabbit_password_hashing_md5 writes.
+        assert_eq!(
+            hash_with_salt(&[1, 2, 3, 4], "guest", HashingAlgorithm::Md5),
+            "AQIDBH/JkOf0oGZ5yhQgSBXkHS0="
+        );
+        assert_eq!(
+            HashingAlgorithm::from_module("rabbit_password_hashing_md5"),
+            Some(HashingAlgorithm::Md5)
+        );
+    }
 
     #[test]
     fn hashes_are_stable_salted_and_verifiable() {

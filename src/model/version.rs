@@ -78,6 +78,80 @@ impl TargetVersion {
     }
 }
 
+/// The version a definitions file (or the spec imported from it) is checked for, and
+/// why: the one place that decides it for `import`, `diff --against` and `lint
+/// --definitions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// The version used.
+    pub target: TargetVersion,
+    /// Why it was used.
+    pub because: Because,
+}
+
+/// Why a [`Chosen`] version was used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Because {
+    /// `--target-version` (or `WARREN_TARGET_VERSION`) said so.
+    Asked,
+    /// The file says which broker wrote it (`rabbitmq_version` or `rabbit_version`),
+    /// and this is the newest supported line not newer than it.
+    WrittenBy(String),
+    /// The file was written by a broker older than every supported line; it is checked
+    /// for the oldest one.
+    OlderThanSupported(String),
+    /// The file does not say which broker wrote it (or says something that is not a
+    /// version): the default.
+    Unknown,
+}
+
+impl Chosen {
+    /// The target for a file written by `exported_by`, unless `asked` for one.
+    pub fn for_file(asked: Option<TargetVersion>, exported_by: Option<&str>) -> Chosen {
+        let (target, because) = match (asked, exported_by) {
+            (Some(target), _) => (target, Because::Asked),
+            (None, Some(version)) => match TargetVersion::for_broker(version) {
+                Some(target) => (target, Because::WrittenBy(version.to_string())),
+                None if version
+                    .split('.')
+                    .next()
+                    .and_then(|major| major.parse::<u32>().ok())
+                    .is_some_and(|major| major <= 3) =>
+                {
+                    (
+                        TargetVersion::ALL[0],
+                        Because::OlderThanSupported(version.to_string()),
+                    )
+                }
+                None => (TargetVersion::DEFAULT, Because::Unknown),
+            },
+            (None, None) => (TargetVersion::DEFAULT, Because::Unknown),
+        };
+        Chosen { target, because }
+    }
+}
+
+impl fmt::Display for Chosen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = self.target;
+        match &self.because {
+            Because::Asked => write!(f, "checked for RabbitMQ {target} (--target-version)"),
+            Because::WrittenBy(version) => write!(
+                f,
+                "checked for RabbitMQ {target}: the file was written by RabbitMQ {version} (--target-version chooses another)"
+            ),
+            Because::OlderThanSupported(version) => write!(
+                f,
+                "checked for RabbitMQ {target}, the oldest version warren supports: the file was written by RabbitMQ {version} (--target-version chooses another)"
+            ),
+            Because::Unknown => write!(
+                f,
+                "checked for RabbitMQ {target}, warren's default: the file does not say which RabbitMQ wrote it (--target-version chooses another)"
+            ),
+        }
+    }
+}
+
 impl fmt::Display for TargetVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (major, minor) = self.major_minor();
@@ -134,5 +208,25 @@ mod tests {
             Some(TargetVersion::V4_1)
         );
         assert_eq!(TargetVersion::for_broker("3.8.0"), None);
+    }
+
+    #[test]
+    fn a_file_is_checked_for_the_version_that_wrote_it() {
+        let chosen = |asked, version| Chosen::for_file(asked, version).target;
+        assert_eq!(chosen(None, Some("3.8.6.gad0c0bd")), TargetVersion::V3_10);
+        assert_eq!(chosen(None, Some("3.13.0-rc.1")), TargetVersion::V3_13);
+        assert_eq!(chosen(None, Some("3.12.4")), TargetVersion::V3_12);
+        assert_eq!(chosen(None, Some("4.2.1")), TargetVersion::V4_1);
+        assert_eq!(chosen(None, Some("2.8.7")), TargetVersion::V3_10);
+        assert_eq!(chosen(None, Some("not a version")), TargetVersion::DEFAULT);
+        assert_eq!(chosen(None, None), TargetVersion::DEFAULT);
+        assert_eq!(
+            chosen(Some(TargetVersion::V4_0), Some("3.8.6")),
+            TargetVersion::V4_0
+        );
+        assert_eq!(
+            Chosen::for_file(None, Some("3.8.6.gad0c0bd")).to_string(),
+            "checked for RabbitMQ 3.10, the oldest version warren supports: the file was written by RabbitMQ 3.8.6.gad0c0bd (--target-version chooses another)"
+        );
     }
 }

@@ -140,12 +140,9 @@ pub async fn against_broker(
 pub fn against_definitions(
     file: &SpecFile,
     live: &Definitions,
-    target: Option<TargetVersion>,
+    target: TargetVersion,
     prune_unmanaged: bool,
 ) -> Result<Planned, PlanError> {
-    let target = target
-        .or_else(|| live.exported_by().and_then(TargetVersion::for_broker))
-        .unwrap_or(TargetVersion::DEFAULT);
     let compiled = compile::compile(file, &Options::reading_secrets(file, target))
         .map_err(PlanError::Invalid)?;
     let name = spec_name(file);

@@ -506,6 +506,12 @@ pub struct User {
     /// Lint rules turned off for this object and everything in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lint: Option<InlineLint>,
+    /// The user exists already and is not this spec's: the broker's own `guest`, a
+    /// user another tool creates, or one of an LDAP or OAuth 2 backend. warren manages
+    /// only the permissions and topic permissions written here, never the user itself
+    /// (so no `password`, `password_hash`, `hashing_algorithm`, `tags` or `limits`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
     /// Where the password comes from. Never written in the spec itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<PasswordSource>,
@@ -533,12 +539,12 @@ pub struct User {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserLimits {
-    /// Maximum number of connections.
+    /// Maximum number of connections (a negative number: no limit, as the broker reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_connections: Option<u64>,
-    /// Maximum number of channels.
+    pub max_connections: Option<i64>,
+    /// Maximum number of channels (a negative number: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_channels: Option<u64>,
+    pub max_channels: Option<i64>,
 }
 
 /// Where a password comes from.

@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use warren::compile::{self, Options};
-use warren::model::version::TargetVersion;
+use warren::model::version::{Chosen, TargetVersion};
 use warren::spec::diagnostic::Diagnostic;
 
 /// The longest line a rendered diagnostic may hold (the excerpt is 120 characters,
@@ -227,8 +227,8 @@ fn check_spec(input: &[u8]) -> Result<(), String> {
 /// Reads a definitions file, lints it, imports it and validates the spec, as
 /// `lint --definitions`, `import --from` and `validate` do.
 fn check_definitions(input: &[u8]) -> Result<(), String> {
-    let definitions = match warren::definitions_file::parse(input) {
-        Ok(definitions) => definitions,
+    let definitions = match warren::definitions_file::parse(input, Some("fuzz")) {
+        Ok(read) => read.definitions,
         Err(message) => {
             let located = message
                 .split(':')
@@ -240,18 +240,23 @@ fn check_definitions(input: &[u8]) -> Result<(), String> {
             return Ok(());
         }
     };
-    let _ = warren::lint::lint_definitions(&definitions, None);
-    let mut notes = warren::import::Notes::default();
-    let spec = warren::import::import(&definitions, "fuzz", &[], &mut notes);
-    let yaml = warren::import::to_yaml(&spec, "fuzz.json");
-    let target = warren::import::target_for(&definitions);
+    let target = Chosen::for_file(None, definitions.exported_by()).target;
+    let _ = warren::lint::lint_definitions(&definitions, target);
+    let options = warren::import::Options {
+        name: "fuzz".into(),
+        source: "fuzz.json".into(),
+        ..Default::default()
+    };
     // `import` refuses what does not validate, with a one-line reason.
-    if let Err(problem) = warren::import::check(&yaml, target) {
-        if problem.contains('\n') || problem.is_empty() {
-            return Err(format!("import: refusal is not one line: {problem:?}"));
+    let yaml = match warren::import::from_definitions(definitions, &options) {
+        Ok(imported) => imported.yaml,
+        Err(problem) => {
+            if problem.contains('\n') || problem.is_empty() {
+                return Err(format!("import: refusal is not one line: {problem:?}"));
+            }
+            return Ok(());
         }
-        return Ok(());
-    }
+    };
     // What `import` accepts, `validate` accepts: checked again the way `validate` runs.
     let file = warren::spec::load_str(Path::new("imported.yaml"), yaml).map_err(|found| {
         format!(

@@ -130,6 +130,34 @@ fn the_bundled_examples_lint_clean() {
     }
 }
 
+/// What the broker accepts but loses messages with, written by hand or imported (a
+/// plain exchange whose alternate exchange is missing), compiles: it is a lint
+/// finding at the place in the spec, not a compile error.
+#[test]
+fn legal_but_risky_plain_objects_compile_and_are_lint_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "version: 1\nvhosts:\n  shop:\n    exchanges:\n      events:\n        type: topic\n        alternate_exchange: events.unroutable\n      events.unrouted:\n        type: fanout\n    queues:\n      audit:\n        arguments: { x-dead-letter-exchange: audit.dead }\n";
+    let file = dir.path().join("risky.yaml");
+    std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap();
+    let validated = warren(&["validate", file]);
+    assert_eq!(validated.code, Some(0), "{}", validated.stderr);
+    let linted = warren(&["lint", file]);
+    assert_eq!(linted.code, Some(1), "{}", linted.stdout);
+    assert!(
+        linted.stdout.contains("[alternate-exchange-missing]")
+            && linted.stdout.contains(&format!("{file}:5:7")),
+        "{}",
+        linted.stdout
+    );
+    assert!(
+        linted.stdout.contains("[dead-letter-exchange-missing]")
+            && linted.stdout.contains(&format!("{file}:11:7")),
+        "{}",
+        linted.stdout
+    );
+}
+
 const SHARED_RETURN: &str = "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        defaults:\n          retry: { mode: reject, delays: [30s], return_via: inner_exchange }\n        consumers:\n          a: {}\n          b: {}\n";
 
 #[test]

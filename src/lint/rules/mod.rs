@@ -1,5 +1,6 @@
 //! The rule registry: one rule per file.
 
+mod alternate_exchange_missing;
 mod argument_unsupported_by_queue_type;
 mod classic_queue_in_retry_loop;
 mod cycle_on_3_13;
@@ -30,6 +31,7 @@ use super::Rule;
 pub static RULES: &[Rule] = &[
     dead_letter_exchange_missing::RULE,
     dead_letter_unroutable::RULE,
+    alternate_exchange_missing::RULE,
     dead_letter_hot_loop::RULE,
     dead_letter_cycle_dropped::RULE,
     delivery_limit_into_own_loop::RULE,

@@ -7,6 +7,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
+pub mod locate;
+pub mod rules;
+pub mod scoped;
+
+use locate::line_column;
+
 use crate::model::Definitions;
 use crate::model::shorten::{self, grouped};
 use crate::model::version::TargetVersion;
@@ -21,13 +27,14 @@ pub const MAX_DEPTH: usize = 128;
 /// Reads a definitions file (a broker's export, or warren's own).
 ///
 /// Every error is one line that names the file and, when the problem is at a place in
-/// it, the line and column: `FILE:LINE:COLUMN: what is wrong`.
-pub fn read(path: &Path) -> Result<Definitions, String> {
-    read_limited(path, MAX_BYTES)
+/// it, the line and column: `FILE:LINE:COLUMN: what is wrong`. `vhost` is the vhost a
+/// vhost-scoped file belongs to (see [`scoped`]); a whole broker's file ignores it.
+pub fn read(path: &Path, vhost: Option<&str>) -> Result<Read, String> {
+    read_limited(path, vhost, MAX_BYTES)
 }
 
 /// [`read`] with a size limit of `max_bytes`.
-pub fn read_limited(path: &Path, max_bytes: u64) -> Result<Definitions, String> {
+pub fn read_limited(path: &Path, vhost: Option<&str>, max_bytes: u64) -> Result<Read, String> {
     use std::io::Read;
     let name = path.display();
     let mut bytes = Vec::new();
@@ -42,12 +49,16 @@ pub fn read_limited(path: &Path, max_bytes: u64) -> Result<Definitions, String> 
             grouped(max_bytes)
         ));
     }
-    parse(&bytes).map_err(|problem| format!("{name}:{problem}"))
+    parse(&bytes, vhost).map_err(|problem| format!("{name}:{problem}"))
 }
 
 /// Parses a definitions document; errors start with `LINE:COLUMN: ` when they have a
 /// place.
-pub fn parse(bytes: &[u8]) -> Result<Definitions, String> {
+///
+/// In order: the text (UTF-8, numbers warren keeps exactly, JSON syntax), the
+/// document's shape (an object; whole broker or one vhost, see [`scoped`]), the rules
+/// the broker's own import enforces ([`rules`]), then the types warren reads.
+pub fn parse(bytes: &[u8], vhost: Option<&str>) -> Result<Read, String> {
     let text = std::str::from_utf8(bytes).map_err(|err| {
         let offset = err.valid_up_to();
         let (line, column) = line_column(bytes, offset);
@@ -63,7 +74,7 @@ pub fn parse(bytes: &[u8]) -> Result<Definitions, String> {
             shorten::value(digits)
         ));
     }
-    serde_json::from_str(text).map_err(|err| {
+    let mut document: Value = serde_json::from_str(text).map_err(|err| {
         let what = match err.classify() {
             serde_json::error::Category::Eof => "the file ends in the middle of the JSON".into(),
             _ => {
@@ -76,15 +87,85 @@ pub fn parse(bytes: &[u8]) -> Result<Definitions, String> {
                         "arrays and objects are nested more than {MAX_DEPTH} levels deep, warren's limit (a definitions file needs about 6)"
                     )
                 } else {
-                    format!(
-                        "this is not a RabbitMQ definitions file: {}",
-                        shorten::message(message)
-                    )
+                    format!("this is not JSON: {}", shorten::message(message))
                 }
             }
         };
         format!("{}:{}: {what}", err.line(), err.column())
+    })?;
+    let at = |path: &locate::Path| locate::position(text, path);
+    if !document.is_object() {
+        return Err(format!(
+            "1:1: this is not a RabbitMQ definitions file: the document is {}, not an object of sections (`queues`, `exchanges`, …)",
+            kind_of(&document)
+        ));
+    }
+    let scoped = scoped::settle(&mut document, vhost)
+        .map_err(|(path, what)| format!("{}: {what}", at(&path)))?;
+    let scoped_to = scoped.then(|| vhost.unwrap_or_default().to_string());
+    let broken = rules::check(&document);
+    if let Some(first) = broken.first() {
+        let more = match broken.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        return Err(format!(
+            "{}: RabbitMQ refuses this file: {} [{}]{more}",
+            at(&first.path),
+            first.message,
+            first.rule
+        ));
+    }
+    let definitions = serde_path_to_error::deserialize(&document).map_err(|err| {
+        let path = from_serde_path(err.path());
+        let message = err.into_inner().to_string();
+        format!(
+            "{}: this is not a RabbitMQ definitions file: {} (at {path})",
+            at(&path),
+            shorten::message(&message)
+        )
+    })?;
+    Ok(Read {
+        definitions,
+        scoped_to,
     })
+}
+
+/// A definitions file as read.
+#[derive(Debug, Clone)]
+pub struct Read {
+    /// Its objects, every one naming its vhost.
+    pub definitions: Definitions,
+    /// The vhost of a vhost-scoped file (the one given to [`read`]); `None` for a
+    /// whole broker's file.
+    pub scoped_to: Option<String>,
+}
+
+/// What kind of JSON value this is, in words.
+pub(crate) fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// serde's path of a deserialization error as a [`locate::Path`].
+fn from_serde_path(path: &serde_path_to_error::Path) -> locate::Path {
+    use serde_path_to_error::Segment;
+    locate::Path(
+        path.iter()
+            .filter_map(|segment| match segment {
+                Segment::Seq { index } => Some(locate::Step::Index(*index)),
+                Segment::Map { key } => Some(locate::Step::Key(key.clone())),
+                Segment::Enum { variant } => Some(locate::Step::Key(variant.clone())),
+                Segment::Unknown => None,
+            })
+            .collect(),
+    )
 }
 
 /// The first whole number in the JSON `text` that does not fit in an `i64` or a `u64`:
@@ -133,21 +214,6 @@ fn out_of_range_integer(text: &str) -> Option<(usize, &str)> {
         i += 1;
     }
     None
-}
-
-/// The 1-based line and column (in characters) of the byte at `offset`.
-fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
-    let before = &bytes[..offset.min(bytes.len())];
-    let line_start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let column = String::from_utf8_lossy(&before[line_start..])
-        .chars()
-        .count()
-        + 1;
-    (line, column)
 }
 
 /// The definitions as a JSON document for the target version.
@@ -226,12 +292,12 @@ mod tests {
 
     #[test]
     fn numbers_beyond_64_bits_are_refused_with_their_place() {
-        let err = parse(b"{\n  \"queues\": [1, 18446744073709551616]}").unwrap_err();
+        let err = parse(b"{\n  \"queues\": [1, 18446744073709551616]}", None).unwrap_err();
         assert!(
             err.starts_with("2:17: the number 18446744073709551616"),
             "{err}"
         );
-        let err = parse(b"{\"x\": -9223372036854775809}").unwrap_err();
+        let err = parse(b"{\"x\": -9223372036854775809}", None).unwrap_err();
         assert!(
             err.starts_with("1:7: the number -9223372036854775809"),
             "{err}"
@@ -252,7 +318,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_reported_at_its_byte() {
-        let err = parse(b"{\n \"users\": [\xff]}").unwrap_err();
+        let err = parse(b"{\n \"users\": [\xff]}", None).unwrap_err();
         assert!(
             err.starts_with("2:12: not UTF-8: byte 0xFF at byte offset 13"),
             "{err}"
@@ -262,7 +328,7 @@ mod tests {
     #[test]
     fn deep_nesting_is_a_limit_in_words() {
         let text = format!("{{\"x\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
-        let err = parse(text.as_bytes()).unwrap_err();
+        let err = parse(text.as_bytes(), None).unwrap_err();
         assert!(err.contains("nested more than 128 levels deep"), "{err}");
     }
 
@@ -271,7 +337,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big.json");
         std::fs::write(&path, format!("{{\"queues\": [{}]}}", "{},".repeat(1_000))).unwrap();
-        let err = read_limited(&path, 1_000).unwrap_err();
+        let err = read_limited(&path, None, 1_000).unwrap_err();
         assert!(
             err.ends_with(
                 "the file is 3,014 bytes; warren reads definitions files of at most 1,000 bytes"
@@ -282,13 +348,13 @@ mod tests {
 
     #[test]
     fn type_errors_name_the_place() {
-        let err = parse(br#"{"queues": [{"name": 5}]}"#).unwrap_err();
+        let err = parse(br#"{"queues": [{"name": 5, "vhost": "/"}]}"#, None).unwrap_err();
         assert!(err.starts_with("1:"), "{err}");
         assert!(
             err.contains("this is not a RabbitMQ definitions file: invalid type"),
             "{err}"
         );
-        let err = parse(b"{\"queues\": [").unwrap_err();
+        let err = parse(b"{\"queues\": [", None).unwrap_err();
         assert!(
             err.ends_with("the file ends in the middle of the JSON"),
             "{err}"

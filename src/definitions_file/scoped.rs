@@ -1,0 +1,141 @@
+//! Whole-broker and vhost-scoped definitions files.
+//!
+//! `GET /api/definitions` writes a whole broker: every queue, exchange, binding,
+//! policy, parameter and permission names its `vhost`. `GET /api/definitions/{vhost}`
+//! (and `POST` to the same path) writes one vhost's objects with no `vhost` key and no
+//! users, vhosts or permissions: which vhost they belong to is said only by the URL.
+//! warren reads such a file when told the vhost (`--vhost NAME`), by writing that
+//! vhost into every object and declaring the vhost, so the rest of warren sees a
+//! whole-broker document.
+
+use serde_json::{Map, Value};
+
+use super::locate::Path;
+
+/// The sections whose objects belong to a vhost.
+pub const VHOST_SECTIONS: [&str; 7] = [
+    "queues",
+    "exchanges",
+    "bindings",
+    "policies",
+    "parameters",
+    "permissions",
+    "topic_permissions",
+];
+
+/// Makes `document` a whole-broker document: a vhost-scoped one gets `vhost` in every
+/// object and a `vhosts` entry for it. `vhost` is the vhost a scoped file belongs to.
+///
+/// Returns whether the file was scoped. Errors are a path and what is wrong: a scoped
+/// file without `vhost`, or a file whose objects name their vhost in some places and
+/// not in others.
+pub fn settle(document: &mut Value, vhost: Option<&str>) -> Result<bool, (Path, String)> {
+    let Some(sections) = document.as_object_mut() else {
+        return Ok(false);
+    };
+    let mut with = None;
+    let mut without = None;
+    for section in VHOST_SECTIONS {
+        let Some(Value::Array(objects)) = sections.get(section) else {
+            continue;
+        };
+        for (index, object) in objects.iter().enumerate() {
+            let Value::Object(fields) = object else {
+                continue;
+            };
+            let slot = if fields.contains_key("vhost") {
+                &mut with
+            } else {
+                &mut without
+            };
+            slot.get_or_insert_with(|| Path::default().then(section).then(index));
+        }
+    }
+    let Some(first_without) = without else {
+        return Ok(false);
+    };
+    if let Some(first_with) = with {
+        return Err((
+            first_without,
+            format!(
+                "this object has no `vhost` while others have one (the first at {first_with}): a definitions file holds either a whole broker, every object naming its vhost, or one vhost's objects, none naming it"
+            ),
+        ));
+    }
+    let Some(vhost) = vhost else {
+        return Err((
+            Path::default(),
+            "this file holds the definitions of one vhost (its objects carry no `vhost`, as `GET /api/definitions/{vhost}` writes them): say which vhost with --vhost NAME".to_string(),
+        ));
+    };
+    for section in VHOST_SECTIONS {
+        if let Some(Value::Array(objects)) = sections.get_mut(section) {
+            for object in objects.iter_mut() {
+                if let Value::Object(fields) = object {
+                    fields.insert("vhost".into(), Value::from(vhost));
+                }
+            }
+        }
+    }
+    let vhosts = sections
+        .entry("vhosts")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(vhosts) = vhosts {
+        let declared = vhosts
+            .iter()
+            .any(|v| v.get("name").and_then(Value::as_str) == Some(vhost));
+        if !declared {
+            let mut entry = Map::new();
+            entry.insert("name".into(), Value::from(vhost));
+            vhosts.push(Value::Object(entry));
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_scoped_file_gets_its_vhost_everywhere_and_a_vhost_entry() {
+        let mut document = json!({
+            "rabbit_version": "3.12.4",
+            "queues": [{"name": "q", "durable": true, "auto_delete": false, "arguments": {}}],
+            "bindings": [{"source": "x", "destination": "q", "destination_type": "queue",
+                          "routing_key": "", "arguments": {}}]
+        });
+        assert!(settle(&mut document, Some("tenant/eu")).unwrap());
+        assert_eq!(document["queues"][0]["vhost"], "tenant/eu");
+        assert_eq!(document["bindings"][0]["vhost"], "tenant/eu");
+        assert_eq!(document["vhosts"], json!([{"name": "tenant/eu"}]));
+    }
+
+    #[test]
+    fn a_scoped_file_needs_its_vhost() {
+        let mut document = json!({"queues": [{"name": "q"}]});
+        let (path, what) = settle(&mut document, None).unwrap_err();
+        assert!(path.0.is_empty());
+        assert!(what.contains("--vhost NAME"), "{what}");
+    }
+
+    #[test]
+    fn mixed_files_are_refused_at_the_first_object_without_a_vhost() {
+        let mut document = json!({
+            "queues": [{"name": "a", "vhost": "/"}],
+            "exchanges": [{"name": "x", "vhost": "/"}, {"name": "y"}]
+        });
+        let (path, what) = settle(&mut document, Some("/")).unwrap_err();
+        assert_eq!(path.to_string(), "/exchanges/1");
+        assert!(what.contains("(the first at /queues/0)"), "{what}");
+    }
+
+    #[test]
+    fn whole_broker_files_are_left_as_they_are() {
+        let mut document = json!({"queues": [{"name": "a", "vhost": "/"}], "vhosts": []});
+        let before = document.clone();
+        assert!(!settle(&mut document, Some("other")).unwrap());
+        assert_eq!(document, before);
+    }
+}

@@ -1,0 +1,49 @@
+//! Objects other specs manage are not imported: the imported spec would claim them,
+//! and its plan would stop on every one ("managed by another spec"). Naming the spec
+//! that manages them (`--name`) imports them, to take that spec over.
+
+use std::collections::BTreeMap;
+
+use super::Notes;
+use crate::model::objects::retain;
+use crate::model::record::records;
+use crate::model::{Definitions, ObjectId};
+
+/// Leaves out of `definitions` what specs other than `name` manage, with a note per
+/// spec. A record whose claims cannot be read is an error: any object may be one of
+/// them.
+pub(super) fn leave_out_others(
+    definitions: &mut Definitions,
+    name: &str,
+    notes: &mut Notes,
+) -> Result<(), String> {
+    let records = records(&definitions.global_parameters).map_err(|damaged| {
+        format!("{damaged}; nothing can be imported until it is repaired (`warren state repair`)")
+    })?;
+    let claimed: BTreeMap<ObjectId, &str> = records
+        .iter()
+        .filter(|(spec, _)| spec.as_str() != name)
+        .flat_map(|(spec, record)| {
+            record
+                .object_ids()
+                .into_iter()
+                .map(move |id| (id, spec.as_str()))
+        })
+        .collect();
+    if claimed.is_empty() {
+        return Ok(());
+    }
+    let removed = retain(definitions, |id| !claimed.contains_key(id));
+    let mut by_owner: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in &removed {
+        *by_owner.entry(claimed[id]).or_default() += 1;
+    }
+    for (owner, count) in by_owner {
+        notes.0.push(format!(
+            "{count} object{} managed by spec `{owner}` {} left out (give --name {owner} to import them and take that spec over)",
+            if count == 1 { "" } else { "s" },
+            if count == 1 { "is" } else { "are" },
+        ));
+    }
+    Ok(())
+}
