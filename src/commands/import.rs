@@ -32,7 +32,7 @@ pub fn import(
                 [one] => Some(one.as_str()),
                 _ => None,
             };
-            match crate::definitions_file::read(path, scoped_vhost) {
+            match crate::definitions_file::read(path, scoped_vhost, target) {
                 Ok(read) => read.definitions,
                 Err(err) => return fail(stderr, &err),
             }

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::LintFormat;
 use crate::lint::{self, Level, RULES};
-use crate::model::version::{Chosen, TargetVersion};
+use crate::model::version::TargetVersion;
 use crate::render;
 
 /// `warren lint SPEC | --definitions FILE`.
@@ -27,16 +27,12 @@ pub fn lint(
             let (source, diagnostics) = lint::lint_spec_file(path, target);
             (path, source, diagnostics)
         }
-        (None, Some(path)) => match super::read_definitions(path, vhost) {
-            Ok(definitions) => {
-                let chosen = Chosen::for_file(target, definitions.exported_by());
-                let _ = writeln!(stderr, "note: {} {chosen}", path.display());
-                (
-                    path,
-                    None,
-                    lint::lint_definitions(&definitions, chosen.target),
-                )
-            }
+        (None, Some(path)) => match super::read_definitions(path, vhost, target, stderr) {
+            Ok(read) => (
+                path,
+                None,
+                lint::lint_definitions(&read.definitions, read.target.target),
+            ),
             Err(message) => {
                 let _ = writeln!(stderr, "error: {message}");
                 return EXIT_ERROR;

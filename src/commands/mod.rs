@@ -18,7 +18,7 @@ use clap::Parser;
 
 use crate::broker::{BrokerError, Client, Endpoint};
 use crate::cli::{BrokerArgs, Cli, Command, StateAction};
-use crate::model::Definitions;
+use crate::model::TargetVersion;
 use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{self, SpecFile};
@@ -174,15 +174,21 @@ fn fail(stderr: &mut dyn Write, message: &str) -> u8 {
 /// Reads the definitions file of `diff --against` or `lint --definitions`; `vhost`
 /// names the vhost of a vhost-scoped file and is refused for a whole broker's file
 /// (where it would be silently meaningless).
-fn read_definitions(path: &Path, vhost: Option<&str>) -> Result<Definitions, String> {
-    let read = crate::definitions_file::read(path, vhost)?;
-    match (vhost, &read.scoped_to) {
-        (Some(vhost), None) => Err(format!(
+fn read_definitions(
+    path: &Path,
+    vhost: Option<&str>,
+    target: Option<TargetVersion>,
+    stderr: &mut dyn Write,
+) -> Result<crate::definitions_file::Read, String> {
+    let read = crate::definitions_file::read(path, vhost, target)?;
+    if let (Some(vhost), None) = (vhost, &read.scoped_to) {
+        return Err(format!(
             "{}: --vhost {vhost} is for a vhost-scoped file, and this file holds a whole broker's definitions (every object names its vhost)",
             path.display()
-        )),
-        _ => Ok(read.definitions),
+        ));
     }
+    let _ = writeln!(stderr, "note: {} {}", path.display(), read.target);
+    Ok(read)
 }
 
 /// Loads a spec, printing its diagnostics; `None` when it does not load.

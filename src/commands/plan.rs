@@ -10,7 +10,6 @@ use super::{
 use crate::apply;
 use crate::broker::Client;
 use crate::cli::{BrokerArgs, Format, PlanArgs};
-use crate::model::version::Chosen;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::plan::{Style, redacted_json, render_text};
 use crate::spec::SpecFile;
@@ -378,16 +377,19 @@ pub fn diff(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let live = match read_definitions(against, vhost) {
-        Ok(live) => live,
+    let read = match read_definitions(against, vhost, args.target_version, stderr) {
+        Ok(read) => read,
         Err(err) => return fail(stderr, &err),
     };
     let Some(file) = load_spec(spec, stderr) else {
         return EXIT_ERROR;
     };
-    let chosen = Chosen::for_file(args.target_version, live.exported_by());
-    let _ = writeln!(stderr, "note: {} {chosen}", against.display());
-    let made = plan::against_definitions(&file, &live, chosen.target, args.prune_unmanaged);
+    let made = plan::against_definitions(
+        &file,
+        &read.definitions,
+        read.target.target,
+        args.prune_unmanaged,
+    );
     let Some(plan) = reported(&file, made, stderr) else {
         return EXIT_ERROR;
     };

@@ -8,15 +8,7 @@ use crate::spec::SpecPath;
 /// The longest name RabbitMQ accepts (an AMQP 0-9-1 short string), in bytes.
 pub const MAX_NAME_BYTES: usize = 255;
 
-/// Exchanges every vhost has.
-pub const PREDEFINED_EXCHANGES: &[&str] = &[
-    "amq.direct",
-    "amq.fanout",
-    "amq.topic",
-    "amq.headers",
-    "amq.match",
-    "amq.rabbitmq.trace",
-];
+pub use crate::model::PREDEFINED_EXCHANGES;
 
 /// Checks a name the spec asks the broker to create.
 pub(crate) fn check_name(out: &mut Emitter, kind: &str, name: &str, path: &SpecPath) {

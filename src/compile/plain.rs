@@ -5,49 +5,9 @@ use serde_json::Value;
 use super::{Emitter, queue_arguments};
 use crate::model::{
     Arguments, Binding, Exchange, ObjectId, ObjectKind, Parameter, Policy, Queue,
-    is_own_kind_component, policy_keys,
+    is_own_kind_component, policy_keys, queue_arguments,
 };
 use crate::spec::{ApplyTo, DestinationType, PlainPolicy, QueueType, Spec, SpecPath};
-
-/// Queue arguments the broker knows, with the queue types that accept them.
-/// (classic, quorum, stream)
-const QUEUE_ARGUMENTS: &[(&str, bool, bool, bool)] = &[
-    ("x-message-ttl", true, true, false),
-    ("x-expires", true, true, false),
-    ("x-max-length", true, true, true),
-    ("x-max-length-bytes", true, true, true),
-    ("x-overflow", true, true, false),
-    ("x-dead-letter-exchange", true, true, false),
-    ("x-dead-letter-routing-key", true, true, false),
-    ("x-dead-letter-strategy", false, true, false),
-    ("x-delivery-limit", false, true, false),
-    ("x-max-priority", true, false, false),
-    ("x-queue-mode", true, false, false),
-    ("x-queue-version", true, false, false),
-    ("x-single-active-consumer", true, true, true),
-    ("x-quorum-initial-group-size", false, true, false),
-    ("x-max-in-memory-length", false, true, false),
-    ("x-max-in-memory-bytes", false, true, false),
-    ("x-queue-leader-locator", true, true, true),
-    ("x-queue-master-locator", true, false, false),
-    ("x-max-age", false, false, true),
-    ("x-stream-max-segment-size-bytes", false, false, true),
-    ("x-initial-cluster-size", false, false, true),
-];
-
-const INTEGER_ARGUMENTS: &[&str] = &[
-    "x-message-ttl",
-    "x-expires",
-    "x-max-length",
-    "x-max-length-bytes",
-    "x-delivery-limit",
-    "x-max-priority",
-    "x-quorum-initial-group-size",
-    "x-max-in-memory-length",
-    "x-max-in-memory-bytes",
-    "x-stream-max-segment-size-bytes",
-    "x-initial-cluster-size",
-];
 
 /// Emits the escape-hatch objects of every vhost.
 pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
@@ -255,36 +215,31 @@ fn check_queue_argument(
         ));
         return;
     }
-    if let Some((_, classic, quorum, stream)) =
-        QUEUE_ARGUMENTS.iter().find(|(name, ..)| *name == key)
-    {
-        let accepted = match queue_type {
-            QueueType::Classic => *classic,
-            QueueType::Quorum => *quorum,
-            QueueType::Stream => *stream,
-        };
-        if !accepted {
+    if let Some(known) = queue_arguments::find(key) {
+        let target = out.options.target;
+        if !known.accepted_by(queue_type, target) {
             out.error(
                 "invalid-value",
-                format!("{} queues do not accept the argument `{key}`", queue_type.as_str()),
+                format!(
+                    "{} queues do not accept the argument `{key}` on RabbitMQ {target}",
+                    queue_type.as_str()
+                ),
                 path.clone(),
             )
             .hint("the broker refuses to declare the queue (406 PRECONDITION_FAILED): remove the argument or change the queue type");
         }
-        if INTEGER_ARGUMENTS.contains(&key) && value.as_u64().is_none() {
-            out.error(
+        if let Err(expected) = known.check_value(value) {
+            let diagnostic = out.error(
                 "invalid-value",
-                format!("`{key}` must be a whole number ≥ 0, got {value}"),
+                format!("`{key}` takes {expected}, got {value}"),
                 path.clone(),
-            )
-            .hint("write the number without quotes, in the unit the broker uses (milliseconds for TTLs)");
+            );
+            if value.is_string() && expected.contains("number") {
+                diagnostic.hint("write the number without quotes, in the unit the broker uses (milliseconds for TTLs)");
+            }
         }
     } else if key.starts_with("x-") {
-        let known: Vec<String> = QUEUE_ARGUMENTS
-            .iter()
-            .map(|(name, ..)| name.to_string())
-            .collect();
-        if let Some(best) = crate::suggest::closest(key, &known) {
+        if let Some(best) = crate::suggest::closest(key, &queue_arguments::names()) {
             out.warn(
                 "unknown-argument",
                 format!("unknown queue argument `{key}`: the broker stores it and ignores it"),
@@ -386,7 +341,7 @@ fn checked_policy(
                     }
                     ok = false;
                 }
-                if operator && !known.operator {
+                if operator && !known.operator_on(target) {
                     out.error(
                         "invalid-policy-key",
                         format!("`{key}` cannot be set by an operator policy"),
@@ -395,17 +350,17 @@ fn checked_policy(
                     .hint("operator policies accept expires, message-ttl, max-length, max-length-bytes, overflow, delivery-limit, queue-version, target-group-size and the quorum in-memory limits");
                     ok = false;
                 }
-                if known.name.starts_with("ha-")
-                    && target >= crate::model::version::TargetVersion::V4_0
-                {
-                    out.error(
+                if !known.known_on(target) {
+                    let diagnostic = out.error(
                         "unsupported-by-target",
-                        format!(
-                            "`{key}` configured classic queue mirroring, which RabbitMQ 4.0 removed"
-                        ),
+                        format!("RabbitMQ {target} does not know the policy key `{key}`"),
                         key_path,
-                    )
-                    .hint("use quorum queues for replicated queues");
+                    );
+                    if known.name.starts_with("ha-") {
+                        diagnostic.hint("`ha-*` keys configured classic queue mirroring, which RabbitMQ 4.0 removed: use quorum queues for replicated queues");
+                    } else {
+                        diagnostic.hint("compile for a newer `--target-version`, or remove the key");
+                    }
                     ok = false;
                 }
             }

@@ -15,7 +15,7 @@ use locate::line_column;
 
 use crate::model::Definitions;
 use crate::model::shorten::{self, grouped};
-use crate::model::version::TargetVersion;
+use crate::model::version::{Chosen, TargetVersion};
 
 /// Largest definitions file read, in bytes (256 MiB: a broker's export of 100,000
 /// queues is about 40 MB).
@@ -29,12 +29,21 @@ pub const MAX_DEPTH: usize = 128;
 /// Every error is one line that names the file and, when the problem is at a place in
 /// it, the line and column: `FILE:LINE:COLUMN: what is wrong`. `vhost` is the vhost a
 /// vhost-scoped file belongs to (see [`scoped`]); a whole broker's file ignores it.
-pub fn read(path: &Path, vhost: Option<&str>) -> Result<Read, String> {
-    read_limited(path, vhost, MAX_BYTES)
+pub fn read(
+    path: &Path,
+    vhost: Option<&str>,
+    target: Option<TargetVersion>,
+) -> Result<Read, String> {
+    read_limited(path, vhost, target, MAX_BYTES)
 }
 
 /// [`read`] with a size limit of `max_bytes`.
-pub fn read_limited(path: &Path, vhost: Option<&str>, max_bytes: u64) -> Result<Read, String> {
+pub fn read_limited(
+    path: &Path,
+    vhost: Option<&str>,
+    target: Option<TargetVersion>,
+    max_bytes: u64,
+) -> Result<Read, String> {
     use std::io::Read;
     let name = path.display();
     let mut bytes = Vec::new();
@@ -49,16 +58,22 @@ pub fn read_limited(path: &Path, vhost: Option<&str>, max_bytes: u64) -> Result<
             grouped(max_bytes)
         ));
     }
-    parse(&bytes, vhost).map_err(|problem| format!("{name}:{problem}"))
+    parse(&bytes, vhost, target).map_err(|problem| format!("{name}:{problem}"))
 }
 
 /// Parses a definitions document; errors start with `LINE:COLUMN: ` when they have a
 /// place.
 ///
 /// In order: the text (UTF-8, numbers warren keeps exactly, JSON syntax), the
-/// document's shape (an object; whole broker or one vhost, see [`scoped`]), the rules
-/// the broker's own import enforces ([`rules`]), then the types warren reads.
-pub fn parse(bytes: &[u8], vhost: Option<&str>) -> Result<Read, String> {
+/// document's shape (an object; whole broker or one vhost, see [`scoped`]), the
+/// version it is checked for (`target` if given, else the one that wrote it: see
+/// [`Chosen`]), the rules that version's own import enforces ([`rules`]), then the
+/// types warren reads.
+pub fn parse(
+    bytes: &[u8],
+    vhost: Option<&str>,
+    target: Option<TargetVersion>,
+) -> Result<Read, String> {
     let text = std::str::from_utf8(bytes).map_err(|err| {
         let offset = err.valid_up_to();
         let (line, column) = line_column(bytes, offset);
@@ -103,15 +118,20 @@ pub fn parse(bytes: &[u8], vhost: Option<&str>) -> Result<Read, String> {
     let scoped = scoped::settle(&mut document, vhost)
         .map_err(|(path, what)| format!("{}: {what}", at(&path)))?;
     let scoped_to = scoped.then(|| vhost.unwrap_or_default().to_string());
-    let broken = rules::check(&document);
+    let written_by = ["rabbitmq_version", "rabbit_version"]
+        .iter()
+        .find_map(|key| document.get(key).and_then(Value::as_str));
+    let target = Chosen::for_file(target, written_by);
+    let broken = rules::check(&document, target.target);
     if let Some(first) = broken.first() {
         let more = match broken.len() {
             1 => String::new(),
             n => format!(" (and {} more)", n - 1),
         };
         return Err(format!(
-            "{}: RabbitMQ refuses this file: {} [{}]{more}",
+            "{}: RabbitMQ {} refuses this file: {} [{}]{more}",
             at(&first.path),
+            target.target,
             first.message,
             first.rule
         ));
@@ -128,6 +148,7 @@ pub fn parse(bytes: &[u8], vhost: Option<&str>) -> Result<Read, String> {
     Ok(Read {
         definitions,
         scoped_to,
+        target,
     })
 }
 
@@ -139,6 +160,8 @@ pub struct Read {
     /// The vhost of a vhost-scoped file (the one given to [`read`]); `None` for a
     /// whole broker's file.
     pub scoped_to: Option<String>,
+    /// The version the file was checked for, and why.
+    pub target: Chosen,
 }
 
 /// What kind of JSON value this is, in words.
@@ -292,12 +315,12 @@ mod tests {
 
     #[test]
     fn numbers_beyond_64_bits_are_refused_with_their_place() {
-        let err = parse(b"{\n  \"queues\": [1, 18446744073709551616]}", None).unwrap_err();
+        let err = parse(b"{\n  \"queues\": [1, 18446744073709551616]}", None, None).unwrap_err();
         assert!(
             err.starts_with("2:17: the number 18446744073709551616"),
             "{err}"
         );
-        let err = parse(b"{\"x\": -9223372036854775809}", None).unwrap_err();
+        let err = parse(b"{\"x\": -9223372036854775809}", None, None).unwrap_err();
         assert!(
             err.starts_with("1:7: the number -9223372036854775809"),
             "{err}"
@@ -318,7 +341,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_reported_at_its_byte() {
-        let err = parse(b"{\n \"users\": [\xff]}", None).unwrap_err();
+        let err = parse(b"{\n \"users\": [\xff]}", None, None).unwrap_err();
         assert!(
             err.starts_with("2:12: not UTF-8: byte 0xFF at byte offset 13"),
             "{err}"
@@ -328,7 +351,7 @@ mod tests {
     #[test]
     fn deep_nesting_is_a_limit_in_words() {
         let text = format!("{{\"x\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
-        let err = parse(text.as_bytes(), None).unwrap_err();
+        let err = parse(text.as_bytes(), None, None).unwrap_err();
         assert!(err.contains("nested more than 128 levels deep"), "{err}");
     }
 
@@ -337,7 +360,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big.json");
         std::fs::write(&path, format!("{{\"queues\": [{}]}}", "{},".repeat(1_000))).unwrap();
-        let err = read_limited(&path, None, 1_000).unwrap_err();
+        let err = read_limited(&path, None, None, 1_000).unwrap_err();
         assert!(
             err.ends_with(
                 "the file is 3,014 bytes; warren reads definitions files of at most 1,000 bytes"
@@ -348,13 +371,13 @@ mod tests {
 
     #[test]
     fn type_errors_name_the_place() {
-        let err = parse(br#"{"queues": [{"name": 5, "vhost": "/"}]}"#, None).unwrap_err();
+        let err = parse(br#"{"queues": [{"name": 5, "vhost": "/"}]}"#, None, None).unwrap_err();
         assert!(err.starts_with("1:"), "{err}");
         assert!(
             err.contains("this is not a RabbitMQ definitions file: invalid type"),
             "{err}"
         );
-        let err = parse(b"{\"queues\": [", None).unwrap_err();
+        let err = parse(b"{\"queues\": [", None, None).unwrap_err();
         assert!(
             err.ends_with("the file ends in the middle of the JSON"),
             "{err}"

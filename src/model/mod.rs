@@ -17,6 +17,7 @@ pub mod objects;
 pub mod password;
 pub mod pattern;
 pub mod policy_keys;
+pub mod queue_arguments;
 pub mod queue_type;
 pub mod record;
 pub mod redact;
@@ -343,6 +344,16 @@ pub struct Queue {
 fn yes() -> bool {
     true
 }
+
+/// Exchanges every vhost has.
+pub const PREDEFINED_EXCHANGES: &[&str] = &[
+    "amq.direct",
+    "amq.fanout",
+    "amq.topic",
+    "amq.headers",
+    "amq.match",
+    "amq.rabbitmq.trace",
+];
 
 /// The prefix of the names the broker gives queues declared without one.
 pub const SERVER_NAMED_QUEUE_PREFIX: &str = "amq.gen-";

@@ -128,7 +128,19 @@ pub const POLICY_KEYS: &[PolicyKey] = &[
         ALL_QUEUES,
         false,
     ),
-    key("queue-master-locator", ValueKind::Text, CLASSIC, false),
+    key("queue-master-locator", ValueKind::Text, CLASSIC, true),
+    key(
+        "consumer-timeout",
+        ValueKind::NonNegativeInteger,
+        QUEUES,
+        false,
+    ),
+    key(
+        "stream-filter-size-bytes",
+        ValueKind::PositiveInteger,
+        STREAM,
+        false,
+    ),
     key(
         "ha-mode",
         ValueKind::OneOf(&["all", "exactly", "nodes"]),
@@ -203,6 +215,30 @@ impl PolicyKey {
         };
         // Mirroring was removed in 4.0: its keys no longer apply anywhere.
         by_type && !(self.name.starts_with("ha-") && target >= TargetVersion::V4_0)
+    }
+
+    /// Whether RabbitMQ `target` knows the key at all: mirroring's `ha-*` keys are gone
+    /// in 4.0, and 3.10 does not know `consumer-timeout`, `target-group-size` and
+    /// `stream-filter-size-bytes` (both refuse a policy with a key they do not know).
+    pub fn known_on(&self, target: TargetVersion) -> bool {
+        match self.name {
+            name if name.starts_with("ha-") => target < TargetVersion::V4_0,
+            "consumer-timeout" | "target-group-size" | "stream-filter-size-bytes" => {
+                target > TargetVersion::V3_10
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether an operator policy may set the key on `target` (3.10 takes only the
+    /// limits: TTLs, lengths, in-memory limits and the delivery limit).
+    pub fn operator_on(&self, target: TargetVersion) -> bool {
+        self.operator
+            && !(target == TargetVersion::V3_10
+                && matches!(
+                    self.name,
+                    "overflow" | "queue-version" | "target-group-size" | "queue-master-locator"
+                ))
     }
 
     /// Checks the JSON type of a value; returns what was expected when it does not fit.

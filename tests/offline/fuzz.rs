@@ -227,7 +227,7 @@ fn check_spec(input: &[u8]) -> Result<(), String> {
 /// Reads a definitions file, lints it, imports it and validates the spec, as
 /// `lint --definitions`, `import --from` and `validate` do.
 fn check_definitions(input: &[u8]) -> Result<(), String> {
-    let definitions = match warren::definitions_file::parse(input, Some("fuzz")) {
+    let definitions = match warren::definitions_file::parse(input, Some("fuzz"), None) {
         Ok(read) => read.definitions,
         Err(message) => {
             let located = message

@@ -1,9 +1,8 @@
 //! An exchange's alternate exchange does not exist.
 
-use crate::compile::names::PREDEFINED_EXCHANGES;
 use crate::lint::{Context, Finding, Level, Rule};
 use crate::model::effective::CompiledPolicies;
-use crate::model::{ObjectId, ObjectKind};
+use crate::model::{ObjectId, ObjectKind, PREDEFINED_EXCHANGES};
 
 pub const RULE: Rule = Rule {
     id: "alternate-exchange-missing",

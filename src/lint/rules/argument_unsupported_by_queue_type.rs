@@ -2,6 +2,7 @@
 
 use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::queue_arguments;
 use crate::spec::QueueType;
 
 pub const RULE: Rule = Rule {
@@ -14,32 +15,6 @@ pub const RULE: Rule = Rule {
     check,
 };
 
-const CLASSIC_ONLY: &[&str] = &[
-    "x-max-priority",
-    "x-queue-mode",
-    "x-queue-version",
-    "x-queue-master-locator",
-];
-const QUORUM_ONLY: &[&str] = &[
-    "x-delivery-limit",
-    "x-dead-letter-strategy",
-    "x-quorum-initial-group-size",
-    "x-max-in-memory-length",
-    "x-max-in-memory-bytes",
-];
-const STREAM_ONLY: &[&str] = &[
-    "x-max-age",
-    "x-stream-max-segment-size-bytes",
-    "x-initial-cluster-size",
-];
-const NOT_FOR_STREAMS: &[&str] = &[
-    "x-message-ttl",
-    "x-expires",
-    "x-overflow",
-    "x-dead-letter-exchange",
-    "x-dead-letter-routing-key",
-];
-
 fn check(context: &Context) -> Vec<Finding> {
     let graph = context.graph();
     let mut findings = Vec::new();
@@ -50,16 +25,8 @@ fn check(context: &Context) -> Vec<Finding> {
             .arguments
             .keys()
             .filter(|key| {
-                let key = key.as_str();
-                match kind {
-                    QueueType::Classic => QUORUM_ONLY.contains(&key) || STREAM_ONLY.contains(&key),
-                    QueueType::Quorum => CLASSIC_ONLY.contains(&key) || STREAM_ONLY.contains(&key),
-                    QueueType::Stream => {
-                        CLASSIC_ONLY.contains(&key)
-                            || QUORUM_ONLY.contains(&key)
-                            || NOT_FOR_STREAMS.contains(&key)
-                    }
-                }
+                queue_arguments::find(key)
+                    .is_some_and(|known| !known.accepted_by(kind, context.target))
             })
             .collect();
         if !refused.is_empty() {
