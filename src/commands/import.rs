@@ -33,7 +33,12 @@ pub fn import(
                 _ => None,
             };
             match crate::definitions_file::read(path, scoped_vhost, target) {
-                Ok(read) => read.definitions,
+                Ok(read) => {
+                    for note in &read.notes {
+                        let _ = writeln!(stderr, "note: {note}");
+                    }
+                    read.definitions
+                }
                 Err(err) => return fail(stderr, &err),
             }
         }

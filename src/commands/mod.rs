@@ -188,6 +188,9 @@ fn read_definitions(
         ));
     }
     let _ = writeln!(stderr, "note: {} {}", path.display(), read.target);
+    for note in &read.notes {
+        let _ = writeln!(stderr, "note: {note}");
+    }
     Ok(read)
 }
 

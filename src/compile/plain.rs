@@ -238,15 +238,15 @@ fn check_queue_argument(
                 diagnostic.hint("write the number without quotes, in the unit the broker uses (milliseconds for TTLs)");
             }
         }
-    } else if key.starts_with("x-") {
-        if let Some(best) = crate::suggest::closest(key, &queue_arguments::names()) {
-            out.warn(
-                "unknown-argument",
-                format!("unknown queue argument `{key}`: the broker stores it and ignores it"),
-                path.clone(),
-            )
-            .hint(format!("did you mean `{best}`?"));
-        }
+    } else if key.starts_with("x-")
+        && let Some(best) = crate::suggest::closest(key, &queue_arguments::names())
+    {
+        out.warn(
+            "unknown-argument",
+            format!("unknown queue argument `{key}`: the broker stores it and ignores it"),
+            path.clone(),
+        )
+        .hint(format!("did you mean `{best}`?"));
     }
 }
 
@@ -330,7 +330,7 @@ fn checked_policy(
                 ok = false;
             }
             Some(known) => {
-                if let Err(expected) = known.check_value(value) {
+                if let Err(expected) = known.check_value_on(value, target) {
                     let diagnostic = out.error(
                         "invalid-value",
                         format!("policy key `{key}` takes {expected}, got {value}"),
@@ -359,7 +359,8 @@ fn checked_policy(
                     if known.name.starts_with("ha-") {
                         diagnostic.hint("`ha-*` keys configured classic queue mirroring, which RabbitMQ 4.0 removed: use quorum queues for replicated queues");
                     } else {
-                        diagnostic.hint("compile for a newer `--target-version`, or remove the key");
+                        diagnostic
+                            .hint("compile for a newer `--target-version`, or remove the key");
                     }
                     ok = false;
                 }

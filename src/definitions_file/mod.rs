@@ -118,6 +118,16 @@ pub fn parse(
     let scoped = scoped::settle(&mut document, vhost)
         .map_err(|(path, what)| format!("{}: {what}", at(&path)))?;
     let scoped_to = scoped.then(|| vhost.unwrap_or_default().to_string());
+    let mut definitions: Definitions =
+        serde_path_to_error::deserialize(&document).map_err(|err| {
+            let path = from_serde_path(err.path());
+            let message = err.into_inner().to_string();
+            format!(
+                "{}: this is not a RabbitMQ definitions file: {} (at {path})",
+                at(&path),
+                shorten::message(&message)
+            )
+        })?;
     let written_by = ["rabbitmq_version", "rabbit_version"]
         .iter()
         .find_map(|key| document.get(key).and_then(Value::as_str));
@@ -132,24 +142,63 @@ pub fn parse(
             "{}: RabbitMQ {} refuses this file: {} [{}]{more}",
             at(&first.path),
             target.target,
-            first.message,
+            visible(&first.message),
             first.rule
         ));
     }
-    let definitions = serde_path_to_error::deserialize(&document).map_err(|err| {
-        let path = from_serde_path(err.path());
-        let message = err.into_inner().to_string();
-        format!(
-            "{}: this is not a RabbitMQ definitions file: {} (at {path})",
-            at(&path),
-            shorten::message(&message)
-        )
-    })?;
+    let mut notes = Vec::new();
+    let dangling = leave_out_bindings_to_nothing(&mut definitions);
+    if dangling > 0 {
+        notes.push(format!(
+            "{dangling} binding{} to or from an exchange or queue the file does not hold {} left out: RabbitMQ {} accepts such a binding and creates nothing",
+            if dangling == 1 { "" } else { "s" },
+            if dangling == 1 { "is" } else { "are" },
+            target.target
+        ));
+    }
     Ok(Read {
         definitions,
         scoped_to,
         target,
+        notes,
     })
+}
+
+/// Removes the bindings whose source or destination the document does not hold (3.x
+/// brokers accept them and create nothing; 4.0 refuses them, see
+/// [`rules`]'s `binding-ends-exist`). Returns how many were removed.
+fn leave_out_bindings_to_nothing(definitions: &mut Definitions) -> usize {
+    use std::collections::HashSet;
+    let exchanges: HashSet<(&str, &str)> = definitions
+        .exchanges
+        .iter()
+        .map(|e| (e.vhost.as_str(), e.name.as_str()))
+        .collect();
+    let queues: HashSet<(&str, &str)> = definitions
+        .queues
+        .iter()
+        .map(|q| (q.vhost.as_str(), q.name.as_str()))
+        .collect();
+    let exchange_exists = |vhost: &str, name: &str| {
+        name.is_empty()
+            || crate::model::PREDEFINED_EXCHANGES.contains(&name)
+            || exchanges.contains(&(vhost, name))
+    };
+    let keep: Vec<bool> = definitions
+        .bindings
+        .iter()
+        .map(|b| {
+            exchange_exists(&b.vhost, &b.source)
+                && match b.destination_type.as_str() {
+                    "exchange" => exchange_exists(&b.vhost, &b.destination),
+                    _ => queues.contains(&(b.vhost.as_str(), b.destination.as_str())),
+                }
+        })
+        .collect();
+    let before = definitions.bindings.len();
+    let mut keep = keep.into_iter();
+    definitions.bindings.retain(|_| keep.next().unwrap_or(true));
+    before - definitions.bindings.len()
 }
 
 /// A definitions file as read.
@@ -162,6 +211,23 @@ pub struct Read {
     pub scoped_to: Option<String>,
     /// The version the file was checked for, and why.
     pub target: Chosen,
+    /// What the reader left out, for the user to know.
+    pub notes: Vec<String>,
+}
+
+/// `text` with control characters (a line break in a name) written as escapes, so an
+/// error stays one line.
+fn visible(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 /// What kind of JSON value this is, in words.

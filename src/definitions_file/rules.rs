@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::locate::Path;
 use crate::model::{
-    OPERATOR_POLICY_COMPONENT, PREDEFINED_EXCHANGES, QueueType, TargetVersion, VHOST_LIMITS_COMPONENT, policy_keys,
-    queue_arguments,
+    OPERATOR_POLICY_COMPONENT, PREDEFINED_EXCHANGES, QueueType, TargetVersion,
+    VHOST_LIMITS_COMPONENT, policy_keys, queue_arguments,
 };
 
 /// A value that breaks one of the broker's rules.
@@ -50,6 +50,11 @@ pub const RULES: &[Rule] = &[
         check: user_tags,
     },
     Rule {
+        id: "user-password",
+        summary: "a user gives `password` or `password_hash`, not both, and `administrator` (old exports) is true or false",
+        check: user_password,
+    },
+    Rule {
         id: "user-limit",
         summary: "a user's limits are only `max-connections` and `max-channels`, each a whole number",
         check: user_limit,
@@ -58,6 +63,16 @@ pub const RULES: &[Rule] = &[
         id: "permission-regex",
         summary: "a permission's `configure`, `write` and `read` (and a topic permission's `write` and `read`) are regular expressions",
         check: permission_regex,
+    },
+    Rule {
+        id: "vhost",
+        summary: "a vhost's `metadata` is an object, its tags a list or a comma-separated string, its `tracing` true or false",
+        check: vhost_fields,
+    },
+    Rule {
+        id: "vhost-exists",
+        summary: "an object's vhost is declared in the file (or is `/`, which every broker starts with)",
+        check: vhost_exists,
     },
     Rule {
         id: "vhost-default-queue-type",
@@ -98,6 +113,11 @@ pub const RULES: &[Rule] = &[
         id: "operator-policy",
         summary: "an operator policy has a `pattern`, a `definition` and a `priority`, and sets only keys operator policies may set on the version",
         check: operator_policy,
+    },
+    Rule {
+        id: "parameter-component",
+        summary: "a runtime parameter's component is one the broker registers (`vhost-limits`, `operator_policy`, federation's and shovel's); never `policy`",
+        check: parameter_component,
     },
     Rule {
         id: "vhost-limits",
@@ -184,10 +204,17 @@ fn shown(value: &Value) -> String {
 
 fn is_regex(value: &Value) -> Result<(), String> {
     match value {
-        Value::String(text) => fancy_regex::Regex::new(text)
-            .map(drop)
-            .map_err(|err| format!("`{}` is not a valid regular expression: {err}", crate::model::shorten::value(text))),
-        other => Err(format!("{} is {}, not a regular expression", shown(other), super::kind_of(other))),
+        Value::String(text) => fancy_regex::Regex::new(text).map(drop).map_err(|err| {
+            format!(
+                "`{}` is not a valid regular expression: {err}",
+                crate::model::shorten::value(text)
+            )
+        }),
+        other => Err(format!(
+            "{} is {}, not a regular expression",
+            shown(other),
+            super::kind_of(other)
+        )),
     }
 }
 
@@ -196,7 +223,10 @@ fn password_hash_base64(document: &Value, found: &mut Found) {
         let ok = match user.get("password_hash") {
             None => true,
             Some(Value::String(hash)) => {
-                hash.is_empty() || base64::engine::general_purpose::STANDARD.decode(hash).is_ok()
+                hash.is_empty()
+                    || base64::engine::general_purpose::STANDARD
+                        .decode(hash)
+                        .is_ok()
             }
             Some(_) => false,
         };
@@ -234,6 +264,35 @@ fn user_tags(document: &Value, found: &mut Found) {
                     super::kind_of(other)
                 ),
             ),
+        }
+    }
+}
+
+fn user_password(document: &Value, found: &mut Found) {
+    for (path, user) in objects(document, "users") {
+        if user.contains_key("password") && user.contains_key("password_hash") {
+            found.push(
+                path.then("password"),
+                "user-password",
+                format!(
+                    "user `{}` has both `password` and `password_hash`; keep one",
+                    name_of(user)
+                ),
+            );
+        }
+        if let Some(flag) = user.get("administrator")
+            && !matches!(flag, Value::Bool(_))
+            && !matches!(flag.as_str(), Some("true" | "false"))
+        {
+            found.push(
+                path.then("administrator"),
+                "user-password",
+                format!(
+                    "the `administrator` flag of user `{}` is {}, not true or false",
+                    name_of(user),
+                    shown(flag)
+                ),
+            );
         }
     }
 }
@@ -297,11 +356,96 @@ fn permission_regex(document: &Value, found: &mut Found) {
                         "permission-regex",
                         format!(
                             "the `{field}` permission of user `{}` in vhost `{}`: {problem}",
-                            permission.get("user").and_then(Value::as_str).unwrap_or("?"),
-                            permission.get("vhost").and_then(Value::as_str).unwrap_or("?"),
+                            permission
+                                .get("user")
+                                .and_then(Value::as_str)
+                                .unwrap_or("?"),
+                            permission
+                                .get("vhost")
+                                .and_then(Value::as_str)
+                                .unwrap_or("?"),
                         ),
                     );
                 }
+            }
+        }
+    }
+}
+
+fn vhost_fields(document: &Value, found: &mut Found) {
+    for (path, vhost) in objects(document, "vhosts") {
+        let name = name_of(vhost);
+        let tags_ok = |tags: &Value| match tags {
+            Value::String(_) => true,
+            Value::Array(items) => {
+                found.target < TargetVersion::V4_0 || items.iter().all(Value::is_string)
+            }
+            _ => false,
+        };
+        let mut broken = Vec::new();
+        match vhost.get("metadata") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(metadata)) => {
+                if let Some(tags) = metadata.get("tags")
+                    && !tags_ok(tags)
+                {
+                    broken.push((path.then("metadata").then("tags"), format!("the tags of vhost `{name}` are {}, not a list of strings or a comma-separated string", shown(tags))));
+                }
+            }
+            Some(other) => broken.push((
+                path.then("metadata"),
+                format!(
+                    "the `metadata` of vhost `{name}` is {}, not an object",
+                    super::kind_of(other)
+                ),
+            )),
+        }
+        if let Some(tags) = vhost.get("tags")
+            && !tags_ok(tags)
+        {
+            broken.push((path.then("tags"), format!("the tags of vhost `{name}` are {}, not a list of strings or a comma-separated string", shown(tags))));
+        }
+        if let Some(tracing) = vhost.get("tracing")
+            && !tracing.is_boolean()
+        {
+            broken.push((
+                path.then("tracing"),
+                format!(
+                    "the `tracing` of vhost `{name}` is {}, not true or false",
+                    shown(tracing)
+                ),
+            ));
+        }
+        for (path, message) in broken {
+            found.push(path, "vhost", message);
+        }
+    }
+}
+
+fn vhost_exists(document: &Value, found: &mut Found) {
+    let declared: std::collections::HashSet<&str> = objects(document, "vhosts")
+        .filter_map(|(_, vhost)| vhost.get("name")?.as_str())
+        .collect();
+    for section in [
+        "queues",
+        "exchanges",
+        "policies",
+        "parameters",
+        "permissions",
+        "topic_permissions",
+    ] {
+        for (path, object) in objects(document, section) {
+            let Some(vhost) = object.get("vhost").and_then(Value::as_str) else {
+                continue;
+            };
+            if vhost != "/" && !declared.contains(vhost) {
+                found.push(
+                    path.then("vhost"),
+                    "vhost-exists",
+                    format!(
+                        "vhost `{vhost}` is not declared in the file (add it to `vhosts`; the broker refuses objects of a vhost that does not exist)"
+                    ),
+                );
             }
         }
     }
@@ -317,7 +461,12 @@ fn vhost_default_queue_type(document: &Value, found: &mut Found) {
         else {
             continue;
         };
-        if !kind.as_str().is_some_and(|k| QUEUE_TYPES.contains(&k) || k == "undefined") {
+        // 3.10 accepts the file and skips the vhost; 4.0 refuses it.
+        if found.target >= TargetVersion::V4_0
+            && !kind
+                .as_str()
+                .is_some_and(|k| QUEUE_TYPES.contains(&k) || k == "undefined")
+        {
             found.push(
                 path.then("metadata").then("default_queue_type"),
                 "vhost-default-queue-type",
@@ -340,7 +489,9 @@ fn exchange_type(document: &Value, found: &mut Found) {
             continue; // the broker skips these
         }
         let ok = match exchange.get("type") {
-            Some(Value::String(kind)) => EXCHANGE_TYPES.contains(&kind.as_str()) || kind.starts_with("x-"),
+            Some(Value::String(kind)) => {
+                EXCHANGE_TYPES.contains(&kind.as_str()) || kind.starts_with("x-")
+            }
             _ => false,
         };
         if !ok {
@@ -363,10 +514,10 @@ fn exchange_type(document: &Value, found: &mut Found) {
 }
 
 /// The queues the broker declares (it skips `amq.` names), with their type.
-fn declared_queues<'a>(
-    document: &'a Value,
+fn declared_queues(
+    document: &Value,
     target: TargetVersion,
-) -> impl Iterator<Item = (Path, &'a Fields, QueueType)> {
+) -> impl Iterator<Item = (Path, &Fields, QueueType)> {
     let vhost_defaults: std::collections::HashMap<&str, &str> = objects(document, "vhosts")
         .filter_map(|(_, vhost)| {
             Some((
@@ -391,7 +542,9 @@ fn declared_queues<'a>(
                         .and_then(|v| vhost_defaults.get(v).copied())
                 })
                 .flatten();
-            let kind = declared.or(fallback).map_or(QueueType::Classic, QueueType::from_name);
+            let kind = declared
+                .or(fallback)
+                .map_or(QueueType::Classic, QueueType::from_name);
             (path, queue, kind)
         })
 }
@@ -419,7 +572,10 @@ fn queue_argument_value(document: &Value, found: &mut Found) {
                 found.push(
                     path.then("arguments").then(key.as_str()),
                     "queue-argument-value",
-                    format!("argument `{key}` of queue `{}` is {problem}", name_of(queue)),
+                    format!(
+                        "argument `{key}` of queue `{}` is {problem}",
+                        name_of(queue)
+                    ),
                 );
             }
         }
@@ -478,17 +634,19 @@ fn check_policy_keys(
         let path = path.then("definition").then(key.as_str());
         let problem = match policy_keys::find(key) {
             None => Some(match crate::suggest::closest(key, &policy_keys::names()) {
-                Some(best) => format!("`{key}` is not a policy key RabbitMQ recognises; did you mean `{best}`?"),
+                Some(best) => format!(
+                    "`{key}` is not a policy key RabbitMQ recognises; did you mean `{best}`?"
+                ),
                 None => format!("`{key}` is not a policy key RabbitMQ recognises"),
             }),
-            Some(known) if !known.known_on(target) => {
-                Some(format!("RabbitMQ {target} does not know the policy key `{key}`"))
-            }
+            Some(known) if !known.known_on(target) => Some(format!(
+                "RabbitMQ {target} does not know the policy key `{key}`"
+            )),
             Some(known) if operator && !known.operator_on(target) => Some(format!(
                 "an operator policy cannot set `{key}` on RabbitMQ {target}"
             )),
             Some(known) => known
-                .check_value(value)
+                .check_value_on(value, target)
                 .err()
                 .map(|expected| format!("`{key}` is {}, and it takes {expected}", shown(value))),
         };
@@ -503,7 +661,11 @@ fn policy_shape(document: &Value, found: &mut Found) {
     for (path, policy) in objects(document, "policies") {
         let name = name_of(policy);
         let mut problem = |field: &'static str, what: String| {
-            found.push(path.then(field), "policy", format!("policy `{name}`: {what}"));
+            found.push(
+                path.then(field),
+                "policy",
+                format!("policy `{name}`: {what}"),
+            );
         };
         match policy.get("pattern") {
             None => problem("pattern", "`pattern` is missing".to_string()),
@@ -516,11 +678,21 @@ fn policy_shape(document: &Value, found: &mut Found) {
         if let Some(priority) = policy.get("priority")
             && !priority.is_number()
         {
-            problem("priority", format!("`priority` is {}, not a number", shown(priority)));
+            problem(
+                "priority",
+                format!("`priority` is {}, not a number", shown(priority)),
+            );
         }
         if let Some(apply_to) = policy.get("apply-to") {
             let known: &[&str] = if target.has_queue_type_apply_to() {
-                &["all", "queues", "exchanges", "classic_queues", "quorum_queues", "streams"]
+                &[
+                    "all",
+                    "queues",
+                    "exchanges",
+                    "classic_queues",
+                    "quorum_queues",
+                    "streams",
+                ]
             } else {
                 &["all", "queues", "exchanges"]
             };
@@ -537,10 +709,15 @@ fn policy_shape(document: &Value, found: &mut Found) {
         }
         match policy.get("definition") {
             Some(Value::Object(definition)) if !definition.is_empty() => {}
-            Some(Value::Object(_)) => problem("definition", "the `definition` is empty".to_string()),
+            Some(Value::Object(_)) => {
+                problem("definition", "the `definition` is empty".to_string())
+            }
             Some(other) => problem(
                 "definition",
-                format!("the `definition` is {}, not an object of policy keys", super::kind_of(other)),
+                format!(
+                    "the `definition` is {}, not an object of policy keys",
+                    super::kind_of(other)
+                ),
             ),
             None => problem("definition", "`definition` is missing".to_string()),
         }
@@ -550,7 +727,13 @@ fn policy_shape(document: &Value, found: &mut Found) {
 
 fn policy_keys_known(document: &Value, found: &mut Found) {
     for (path, policy) in objects(document, "policies") {
-        check_policy_keys(&path, &name_of(policy), policy.get("definition"), false, found);
+        check_policy_keys(
+            &path,
+            &name_of(policy),
+            policy.get("definition"),
+            false,
+            found,
+        );
     }
 }
 
@@ -558,8 +741,9 @@ fn parameters<'a>(
     document: &'a Value,
     component: &'static str,
 ) -> impl Iterator<Item = (Path, &'a Fields)> {
-    objects(document, "parameters")
-        .filter(move |(_, parameter)| parameter.get("component").and_then(Value::as_str) == Some(component))
+    objects(document, "parameters").filter(move |(_, parameter)| {
+        parameter.get("component").and_then(Value::as_str) == Some(component)
+    })
 }
 
 fn operator_policy(document: &Value, found: &mut Found) {
@@ -586,15 +770,54 @@ fn operator_policy(document: &Value, found: &mut Found) {
         if let Some(pattern) = value.get("pattern")
             && let Err(what) = is_regex(pattern)
         {
-            found.push(value_path.then("pattern"), "operator-policy", format!("operator policy `{name}`: {what}"));
+            found.push(
+                value_path.then("pattern"),
+                "operator-policy",
+                format!("operator policy `{name}`: {what}"),
+            );
         }
         check_policy_keys(&value_path, &name, value.get("definition"), true, found);
     }
 }
 
+/// The components the broker registers: its own, and federation's and shovel's (which
+/// it accepts only while their plugins run; warren cannot know, and reads them).
+const COMPONENTS: [&str; 5] = [
+    VHOST_LIMITS_COMPONENT,
+    OPERATOR_POLICY_COMPONENT,
+    "federation-upstream",
+    "federation-upstream-set",
+    "shovel",
+];
+
+fn parameter_component(document: &Value, found: &mut Found) {
+    for (path, parameter) in objects(document, "parameters") {
+        let component = parameter.get("component");
+        let message = match component.and_then(Value::as_str) {
+            Some(known) if COMPONENTS.contains(&known) => continue,
+            Some("policy") => "a policy written as a runtime parameter (component `policy`): RabbitMQ refuses it; move it to `policies`".to_string(),
+            Some(other) => {
+                let known: Vec<String> = COMPONENTS.map(String::from).into();
+                let hint = crate::suggest::closest(other, &known)
+                    .map_or(String::new(), |best| format!("; did you mean `{best}`?"));
+                format!("the runtime parameter component `{other}` is not one RabbitMQ registers (it knows {}){hint}", COMPONENTS.join(", "))
+            }
+            None => format!(
+                "a runtime parameter's `component` is {}, not a component name",
+                component.map_or("missing".to_string(), shown)
+            ),
+        };
+        found.push(path.then("component"), "parameter-component", message);
+    }
+}
+
 fn vhost_limits(document: &Value, found: &mut Found) {
     for (path, parameter) in parameters(document, VHOST_LIMITS_COMPONENT) {
-        let vhost = parameter.get("vhost").and_then(Value::as_str).unwrap_or("?").to_string();
+        let vhost = parameter
+            .get("vhost")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string();
         let Some(Value::Object(limits)) = parameter.get("value") else {
             found.push(
                 path.then("value"),
@@ -615,7 +838,10 @@ fn vhost_limits(document: &Value, found: &mut Found) {
                 found.push(
                     path,
                     "vhost-limits",
-                    format!("the limit `{name}` of vhost `{vhost}` is {}, not a whole number", shown(value)),
+                    format!(
+                        "the limit `{name}` of vhost `{vhost}` is {}, not a whole number",
+                        shown(value)
+                    ),
                 );
             }
         }
@@ -735,10 +961,7 @@ mod tests {
             ]})),
             [
                 ("/users/1/password_hash".to_string(), "password-hash-base64"),
-                (
-                    "/users/1/limits/max-channels".to_string(),
-                    "user-limit"
-                ),
+                ("/users/1/limits/max-channels".to_string(), "user-limit"),
             ]
         );
         assert_eq!(

@@ -241,6 +241,22 @@ impl PolicyKey {
                 ))
     }
 
+    /// [`check_value`] on RabbitMQ `target`: 3.10 also refuses a negative
+    /// `delivery-limit` (4.0 reads it as "no limit").
+    ///
+    /// [`check_value`]: PolicyKey::check_value
+    pub fn check_value_on(&self, value: &Value, target: TargetVersion) -> Result<(), String> {
+        if self.name == "delivery-limit"
+            && target < TargetVersion::V4_0
+            && value.as_i64().is_some_and(|limit| limit < 0)
+        {
+            return Err(format!(
+                "a whole number ≥ 0 on RabbitMQ {target} (a negative limit means \"no limit\" from 4.0 on)"
+            ));
+        }
+        self.check_value(value)
+    }
+
     /// Checks the JSON type of a value; returns what was expected when it does not fit.
     pub fn check_value(&self, value: &Value) -> Result<(), String> {
         let ok = match self.kind {

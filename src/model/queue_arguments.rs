@@ -128,7 +128,11 @@ pub const QUEUE_ARGUMENTS: &[QueueArgument] = &[
     ),
     argument("x-max-in-memory-length", ArgumentValue::NonNegative, QUORUM),
     argument("x-max-in-memory-bytes", ArgumentValue::NonNegative, QUORUM),
-    argument("x-queue-leader-locator", ArgumentValue::Unchecked, EVERY_TYPE),
+    argument(
+        "x-queue-leader-locator",
+        ArgumentValue::Unchecked,
+        EVERY_TYPE,
+    ),
     argument("x-queue-master-locator", ArgumentValue::Unchecked, CLASSIC),
     argument("x-max-age", ArgumentValue::Age, STREAM),
     argument(
@@ -189,7 +193,7 @@ impl QueueArgument {
             return Ok(());
         }
         Err(match self.value {
-            ArgumentValue::NonNegative => "a whole number ≥ 0 (not a string)".to_string(),
+            ArgumentValue::NonNegative => "a whole number ≥ 0".to_string(),
             ArgumentValue::Ttl => {
                 format!("a whole number of milliseconds from 0 to {MAX_EXPIRY_MS} (ten years)")
             }
@@ -197,7 +201,7 @@ impl QueueArgument {
                 format!("a whole number of milliseconds from 1 to {MAX_EXPIRY_MS} (ten years)")
             }
             ArgumentValue::Priority => "a whole number from 0 to 255".to_string(),
-            ArgumentValue::Positive => "a whole number ≥ 1 (not a string)".to_string(),
+            ArgumentValue::Positive => "a whole number ≥ 1".to_string(),
             ArgumentValue::Text => "a string".to_string(),
             ArgumentValue::OneOf(options) => format!("one of {}", options.join(", ")),
             ArgumentValue::Among(options) => format!(
@@ -213,7 +217,7 @@ impl QueueArgument {
                 "an age such as `7D` or `12h` (a positive number and one of Y, M, D, h, m, s)"
                     .to_string()
             }
-            ArgumentValue::Integer => "a whole number (not a string)".to_string(),
+            ArgumentValue::Integer => "a whole number".to_string(),
             ArgumentValue::Unchecked => String::new(),
         })
     }
@@ -224,7 +228,10 @@ impl QueueArgument {
     ///
     /// [`check_value`]: QueueArgument::check_value
     pub fn broker_checks_value(&self) -> bool {
-        !matches!(self.value, ArgumentValue::Integer | ArgumentValue::Unchecked)
+        !matches!(
+            self.value,
+            ArgumentValue::Integer | ArgumentValue::Unchecked
+        )
     }
 }
 

@@ -14,6 +14,7 @@ mod fuzz;
 mod import;
 mod layers;
 mod lint_rules;
+mod refused;
 mod secrets;
 
 use std::path::Path;
