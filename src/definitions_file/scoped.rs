@@ -26,46 +26,36 @@ pub const VHOST_SECTIONS: [&str; 7] = [
 /// Makes `document` a whole-broker document: a vhost-scoped one gets `vhost` in every
 /// object and a `vhosts` entry for it. `vhost` is the vhost a scoped file belongs to.
 ///
-/// Returns whether the file was scoped. Errors are a path and what is wrong: a scoped
-/// file without `vhost`, or a file whose objects name their vhost in some places and
-/// not in others.
+/// A file is vhost-scoped when any of its objects lacks `vhost` (3.10 writes `vhost`
+/// into the policies of a vhost's export, and into nothing else). As the broker does
+/// for `POST /api/definitions/{vhost}`, every object of such a file goes into the
+/// vhost given, whatever its own `vhost` key says.
+///
+/// Returns whether the file was scoped; the error is a path and what is wrong (a
+/// scoped file without `vhost`).
 pub fn settle(document: &mut Value, vhost: Option<&str>) -> Result<bool, (Path, String)> {
     let Some(sections) = document.as_object_mut() else {
         return Ok(false);
     };
-    let mut with = None;
-    let mut without = None;
-    for section in VHOST_SECTIONS {
-        let Some(Value::Array(objects)) = sections.get(section) else {
-            continue;
+    let first_without = VHOST_SECTIONS.iter().find_map(|section| {
+        let Some(Value::Array(objects)) = sections.get(*section) else {
+            return None;
         };
-        for (index, object) in objects.iter().enumerate() {
-            let Value::Object(fields) = object else {
-                continue;
-            };
-            let slot = if fields.contains_key("vhost") {
-                &mut with
-            } else {
-                &mut without
-            };
-            slot.get_or_insert_with(|| Path::default().then(section).then(index));
-        }
-    }
-    let Some(first_without) = without else {
+        objects
+            .iter()
+            .position(|o| {
+                o.as_object()
+                    .is_some_and(|fields| !fields.contains_key("vhost"))
+            })
+            .map(|index| Path::default().then(*section).then(index))
+    });
+    let Some(first_without) = first_without else {
         return Ok(false);
     };
-    if let Some(first_with) = with {
-        return Err((
-            first_without,
-            format!(
-                "this object has no `vhost` while others have one (the first at {first_with}): a definitions file holds either a whole broker, every object naming its vhost, or one vhost's objects, none naming it"
-            ),
-        ));
-    }
     let Some(vhost) = vhost else {
         return Err((
-            Path::default(),
-            "this file holds the definitions of one vhost (its objects carry no `vhost`, as `GET /api/definitions/{vhost}` writes them): say which vhost with --vhost NAME".to_string(),
+            first_without,
+            "this object names no `vhost`: the file is one vhost's definitions (as `GET /api/definitions/{vhost}` writes them), so say which vhost with --vhost NAME (in a whole broker's definitions every object names its vhost)".to_string(),
         ));
     };
     for section in VHOST_SECTIONS {
@@ -116,19 +106,20 @@ mod tests {
     fn a_scoped_file_needs_its_vhost() {
         let mut document = json!({"queues": [{"name": "q"}]});
         let (path, what) = settle(&mut document, None).unwrap_err();
-        assert!(path.0.is_empty());
+        assert_eq!(path.to_string(), "/queues/0");
         assert!(what.contains("--vhost NAME"), "{what}");
     }
 
     #[test]
-    fn mixed_files_are_refused_at_the_first_object_without_a_vhost() {
+    fn every_object_of_a_scoped_file_goes_into_the_vhost_given() {
+        // 3.10 writes `vhost` into the policies of a vhost's export only.
         let mut document = json!({
-            "queues": [{"name": "a", "vhost": "/"}],
-            "exchanges": [{"name": "x", "vhost": "/"}, {"name": "y"}]
+            "queues": [{"name": "a"}],
+            "policies": [{"name": "p", "vhost": "orders"}]
         });
-        let (path, what) = settle(&mut document, Some("/")).unwrap_err();
-        assert_eq!(path.to_string(), "/exchanges/1");
-        assert!(what.contains("(the first at /queues/0)"), "{what}");
+        assert!(settle(&mut document, Some("orders-copy")).unwrap());
+        assert_eq!(document["policies"][0]["vhost"], "orders-copy");
+        assert_eq!(document["queues"][0]["vhost"], "orders-copy");
     }
 
     #[test]

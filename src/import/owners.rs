@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::Notes;
 use crate::model::objects::retain;
 use crate::model::record::records;
-use crate::model::{Definitions, ObjectId};
+use crate::model::{Definitions, ObjectId, ObjectKind};
 
 /// Leaves out of `definitions` what specs other than `name` manage, with a note per
 /// spec. A record whose claims cannot be read is an error: any object may be one of
@@ -33,14 +33,31 @@ pub(super) fn leave_out_others(
     if claimed.is_empty() {
         return Ok(());
     }
-    let removed = retain(definitions, |id| !claimed.contains_key(id));
+    let mut removed = retain(definitions, |id| !claimed.contains_key(id));
+    // A vhost another spec manages cannot be declared by this one, and neither can
+    // anything in it: those objects go with the vhost, counted as its owner's.
+    let vhost_owners: BTreeMap<String, &str> = removed
+        .iter()
+        .filter(|id| id.kind == ObjectKind::Vhost)
+        .map(|id| (id.name.clone(), claimed[id]))
+        .collect();
+    let inside = retain(definitions, |id| {
+        !id.vhost
+            .as_ref()
+            .is_some_and(|vhost| vhost_owners.contains_key(vhost))
+    });
     let mut by_owner: BTreeMap<&str, usize> = BTreeMap::new();
     for id in &removed {
         *by_owner.entry(claimed[id]).or_default() += 1;
     }
+    for id in &inside {
+        let vhost = id.vhost.as_deref().unwrap_or_default();
+        *by_owner.entry(vhost_owners[vhost]).or_default() += 1;
+    }
+    removed.extend(inside);
     for (owner, count) in by_owner {
         notes.0.push(format!(
-            "{count} object{} managed by spec `{owner}` {} left out (give --name {owner} to import them and take that spec over)",
+            "{count} object{} managed by spec `{owner}` (or in a vhost it manages) {} left out (give --name {owner} to import them and take that spec over)",
             if count == 1 { "" } else { "s" },
             if count == 1 { "is" } else { "are" },
         ));

@@ -116,6 +116,10 @@ pub async fn against_broker(
         live = client.read_live(&scope).await.map_err(broker_error)?;
     }
     live.definitions.global_parameters = global_parameters;
+    let missing = missing_users(&file, &compiled.definitions, &live.definitions);
+    if !missing.is_empty() {
+        return Err(PlanError::Invalid(missing));
+    }
     let mut plan = build(Inputs {
         spec: &name,
         target_version: target.to_string(),
@@ -133,6 +137,39 @@ pub async fn against_broker(
         plan.set_message_counts(&queues, counts);
     }
     Ok(Planned { plan, warnings })
+}
+
+/// Users the spec gives permissions to but neither declares nor finds on the broker
+/// (an `external: true` user that does not exist): the broker refuses their
+/// permissions (`no_such_user`), so the plan stops before anything is applied.
+fn missing_users(file: &SpecFile, desired: &Definitions, live: &Definitions) -> Vec<Diagnostic> {
+    use std::collections::BTreeSet;
+    let known: BTreeSet<&str> = desired
+        .users
+        .iter()
+        .chain(&live.users)
+        .map(|u| u.name.as_str())
+        .collect();
+    let needed: BTreeSet<&str> = desired
+        .permissions
+        .iter()
+        .map(|p| p.user.as_str())
+        .chain(desired.topic_permissions.iter().map(|p| p.user.as_str()))
+        .collect();
+    let found: Vec<Diagnostic> = needed
+        .difference(&known)
+        .map(|user| {
+            Diagnostic::error(
+                "invalid-reference",
+                format!(
+                    "user `{user}` does not exist on the broker, and the spec does not declare it: RabbitMQ refuses its permissions"
+                ),
+            )
+            .at(crate::spec::SpecPath::root().key("users").key(*user))
+            .help("create the user first, or remove `external: true` and give it a `password` so that warren manages it")
+        })
+        .collect();
+    compile::resolve_locations(file, found)
 }
 
 /// Plans a loaded spec against a definitions file, as if it were the broker. Without

@@ -39,6 +39,7 @@ mod boot_definitions;
 mod cluster;
 mod crash;
 mod faults;
+mod import;
 mod locks;
 mod ownership;
 mod plan_apply;
