@@ -35,6 +35,7 @@ fn every_file_the_broker_refuses_is_refused_at_its_place_for_the_versions_that_r
             .unwrap();
     assert!(expected.len() >= 15, "{} refused files", expected.len());
     let mut problems = Vec::new();
+    let mut fired = std::collections::BTreeSet::new();
     for (name, facts) in &expected {
         let file = format!("{FOLDER}/{name}");
         let text = std::fs::read_to_string(&file).unwrap();
@@ -69,6 +70,12 @@ fn every_file_the_broker_refuses_is_refused_at_its_place_for_the_versions_that_r
                 let place =
                     locate::position(&text, &path_of(facts["json_pointer"].as_str().unwrap()));
                 let line = stderr.lines().find(|l| l.starts_with("error:"));
+                if let Some(rule) = line
+                    .and_then(|l| l.rsplit_once('[').map(|(_, r)| r))
+                    .and_then(|r| r.split_once(']').map(|(id, _)| id.to_string()))
+                {
+                    fired.insert(rule);
+                }
                 match line {
                     Some(line) if code == Some(1) && line.contains(&format!("{file}:{place}:")) => {}
                     _ => problems.push(format!(
@@ -84,4 +91,28 @@ fn every_file_the_broker_refuses_is_refused_at_its_place_for_the_versions_that_r
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Every rule warren mirrors is tried by at least one file the broker refused.
+    for rule in warren::definitions_file::rules::RULES {
+        assert!(
+            fired.contains(rule.id),
+            "no refused file breaks rule {} (fired: {fired:?})",
+            rule.id
+        );
+    }
+}
+
+#[test]
+fn every_rule_is_documented() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/definitions-files.md"
+    ))
+    .unwrap();
+    for rule in warren::definitions_file::rules::RULES {
+        assert!(
+            doc.contains(&format!("| `{}` |", rule.id)),
+            "docs/definitions-files.md lacks rule {}",
+            rule.id
+        );
+    }
 }
