@@ -37,6 +37,7 @@ mod spec;
 mod apply_safety;
 mod boot_definitions;
 mod cluster;
+mod corpus;
 mod crash;
 mod faults;
 mod import;

@@ -107,6 +107,9 @@ pub struct NodeOptions {
     pub extra_config: Vec<String>,
     /// The Erlang cookie, for nodes that join one cluster (the same on every node).
     pub cookie: Option<String>,
+    /// Plugins enabled besides `rabbitmq_management` (by default the shovel and
+    /// federation plugins, whose runtime parameters and policy keys definitions use).
+    pub plugins: Vec<String>,
 }
 
 impl Default for NodeOptions {
@@ -117,6 +120,7 @@ impl Default for NodeOptions {
             password: "guest".into(),
             extra_config: Vec::new(),
             cookie: None,
+            plugins: vec!["rabbitmq_shovel".into(), "rabbitmq_federation".into()],
         }
     }
 }
@@ -310,9 +314,12 @@ impl Node {
                 fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o400))
                     .map_err(|e| e.to_string())?;
             }
+            let plugins: Vec<&str> = std::iter::once("rabbitmq_management")
+                .chain(opts.plugins.iter().map(String::as_str))
+                .collect();
             fs::write(
                 dir.join("enabled_plugins"),
-                "[rabbitmq_management,rabbitmq_shovel,rabbitmq_federation].\n",
+                format!("[{}].\n", plugins.join(",")),
             )
             .map_err(|e| e.to_string())?;
             let mut conf = format!(

@@ -1,5 +1,5 @@
 //! What both integration-test binaries (`tests/offline/`, `tests/broker/`) share: the
-//! one way they run the `warren` binary.
+//! one way they run the `warren` binary, and the definitions corpus's manifest.
 //!
 //! Each binary includes this file with `#[path = "../support/mod.rs"] mod support;`.
 //! Everything here is used by both; helpers that only broker tests need (nodes, the
@@ -77,4 +77,191 @@ impl Capture for Command {
             stderr: String::from_utf8(output.stderr).expect("warren writes UTF-8 to stderr"),
         }
     }
+}
+
+/// Where the definitions corpus lives, from the repository root.
+pub const CORPUS_DIR: &str = "tests/definitions/corpus";
+/// Where the corpus's vhost-scoped files (`GET /api/definitions/{vhost}`) live.
+pub const VHOST_SCOPED_DIR: &str = "tests/definitions/vhost-scoped";
+
+/// One definitions file of the corpus, as its manifest
+/// (`tests/definitions/corpus/expected.json`) describes it.
+#[derive(Debug, Clone)]
+pub struct CorpusFile {
+    /// The file name: the manifest's key.
+    pub name: String,
+    /// Its path from the repository root: in [`CORPUS_DIR`], or in
+    /// [`VHOST_SCOPED_DIR`] for a vhost-scoped file.
+    pub path: String,
+    /// The broker versions (`"3.10"`, `"4.0"`) seen accepting it with
+    /// `POST /api/definitions` (`POST /api/definitions/{vhost}` for a scoped file).
+    pub accepted_by: Vec<String>,
+    /// For a vhost-scoped file, the vhost it belongs to.
+    pub vhost: Option<String>,
+    /// The plugins the broker needs to accept it (its shovel and federation
+    /// parameters and policy keys).
+    pub plugins: Vec<String>,
+}
+
+/// The corpus manifest's entries, by file name. Panics unless the manifest and the
+/// two folders agree: every `.json` file is listed, every listed file exists, in
+/// the folder its `vhost` (or the lack of one) says.
+pub fn corpus() -> Vec<CorpusFile> {
+    let manifest_path = format!("{CORPUS_DIR}/expected.json");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(&manifest_path))
+        .unwrap_or_else(|e| panic!("{manifest_path}: {e}"));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{manifest_path}: {e}"));
+    let entries = manifest
+        .as_object()
+        .unwrap_or_else(|| panic!("{manifest_path}: not an object"));
+    let strings = |name: &str, value: Option<&serde_json::Value>| -> Vec<String> {
+        value
+            .map(|v| {
+                v.as_array()
+                    .unwrap_or_else(|| panic!("{manifest_path}: {name}: not a list"))
+                    .iter()
+                    .map(|s| {
+                        s.as_str()
+                            .unwrap_or_else(|| panic!("{manifest_path}: {name}: not a string"))
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut files = Vec::new();
+    for (name, entry) in entries {
+        let fields = entry
+            .as_object()
+            .unwrap_or_else(|| panic!("{manifest_path}: {name}: not an object"));
+        for key in fields.keys() {
+            assert!(
+                ["accepted_by", "vhost", "plugins"].contains(&key.as_str()),
+                "{manifest_path}: {name}: unknown key `{key}`"
+            );
+        }
+        let accepted_by = strings(name, fields.get("accepted_by"));
+        for version in &accepted_by {
+            assert!(
+                version == "3.10" || version == "4.0",
+                "{manifest_path}: {name}: accepted_by names `{version}`, not 3.10 or 4.0"
+            );
+        }
+        let vhost = fields.get("vhost").map(|v| {
+            v.as_str()
+                .unwrap_or_else(|| panic!("{manifest_path}: {name}: vhost is not a string"))
+                .to_string()
+        });
+        let dir = if vhost.is_some() {
+            VHOST_SCOPED_DIR
+        } else {
+            CORPUS_DIR
+        };
+        let path = format!("{dir}/{name}");
+        assert!(
+            root.join(&path).is_file(),
+            "{manifest_path} lists {name}, but {path} does not exist"
+        );
+        files.push(CorpusFile {
+            name: name.clone(),
+            path,
+            accepted_by,
+            vhost,
+            plugins: strings(name, fields.get("plugins")),
+        });
+    }
+    for dir in [CORPUS_DIR, VHOST_SCOPED_DIR] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap_or_else(|e| panic!("{dir}: {e}")) {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".json") && name != "expected.json" {
+                assert!(
+                    files.iter().any(|f| f.path == format!("{dir}/{name}")),
+                    "{dir}/{name} is not in {manifest_path}"
+                );
+            }
+        }
+    }
+    for file in &files {
+        assert!(
+            !file.accepted_by.is_empty(),
+            "{manifest_path}: {}: no broker version accepts it; such a file does not belong in the corpus",
+            file.name
+        );
+        let needed = plugins_needed(&root.join(&file.path));
+        assert_eq!(
+            file.plugins, needed,
+            "{manifest_path}: {}: the plugins listed are not those its parameters and policies need",
+            file.name
+        );
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    files
+}
+
+/// The plugins a definitions file needs: `rabbitmq_shovel` for shovel parameters,
+/// `rabbitmq_federation` for federation parameters and policy keys; sorted.
+fn plugins_needed(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let definitions: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let list = |section: &str| definitions[section].as_array().cloned().unwrap_or_default();
+    let mut needed = std::collections::BTreeSet::new();
+    for parameter in list("parameters") {
+        match parameter["component"].as_str().unwrap_or_default() {
+            "shovel" => needed.insert("rabbitmq_shovel"),
+            c if c.starts_with("federation-") => needed.insert("rabbitmq_federation"),
+            _ => false,
+        };
+    }
+    for policy in list("policies") {
+        if let Some(definition) = policy["definition"].as_object()
+            && definition.keys().any(|k| k.starts_with("federation-"))
+        {
+            needed.insert("rabbitmq_federation");
+        }
+    }
+    needed.into_iter().map(String::from).collect()
+}
+
+/// One line saying what a failed `warren` run reported, for a list of failures: its
+/// errors (at most two), else the changes and unmanaged objects a plan lists (at most
+/// four), else its first line.
+pub fn summary(run: &Run) -> String {
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .chain(run.stdout.lines())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let errors: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("error"))
+        .collect();
+    let changes: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            ["+ ", "~ ", "- ", "-/+ ", "? "]
+                .iter()
+                .any(|m| l.starts_with(m))
+        })
+        .collect();
+    let (picked, shown) = if errors.is_empty() {
+        (changes, 4)
+    } else {
+        (errors, 2)
+    };
+    if picked.is_empty() {
+        return lines.first().copied().unwrap_or("(no output)").to_string();
+    }
+    let more = picked.len().saturating_sub(shown);
+    let mut text = picked[..picked.len().min(shown)].join("; ");
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    text
 }
