@@ -106,6 +106,18 @@ fn summary(found: &[crate::spec::diagnostic::Diagnostic]) -> String {
     }
 }
 
+/// The environment variables a spec imported from `definitions` reads credentials
+/// from (URIs of federation upstreams and shovels), with the values they must hold:
+/// what a user sets before `plan` or `apply`, and what tests set to check a round
+/// trip.
+pub fn credential_variables(definitions: &Definitions) -> Vec<(String, String)> {
+    definitions
+        .parameters
+        .iter()
+        .flat_map(|parameter| plain::credentials_from_env(parameter).1)
+        .collect()
+}
+
 /// The spec as YAML with a header comment.
 pub fn to_yaml(spec: &Spec, source: &str, target: TargetVersion) -> String {
     let body = serde_saphyr::to_string(spec).unwrap_or_default();

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::Notes;
 use super::ladders::Claimed;
 use crate::model::objects::normalize_value;
-use crate::model::redact::redact_uris;
+use crate::model::redact::redact_uri;
 use crate::model::{
     Arguments, Definitions, OPERATOR_POLICY_COMPONENT, QueueType, VHOST_LIMITS_COMPONENT,
     binding_id,
@@ -155,8 +155,8 @@ pub(super) fn place(
         match parameter.component.as_str() {
             VHOST_LIMITS_COMPONENT => {
                 vhost.limits = Some(VhostLimits {
-                    max_queues: parameter.value["max-queues"].as_u64(),
-                    max_connections: parameter.value["max-connections"].as_u64(),
+                    max_queues: parameter.value["max-queues"].as_i64(),
+                    max_connections: parameter.value["max-connections"].as_i64(),
                 });
             }
             OPERATOR_POLICY_COMPONENT => {
@@ -178,11 +178,10 @@ pub(super) fn place(
             }
             "policy" => {}
             component => {
-                let value = normalize_value(&parameter.value);
-                let redacted = redact_uris(&value);
-                if redacted != value {
+                let (value, variables) = credentials_from_env(parameter);
+                for (variable, _) in &variables {
                     notes.0.push(format!(
-                        "vhost `{vhost_name}`: {component} `{}` holds URI credentials; they are written as `***`: replace the URI with `{{ env: VARIABLE }}`",
+                        "vhost `{vhost_name}`: {component} `{}` holds a URI with credentials: the spec reads it from ${variable} (warren never writes credentials into a spec); set it before `plan` or `apply`",
                         parameter.name
                     ));
                 }
@@ -190,10 +189,79 @@ pub(super) fn place(
                     .parameters
                     .entry(component.to_string())
                     .or_default()
-                    .insert(parameter.name.clone(), redacted);
+                    .insert(parameter.name.clone(), value);
             }
         }
     }
+}
+
+/// A runtime parameter's value with every URI that holds credentials replaced by
+/// `{ env: VARIABLE }`, and the variables with the values they must hold.
+///
+/// The variable is named after where the URI is (vhost, component, parameter, key:
+/// `EDGE_FEDERATION_UPSTREAM_HUB_EU_URI`), so a reader of the spec knows what to set.
+pub fn credentials_from_env(parameter: &crate::model::Parameter) -> (Value, Vec<(String, String)>) {
+    fn walk(value: &Value, at: &str, found: &mut Vec<(String, String)>) -> Value {
+        match value {
+            Value::String(text) if redact_uri(text) != *text => {
+                let mut variable = at.to_string();
+                let mut n = 2;
+                while found.iter().any(|(v, _)| *v == variable) {
+                    variable = format!("{at}_{n}");
+                    n += 1;
+                }
+                found.push((variable.clone(), text.clone()));
+                serde_json::json!({ "env": variable })
+            }
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| walk(item, &format!("{at}_{}", i + 1), found))
+                    .collect(),
+            ),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, item)| {
+                        (
+                            key.clone(),
+                            walk(item, &format!("{at}_{}", variable_part(key)), found),
+                        )
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    let at = [
+        parameter.vhost.as_str(),
+        parameter.component.as_str(),
+        parameter.name.as_str(),
+    ]
+    .map(variable_part)
+    .into_iter()
+    .filter(|part| !part.is_empty())
+    .collect::<Vec<_>>()
+    .join("_");
+    let mut found = Vec::new();
+    let value = walk(&normalize_value(&parameter.value), &at, &mut found);
+    (value, found)
+}
+
+/// A name as part of an environment variable: letters and digits, upper case, the
+/// rest `_`, without leading, trailing or repeated `_`.
+fn variable_part(name: &str) -> String {
+    let spaced: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    spaced.split_whitespace().collect::<Vec<_>>().join("_")
 }
 
 fn plain_policy(

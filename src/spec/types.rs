@@ -178,12 +178,12 @@ pub struct Vhost {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VhostLimits {
-    /// Maximum number of queues.
+    /// Maximum number of queues (a negative number: no limit, as the broker reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_queues: Option<u64>,
-    /// Maximum number of client connections.
+    pub max_queues: Option<i64>,
+    /// Maximum number of client connections (a negative number: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_connections: Option<u64>,
+    pub max_connections: Option<i64>,
 }
 
 /// A service: it owns an inner exchange and the consumers reading from it.

@@ -161,8 +161,12 @@ fn round_trip(node: &Node, file: &CorpusFile, definitions: &Value, n: usize) -> 
     // No change: nothing to create, update, replace or delete, nothing unmanaged, no
     // conflict. The objects the file made are in no ownership record yet, so the plan
     // adopts them, and a plan that adopts exits 2 (docs/plan-format.md): that exit is
-    // accepted when adoption is all the plan does.
-    let plan = node.warren(&["plan", spec_arg, "--format", "json"]).run();
+    // accepted when adoption is all the plan does. The spec reads URI credentials
+    // from the environment, as a user sets them.
+    let plan = node
+        .warren(&["plan", spec_arg, "--format", "json"])
+        .envs(file.credentials.iter().map(|(k, v)| (k, v)))
+        .run();
     let document: Value = serde_json::from_str(&plan.stdout).unwrap_or(Value::Null);
     let empty = |field: &str| {
         document[field].is_null() || document[field].as_array().is_some_and(Vec::is_empty)

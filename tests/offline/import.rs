@@ -1,6 +1,6 @@
 //! `warren import`: a spec written from definitions reproduces them exactly.
 
-use crate::support::{self, Run};
+use crate::support::{self, Capture, Run};
 
 /// `warren ARGS` with the passwords of the shop example set.
 fn warren(args: &[&str]) -> Run {
@@ -158,7 +158,11 @@ fn corpus_round_trip(file: &support::CorpusFile) -> Result<(), String> {
     let imported = std::fs::read_to_string(&spec).unwrap_or_default();
     let mut diff_args = vec!["diff", spec_arg, "--against", &file.path];
     diff_args.extend(&scope);
-    let diff = warren(&diff_args);
+    // The spec reads URI credentials from the environment, as a user sets them.
+    let diff = support::warren(&diff_args)
+        .envs(support::SHOP_PASSWORDS.iter().copied())
+        .envs(file.credentials.iter().map(|(k, v)| (k, v)))
+        .run();
     let unmanaged = diff.stdout.contains("Not managed");
     if diff.code != Some(0) || unmanaged {
         return Err(format!(

@@ -88,6 +88,9 @@ pub const VHOST_SCOPED_DIR: &str = "tests/definitions/vhost-scoped";
 /// (`tests/definitions/corpus/expected.json`) describes it.
 #[derive(Debug, Clone)]
 pub struct CorpusFile {
+    /// The environment variables a spec imported from the file reads URI
+    /// credentials from, with the values they must hold (the file's own URIs).
+    pub credentials: Vec<(String, String)>,
     /// The file name: the manifest's key.
     pub name: String,
     /// Its path from the repository root: in [`CORPUS_DIR`], or in
@@ -164,7 +167,11 @@ pub fn corpus() -> Vec<CorpusFile> {
             root.join(&path).is_file(),
             "{manifest_path} lists {name}, but {path} does not exist"
         );
+        let credentials = warren::definitions_file::read(&root.join(&path), vhost.as_deref(), None)
+            .map(|read| warren::import::credential_variables(&read.definitions))
+            .unwrap_or_default();
         files.push(CorpusFile {
+            credentials,
             name: name.clone(),
             path,
             accepted_by,
