@@ -64,3 +64,74 @@ pub(super) fn leave_out_others(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::record::Record;
+    use serde_json::json;
+
+    fn definitions_with_record() -> Definitions {
+        let mut record = Record {
+            format: 1,
+            spec: "orders-team".into(),
+            serial: 1,
+            ..Record::default()
+        };
+        let id = |kind, vhost: Option<&str>, name: &str| ObjectId {
+            kind,
+            vhost: vhost.map(str::to_string),
+            name: name.into(),
+        };
+        record.set_objects(&[
+            id(ObjectKind::Vhost, None, "orders"),
+            id(ObjectKind::Queue, Some("orders"), "work"),
+            id(ObjectKind::Queue, Some("shared"), "owned"),
+        ]);
+        serde_json::from_value(json!({
+            "vhosts": [{"name": "orders"}, {"name": "shared"}],
+            "queues": [
+                {"name": "work", "vhost": "orders", "durable": true, "auto_delete": false, "arguments": {}},
+                {"name": "by-hand", "vhost": "orders", "durable": true, "auto_delete": false, "arguments": {}},
+                {"name": "owned", "vhost": "shared", "durable": true, "auto_delete": false, "arguments": {}},
+                {"name": "free", "vhost": "shared", "durable": true, "auto_delete": false, "arguments": {}}
+            ],
+            "global_parameters": [{"name": Record::parameter_name("orders-team"),
+                                   "value": serde_json::to_value(&record).unwrap()}]
+        }))
+        .unwrap()
+    }
+
+    fn queues(definitions: &Definitions) -> Vec<String> {
+        definitions
+            .queues
+            .iter()
+            .map(|q| format!("{}/{}", q.vhost, q.name))
+            .collect()
+    }
+
+    #[test]
+    fn another_specs_objects_and_its_vhosts_are_left_out_with_a_note() {
+        let mut definitions = definitions_with_record();
+        let mut notes = Notes::default();
+        leave_out_others(&mut definitions, "imported", &mut notes).unwrap();
+        assert_eq!(queues(&definitions), ["shared/free"]);
+        assert_eq!(definitions.vhosts.len(), 1);
+        assert_eq!(notes.0.len(), 1, "{:?}", notes.0);
+        assert!(
+            notes.0[0].starts_with("4 objects managed by spec `orders-team`")
+                && notes.0[0].contains("--name orders-team"),
+            "{:?}",
+            notes.0
+        );
+    }
+
+    #[test]
+    fn naming_the_owner_imports_everything() {
+        let mut definitions = definitions_with_record();
+        let mut notes = Notes::default();
+        leave_out_others(&mut definitions, "orders-team", &mut notes).unwrap();
+        assert_eq!(queues(&definitions).len(), 4);
+        assert!(notes.0.is_empty());
+    }
+}

@@ -296,3 +296,45 @@ fn plain_policy(
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn uri_credentials_become_environment_references_named_after_their_place() {
+        let parameter = crate::model::Parameter {
+            vhost: "edge/eu".into(),
+            component: "federation-upstream".into(),
+            name: "hub-eu".into(),
+            value: json!({
+                "uri": ["amqp://fed:s3cret@a:5672", "amqp://b:5672"],
+                "ack-mode": "on-confirm",
+                "src-uri": "amqps://u:p@c/%2F"
+            }),
+        };
+        let (value, variables) = credentials_from_env(&parameter);
+        assert_eq!(
+            value,
+            json!({
+                "uri": [{"env": "EDGE_EU_FEDERATION_UPSTREAM_HUB_EU_URI_1"}, "amqp://b:5672"],
+                "ack-mode": "on-confirm",
+                "src-uri": {"env": "EDGE_EU_FEDERATION_UPSTREAM_HUB_EU_SRC_URI"}
+            })
+        );
+        assert_eq!(
+            variables,
+            [
+                (
+                    "EDGE_EU_FEDERATION_UPSTREAM_HUB_EU_SRC_URI".to_string(),
+                    "amqps://u:p@c/%2F".to_string()
+                ),
+                (
+                    "EDGE_EU_FEDERATION_UPSTREAM_HUB_EU_URI_1".to_string(),
+                    "amqp://fed:s3cret@a:5672".to_string()
+                ),
+            ]
+        );
+    }
+}
