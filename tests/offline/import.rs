@@ -231,3 +231,43 @@ fn a_binding_to_nothing_is_refused_for_4_0_and_left_out_for_3_10() {
     );
     round_trip(&accepted, "3.10");
 }
+
+/// What an import leaves out or writes differently, it says: transient queues, the
+/// permission of a user the file does not hold (written as an external user's), and
+/// which version the spec was checked for.
+#[test]
+fn an_import_says_what_it_left_out_and_why() {
+    let imported = |file: &str| {
+        let run = warren(&["import", "--from", file, "-o", "-"]);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        run
+    };
+    let run = imported("tests/definitions/corpus/app-3.10-server-named-queue-bound.json");
+    assert!(
+        run.stderr.contains("1 transient queue is left out")
+            && run.stderr.contains("checked for RabbitMQ 3.10"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("amq.gen-"), "{}", run.stdout);
+    let run = imported("tests/definitions/corpus/compose-4.0-guest-permission.json");
+    assert!(
+        run.stderr
+            .contains("permissions of `guest` are imported under `external: true`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("guest:\n    external: true"),
+        "{}",
+        run.stdout
+    );
+    let run = imported("tests/definitions/corpus/upgraded-3.7-md5-mirrored-exactly.json");
+    assert!(
+        run.stderr.contains("the oldest version warren supports")
+            && run.stdout.contains("hashing_algorithm: md5"),
+        "{}\n{}",
+        run.stderr,
+        run.stdout
+    );
+}
