@@ -272,7 +272,13 @@ impl Node {
                 Ok(node) => return Ok(node),
                 // Another process took a port between our probe and the
                 // node's bind: try again with fresh ports.
-                Err(e) if e.contains("eaddrinuse") => last_error = e,
+                Err(e)
+                    if e.contains("eaddrinuse")
+                        || e.contains("dist_port_already_used")
+                        || e.contains("could not bind to distribution port") =>
+                {
+                    last_error = e
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -801,11 +807,24 @@ fn run_mount(args: &[&str], target: &Path) -> Result<(), String> {
 /// Three distinct free loopback ports (AMQP, management, distribution),
 /// probed by binding port 0 while holding all three at once.
 fn free_ports() -> [u16; 3] {
-    let listeners: Vec<TcpListener> = (0..3)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port"))
-        .collect();
-    let port = |i: usize| listeners[i].local_addr().unwrap().port();
-    [port(0), port(1), port(2)]
+    // Ports handed out before: the kernel may offer a port again as soon as its probe
+    // is closed, before the node it was meant for has bound it, and two nodes of this
+    // process would then race for it.
+    static GIVEN: OnceLock<Mutex<std::collections::HashSet<u16>>> = OnceLock::new();
+    let given = GIVEN.get_or_init(Default::default);
+    let mut given = given.lock().unwrap_or_else(|e| e.into_inner());
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    let mut ports = Vec::new();
+    while ports.len() < 3 {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
+        let port = listener.local_addr().unwrap().port();
+        // Held open until all three are chosen, so none is offered twice here.
+        listeners.push(listener);
+        if given.insert(port) {
+            ports.push(port);
+        }
+    }
+    [ports[0], ports[1], ports[2]]
 }
 
 /// Spawns `cmd` so that the child gets SIGKILL when this process dies.
