@@ -230,6 +230,31 @@ impl PatternMatcher {
     }
 }
 
+/// A name two patterns both match, or the ending of the names they both match; `None`
+/// when they match no name in common, or when one of them is a pattern that is neither
+/// an ending nor a set of names (then nobody can tell here).
+pub fn overlap(a: &PatternMatcher, b: &PatternMatcher) -> Option<String> {
+    use PatternMatcher::{Ending, Names};
+    let listed_in = |names: &HashSet<String>, other: &PatternMatcher| {
+        let mut common: Vec<&String> = names.iter().filter(|n| other.is_match(n)).collect();
+        common.sort();
+        common.first().map(|name| format!("`{name}`"))
+    };
+    match (a, b) {
+        (Ending(ea, na), Ending(eb, nb)) => {
+            if ea.ends_with(eb.as_str()) || eb.ends_with(ea.as_str()) {
+                let longer = if ea.len() >= eb.len() { ea } else { eb };
+                Some(format!("every name ending in `{longer}`"))
+            } else {
+                listed_in(na, b).or_else(|| listed_in(nb, a))
+            }
+        }
+        (Ending(_, _), Names(names)) => listed_in(names, a),
+        (Names(names), Ending(_, _) | Names(_)) => listed_in(names, b),
+        _ => None,
+    }
+}
+
 /// More names than this and a pattern is matched as a regex (a user pattern such as
 /// `^(?:a|b)(?:a|b)…` could name exponentially many).
 const MAX_NAMES: usize = 1_000_000;
@@ -419,6 +444,28 @@ mod tests {
             split_patterns(&["a.retry.1"]),
             vec![r"^a\.retry\.1$".to_string()]
         );
+    }
+
+    #[test]
+    fn overlapping_patterns_are_found() {
+        let m = |p: &str| PatternMatcher::new(p);
+        let plain = m(r"^.*\.retry\.1$");
+        assert_eq!(
+            overlap(&plain, &m(r"^.*\.retry\.1$")).as_deref(),
+            Some("every name ending in `.retry.1`")
+        );
+        assert_eq!(overlap(&plain, &m(r"^.*\.retry-slow\.1$")), None);
+        assert_eq!(overlap(&plain, &m(r"^.*\.retry\.2$")), None);
+        assert_eq!(
+            overlap(&plain, &m(r"^(?:a\.retry\.1|b)$")).as_deref(),
+            Some("`a.retry.1`")
+        );
+        assert_eq!(
+            overlap(&m(r"^(?:.*\.retry-x\.1|q)$"), &m(r"^(?:q|r)$")).as_deref(),
+            Some("`q`")
+        );
+        assert_eq!(overlap(&m("^(?:a|b)$"), &m("^(?:c|d)$")), None);
+        assert_eq!(overlap(&plain, &m("^.*retry.*$")), None);
     }
 
     /// The set lookup agrees with the regex on every shape it accepts, and refuses the rest.
