@@ -200,6 +200,14 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
     for (message, path, help) in problems {
         out.error("policy-overlap", message, path).hint(help);
     }
+    // A tier whose queues all have names the user wrote is listed, not selected.
+    for group in groups.values_mut() {
+        if let Some(ending) = &group.ending
+            && !group.queues.iter().any(|(name, _)| ends_with(name, ending))
+        {
+            group.ending = None;
+        }
+    }
     check_endings(&groups, source, out);
     for ((vhost, group_name), group) in groups {
         let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);

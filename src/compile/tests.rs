@@ -560,3 +560,11 @@ fn two_tiers_whose_endings_overlap_are_refused() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn a_tier_whose_queues_all_have_names_the_user_wrote_selects_no_ending() {
+    let defs = ok(
+        "version: 1\nladders:\n  slow: { delays: [1m] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          a: { retry: { ladder: slow, names: { tiers: [dead_letter_queue] } } }\n",
+    );
+    assert_eq!(retry_policies(&defs)[0].pattern, "^dead_letter_queue$");
+}

@@ -140,7 +140,77 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
     warren(node, &["plan", a.arg()]).expect(0);
 }
 
+/// What a deployment made before the convention sees: its tiers of a named ladder were
+/// `<queue>.retry.<n>` (written here under `retry.names.tiers`, as the older warren
+/// generated them). The plan creates the new tiers, deletes the old ones and updates
+/// the tier policies; an old tier holding a message is kept by the data-loss gate.
+fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("upgrade");
+    let name = format!("upgrade-{vhost}");
+    let text = |old_names: bool| {
+        let names = if old_names {
+            ", names: { tiers: [orders.email.retry.1, orders.email.retry.2] }"
+        } else {
+            ""
+        };
+        format!(
+            "version: 1\nname: {name}\nladders:\n  slow: {{ delays: [30s, 5m] }}\nvhosts:\n  {vhost}:\n    services:\n      orders:\n        exchange: {{ type: fanout }}\n        consumers:\n          email: {{ retry: {{ ladder: slow{names} }} }}\n"
+        )
+    };
+    let spec = Spec::new(&text(true));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.post(
+        &format!("/api/exchanges/{}/amq.default/publish", pct(&vhost)),
+        &json!({"properties": {"delivery_mode": 2}, "routing_key": "orders.email.retry.2", "payload": "waiting", "payload_encoding": "string"}),
+    );
+    spec.write(&text(false));
+    let mut plan = serde_json::Value::Null;
+    // The message count is a statistic: plan until it shows.
+    let counted = node.wait_until(std::time::Duration::from_secs(30), || {
+        let run = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2);
+        plan = serde_json::from_str(&run.stdout).unwrap();
+        plan["summary"]["data_loss"] == 1
+    });
+    assert!(counted, "{plan}");
+    let changes: Vec<String> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"]["kind"] == "queue" || c["id"]["kind"] == "policy")
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["action"].as_str().unwrap(),
+                c["id"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for expected in [
+        "create orders.email.retry-slow.1",
+        "create orders.email.retry-slow.2",
+        "delete orders.email.retry.1",
+        "delete orders.email.retry.2",
+        "update warren.retry.ladder.slow.1",
+        "update warren.retry.ladder.slow.2",
+    ] {
+        assert!(
+            changes.contains(&expected.to_string()),
+            "{expected}: {changes:?}"
+        );
+    }
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    assert!(
+        refused.stderr.contains("orders.email.retry.2"),
+        "{}",
+        refused.stderr
+    );
+    let old = node.get(&format!("/api/queues/{}/orders.email.retry.2", pct(&vhost)));
+    assert_eq!(old["messages"], 1, "{old}");
+}
+
 per_version!(
     an_undeclared_queue_with_a_tier_ending_stops_the_plan,
     two_specs_whose_tiers_select_the_same_names_are_refused,
+    an_upgrade_renames_tiers_behind_the_data_loss_gate,
 );
