@@ -30,6 +30,10 @@ pub enum ApplyError {
     /// The plan wants objects another spec manages.
     #[error("refusing to take over objects managed by another spec: {0}")]
     Conflict(String),
+    /// A generated policy of the plan would apply to queues the spec does not declare,
+    /// or select names another spec's generated policy selects.
+    #[error("refusing to apply: {0}; nothing was changed")]
+    Captures(String),
     /// The plan was made against another broker.
     #[error("this plan does not apply to this broker: {0}")]
     OtherBroker(String),
@@ -149,6 +153,9 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
             .map(|c| format!("{} (spec `{}`)", c.id, c.owner))
             .collect();
         return Err(ApplyError::Conflict(list.join("; ")));
+    }
+    if let Some(refusal) = plan.refusal() {
+        return Err(ApplyError::Captures(refusal));
     }
     let losing: Vec<String> = plan
         .changes

@@ -73,7 +73,7 @@ fn plan_spec(
 }
 
 fn exit_for_plan(plan: &Plan) -> u8 {
-    if !plan.conflicts.is_empty() {
+    if plan.refusal().is_some() {
         EXIT_ERROR
     } else if plan.has_changes() {
         EXIT_CHANGES
@@ -218,7 +218,7 @@ pub fn apply(
             let Some(planned) = plan_spec(&runtime, &client, target, args, stderr) else {
                 return EXIT_ERROR;
             };
-            let locked = if planned.conflicts.is_empty() && planned.has_changes() {
+            let locked = if planned.refusal().is_none() && planned.has_changes() {
                 match runtime.block_on(apply::lock_and_replan(
                     &client,
                     &planned,
@@ -239,6 +239,10 @@ pub fn apply(
             }
             let declined = if !plan.conflicts.is_empty() {
                 Some("the plan takes over objects another spec manages; nothing was applied")
+            } else if plan.refusal().is_some() {
+                Some(
+                    "the plan's generated policies would apply to queues that are not the spec's (see above); nothing was applied",
+                )
             } else if !plan.has_changes() {
                 None
             } else if !flags.auto_approve && !confirm(stdout, stderr) {

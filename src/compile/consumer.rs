@@ -50,6 +50,7 @@ pub(crate) fn delivery_limit_need(
     definition.insert("delivery-limit".into(), value);
     Some(PolicyNeed {
         group,
+        ending: None,
         definition,
         path: path.clone(),
     })

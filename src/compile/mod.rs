@@ -108,7 +108,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         users::emit_all(spec, &mut emitter);
         emit_global_parameters(spec, &mut emitter);
         names::check_references(&mut emitter);
-        policies::emit_all(spec, &mut emitter);
+        policies::emit_all(spec, &file.source_map, &mut emitter);
     }
     let Emitter {
         mut definitions,
@@ -197,6 +197,9 @@ pub(crate) struct QueueInfo {
 pub(crate) struct PolicyNeed {
     /// Group name: queues with the same groups share one policy.
     pub group: String,
+    /// The name ending by which the group's policy selects its queues
+    /// ([`naming::tier_ending`]); `None` when the policy lists its queues by name.
+    pub ending: Option<String>,
     /// The keys this group sets.
     pub definition: Arguments,
     /// Where the setting was written.

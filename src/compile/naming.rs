@@ -1,7 +1,8 @@
 //! Every name warren generates, and the parsers that read them back.
 //!
 //! The compiler names a consumer's objects from its work queue (`<work>.retry`,
-//! `<work>.retry.<n>`, `<work>.attempt.<n>`, `<work>.parking`), routes inside a retry
+//! `<work>.retry.<n>` and the other tier endings of [`tier_ending`], `<work>.attempt.<n>`,
+//! `<work>.parking`), routes inside a retry
 //! exchange on `1`, `2`, … and `parking`, and names the policies that carry tunables
 //! after the setting's group (`warren.retry.<origin>.<tier>`,
 //! `warren.delivery-limit.<n>`), where the origin says where the setting was written.
@@ -29,14 +30,56 @@ pub fn retry_exchange(work_queue: &str) -> String {
     format!("{work_queue}.retry")
 }
 
-/// Delay queue `n` (1-based) of a consumer.
-pub fn delay_queue(work_queue: &str, n: usize) -> String {
-    format!("{work_queue}.retry.{n}")
+/// The ending of the delay queues of tier `tier` (1-based) of a ladder whose delays
+/// come from `origin`; see [`selects_by_ending`]:
+///
+/// - delays from the top-level or a vhost's `defaults`: `.retry.<tier>` (a vhost never
+///   holds queues of both: a vhost's own delays replace the top-level ones in it);
+/// - from a named ladder or a service's `defaults`: `.retry-<name>.<tier>`, with every
+///   `.` of the name written `_` so that the ending holds no dot before the tier;
+/// - from a consumer's own `retry`: `.retry.own.<tier>`.
+///
+/// No ending of the first two kinds is a proper suffix of another (the text between
+/// `.retry` and the tier holds no dot), so `^.*<ending>$` selects the delay queues of
+/// exactly one ladder tier among all generated names; two origins whose names map to
+/// the same ending are refused by the compiler.
+pub fn tier_ending(origin: &str, tier: usize) -> String {
+    if origin == DEFAULTS_ORIGIN || origin == VHOST_ORIGIN {
+        format!(".retry.{tier}")
+    } else if let Some(name) = origin_ladder(origin).or_else(|| origin_service(origin)) {
+        format!(".retry-{}.{tier}", name.replace('.', "_"))
+    } else {
+        format!(".retry.own.{tier}")
+    }
 }
 
-/// The default names of a consumer's first `count` delay queues.
-pub fn delay_queues(work_queue: &str, count: usize) -> Vec<String> {
-    (1..=count).map(|n| delay_queue(work_queue, n)).collect()
+/// Whether the generated policy of a tier selects its queues by their ending
+/// (`^.*<ending>$`, the same pattern for 1 or 10,000 consumers) rather than by listing
+/// them. A consumer's own delays form a group of one consumer: its policy lists that
+/// consumer's delay queues, whose ending `.retry.own.<n>` no selecting ending matches.
+pub fn selects_by_ending(origin: &str) -> bool {
+    origin_consumer(origin).is_none()
+}
+
+/// The default names of a consumer's delay queues: `schedule[i]` is the tier (0-based)
+/// of delay queue `i`. One queue per tier is `<work><ending>`, e.g.
+/// `orders.email.retry.1`; a `reject-chain` ladder that waits in a tier more than once
+/// names the delay queue of retry `r` after the attempt it returns to,
+/// `<work>.attempt.<r + 1><ending>`, so every name still ends in its tier's ending.
+pub fn delay_queues(work_queue: &str, origin: &str, schedule: &[usize]) -> Vec<String> {
+    let one_per_tier = schedule.iter().enumerate().all(|(i, tier)| i == *tier);
+    schedule
+        .iter()
+        .enumerate()
+        .map(|(index, tier)| {
+            let ending = tier_ending(origin, tier + 1);
+            if one_per_tier {
+                format!("{work_queue}{ending}")
+            } else {
+                format!("{work_queue}.attempt.{}{ending}", index + 2)
+            }
+        })
+        .collect()
 }
 
 /// The default names of the work queues of attempts 2 … `retries + 1` (`reject-chain`).

@@ -2,9 +2,18 @@
 //!
 //! Tunables (tier TTLs, delivery limits) live in policies so that changing them never
 //! recreates a queue. On the broker every policy change costs time proportional to
-//! queues × policies, so queues that need the same settings share one policy whose
-//! pattern is an anchored alternation of their escaped names: the number of policies
-//! grows with the number of distinct ladders, never with the number of queues.
+//! queues × policies, so queues that need the same settings share one policy: the
+//! number of policies grows with the number of distinct ladders, never with the number
+//! of queues. The broker also matches every pattern of the vhost against every queue it
+//! declares, so a ladder tier's policy selects its delay queues by the ending of their
+//! generated names (`^.*\.retry\.1$`, [`naming::tier_ending`]): the same pattern for
+//! one consumer or 10,000. Names the user wrote (`retry.names.tiers`) and other
+//! generated queues (work and parking queues) are listed, as an anchored tree of their
+//! escaped names.
+//!
+//! A pattern that selects by ending could capture a queue nobody meant for it: a
+//! declared queue whose name has a tier's ending, or two tiers whose endings overlap,
+//! is an error here; live queues are checked by the plan.
 //!
 //! Only one policy applies to a queue. When a user policy from the spec matches a
 //! generated queue, its keys are merged into that queue's generated policy (which gets
@@ -15,9 +24,9 @@ use std::collections::BTreeMap;
 
 use super::{Emitter, naming};
 use crate::model::effective::CompiledPolicies;
-use crate::model::pattern::split_patterns;
+use crate::model::pattern::{ending_patterns, ends_with, escape, split_patterns};
 use crate::model::{Arguments, ObjectId, ObjectKind, Policy, RESERVED_PREFIX};
-use crate::spec::{QueueType, Spec, SpecPath};
+use crate::spec::{QueueType, SourceMap, Spec, SpecPath};
 
 /// Default priority of generated policies.
 pub const DEFAULT_PRIORITY: i64 = 100;
@@ -38,10 +47,16 @@ struct Group {
     definition: Arguments,
     queues: Vec<(String, QueueType)>,
     path: SpecPath,
+    /// The ending the group's policy selects its queues by (a ladder tier's own group).
+    ending: Option<String>,
+    /// The group's queues also match a policy that selects by ending (a tier merged
+    /// with a user policy): its policy must outrank that one.
+    outranks_ending: bool,
 }
 
-/// Emits the generated policies of every vhost.
-pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
+/// Emits the generated policies of every vhost. `source` places the second spec
+/// location an error names.
+pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
     let priority = spec.policy_priority.unwrap_or(DEFAULT_PRIORITY);
     if priority < 1 {
         out.error(
@@ -100,6 +115,11 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         group_names.sort();
         let mut group_name = naming::merged_group(&group_names);
         let path = info.needs[0].path.clone();
+        let own_ending = info.needs.iter().find_map(|need| need.ending.clone());
+        let mut ending = match info.needs.as_slice() {
+            [need] => need.ending.clone(),
+            _ => None,
+        };
         let winner = user_choice
             .choose(vhost, queue, info.queue_type, target)
             .winner
@@ -129,14 +149,20 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 }
             }
             group_name = naming::with_user_policy(&group_name, &user.name);
+            ending = None;
         }
+        let outranks_ending =
+            ending.is_none() && own_ending.as_deref().is_some_and(|e| ends_with(queue, e));
         let group = groups
             .entry((vhost.clone(), group_name.clone()))
             .or_insert_with(|| Group {
                 definition: definition.clone(),
                 queues: Vec::new(),
                 path: path.clone(),
+                ending: ending.clone(),
+                outranks_ending: false,
             });
+        group.outranks_ending |= outranks_ending;
         if group.definition != definition {
             // Two places in the spec map to the same group name (e.g. names with dots):
             // sharing one policy would give one of them the other's settings.
@@ -174,6 +200,15 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
     for (message, path, help) in problems {
         out.error("policy-overlap", message, path).hint(help);
     }
+    // A tier whose queues all have names the user wrote is listed, not selected.
+    for group in groups.values_mut() {
+        if let Some(ending) = &group.ending
+            && !group.queues.iter().any(|(name, _)| ends_with(name, ending))
+        {
+            group.ending = None;
+        }
+    }
+    check_endings(&groups, source, out);
     for ((vhost, group_name), group) in groups {
         let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);
         let apply_to = if all_quorum && target.has_queue_type_apply_to() {
@@ -182,7 +217,18 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             "queues"
         };
         let names: Vec<&str> = group.queues.iter().map(|(n, _)| n.as_str()).collect();
-        for (part, pattern) in split_patterns(&names).into_iter().enumerate() {
+        let patterns = match &group.ending {
+            Some(ending) => ending_patterns(ending, &names),
+            None => split_patterns(&names),
+        };
+        // A tier's queues that also carry a user policy's keys are matched by the tier's
+        // ending too: their merged policy must win over it.
+        let priority = if group.outranks_ending {
+            priority.saturating_add(1)
+        } else {
+            priority
+        };
+        for (part, pattern) in patterns.into_iter().enumerate() {
             // One policy per group; a group too large for one pattern gets parts
             // `~2`, `~3`… that share its definition and match disjoint queues.
             let name = naming::policy_name(&group_name, part);
@@ -202,5 +248,85 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                 });
             }
         }
+    }
+}
+
+/// A policy that selects by ending takes every queue of its vhost with that ending.
+/// Refuses a declared queue (escape hatch, work or parking queue, a name under
+/// `retry.names`) with another tier's ending, and two tiers whose endings overlap:
+/// either would put a tier's TTL on a queue that is not that tier's.
+fn check_endings(
+    groups: &BTreeMap<(String, String), Group>,
+    source: &SourceMap,
+    out: &mut Emitter,
+) {
+    // (vhost, ending) → (policy, where the delays are written)
+    let mut endings: BTreeMap<&str, Vec<(&str, String, &SpecPath)>> = BTreeMap::new();
+    for ((vhost, group_name), group) in groups {
+        if let Some(ending) = &group.ending {
+            endings.entry(vhost).or_default().push((
+                ending,
+                naming::policy_name(group_name, 0),
+                &group.path,
+            ));
+        }
+    }
+    let place = |path: &SpecPath| match source.locate(path) {
+        Some(at) => format!("`{path}` (line {}, column {})", at.line, at.column),
+        None => format!("`{path}`"),
+    };
+    let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
+    for tiers in endings.values() {
+        for (index, (ending, policy, path)) in tiers.iter().enumerate() {
+            for (other_ending, other_policy, other_path) in &tiers[index + 1..] {
+                if other_ending.ends_with(ending) || ending.ends_with(other_ending) {
+                    let endings = if ending == other_ending {
+                        format!("the same name ending `{ending}`")
+                    } else {
+                        format!("the name endings `{ending}` and `{other_ending}`, which overlap")
+                    };
+                    problems.push((
+                        format!(
+                            "generated policies `{policy}` (delays at {}) and `{other_policy}` select their delay queues by {endings}: one policy would take the other's queues",
+                            place(path)
+                        ),
+                        (*other_path).clone(),
+                        "rename the ladder or service: their names, with `.` written `_`, must differ".to_string(),
+                    ));
+                }
+            }
+        }
+    }
+    for ((vhost, name), info) in &out.queues {
+        let Some(tiers) = endings.get(vhost.as_str()) else {
+            continue;
+        };
+        let own = info.needs.iter().find_map(|need| need.ending.as_deref());
+        for (ending, policy, path) in tiers {
+            if own == Some(*ending) || !ends_with(name, ending) {
+                continue;
+            }
+            let queue_path = out
+                .origins
+                .get(&ObjectId {
+                    kind: ObjectKind::Queue,
+                    vhost: Some(vhost.clone()),
+                    name: name.clone(),
+                })
+                .cloned()
+                .unwrap_or_default();
+            problems.push((
+                format!(
+                    "queue `{name}` ends in `{ending}`, the ending by which generated policy `{policy}` (`^.*{}$`, delays at {}) selects its delay queues: the broker would give this queue that tier's TTL",
+                    escape(ending),
+                    place(path)
+                ),
+                queue_path,
+                format!("rename the queue so that it does not end in `{ending}`: warren keeps the endings `.retry.<n>`, `.retry-<ladder>.<n>` and `.retry.own.<n>` for the delay queues it generates"),
+            ));
+        }
+    }
+    for (message, path, help) in problems {
+        out.error("name-convention", message, path).hint(help);
     }
 }

@@ -32,7 +32,7 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
     };
     let delay_queues = match &ladder.names.tiers {
         Some(tiers) if tiers.len() == delay_count => tiers.clone(),
-        _ => naming::delay_queues(work, delay_count),
+        _ => naming::delay_queues(work, &ladder.origin, &schedule(ladder)),
     };
     let attempt_queues = match ladder.mode {
         RetryMode::RejectChain => match &ladder.names.attempts {
@@ -56,6 +56,15 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
                 .clone()
                 .unwrap_or_else(|| naming::parking_queue(work))
         }),
+    }
+}
+
+/// The tier (0-based) of each delay queue: one per tier, or one per retry in
+/// `reject-chain` mode.
+fn schedule(ladder: &Ladder) -> Vec<usize> {
+    match ladder.mode {
+        RetryMode::RejectChain => ladder.schedule.clone(),
+        _ => (0..ladder.delays.len()).collect(),
     }
 }
 
@@ -120,6 +129,8 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
         );
         let need = PolicyNeed {
             group: naming::retry_group(&ladder.origin, tier + 1),
+            ending: naming::selects_by_ending(&ladder.origin)
+                .then(|| naming::tier_ending(&ladder.origin, tier + 1)),
             definition,
             path: ladder.delays_path.index(tier),
         };
@@ -316,7 +327,7 @@ fn check_name_overrides(ladder: &Ladder, retry_path: &SpecPath, out: &mut Emitte
                 ),
                 names_path.key("tiers"),
             )
-            .hint("give one name per delay queue, or remove `names.tiers` to use `<queue>.retry.<n>`");
+            .hint("give one name per delay queue, or remove `names.tiers` to use the generated names (`<queue>.retry.<n>`, see docs/topology.md)");
     }
     if let Some(attempts) = &ladder.names.attempts {
         if ladder.mode != RetryMode::RejectChain {

@@ -127,7 +127,7 @@ fn reject_chain_gives_every_attempt_its_own_queue_and_parks_after_the_last() {
         json!("1")
     );
     assert_eq!(
-        queue(&defs, "s.c.retry.1").arguments["x-dead-letter-routing-key"],
+        queue(&defs, "s.c.retry.own.1").arguments["x-dead-letter-routing-key"],
         json!("s.c.attempt.2")
     );
     assert_eq!(
@@ -135,7 +135,7 @@ fn reject_chain_gives_every_attempt_its_own_queue_and_parks_after_the_last() {
         json!("2")
     );
     assert_eq!(
-        queue(&defs, "s.c.retry.2").arguments["x-dead-letter-routing-key"],
+        queue(&defs, "s.c.retry.own.2").arguments["x-dead-letter-routing-key"],
         json!("s.c.attempt.3")
     );
     assert_eq!(
@@ -245,7 +245,7 @@ fn ladders_from_different_places_never_share_a_policy_by_accident() {
             })
             .map(|p| p.definition["message-ttl"].clone())
     };
-    assert_eq!(ttl("vhost.a.retry.1"), Some(json!(300_000)));
+    assert_eq!(ttl("vhost.a.retry-vhost.1"), Some(json!(300_000)));
     assert_eq!(ttl("other.b.retry.1"), Some(json!(30_000)));
     // Names that run together with dots and differ are refused, not mixed up.
     let clash = errors(
@@ -263,8 +263,13 @@ fn delays_written_at_a_level_turn_retries_back_on() {
     let defs = ok(
         "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        defaults: { retry: { enabled: false, delays: [1s] } }\n        consumers:\n          off: {}\n          on: { retry: { delays: [2s] } }\n",
     );
-    assert!(!defs.queues.iter().any(|q| q.name == "s.off.retry.1"));
-    assert!(defs.queues.iter().any(|q| q.name == "s.on.retry.1"));
+    assert!(
+        !defs
+            .queues
+            .iter()
+            .any(|q| q.name.starts_with("s.off.retry"))
+    );
+    assert!(defs.queues.iter().any(|q| q.name == "s.on.retry.own.1"));
 }
 
 #[test]
@@ -285,4 +290,281 @@ fn the_brokers_identity_cannot_be_declared() {
         found[0].message.contains("the broker's own identity"),
         "{found:#?}"
     );
+}
+
+/// The generated retry policies of a compiled spec, by name.
+fn retry_policies(defs: &Definitions) -> Vec<&crate::model::Policy> {
+    defs.policies
+        .iter()
+        .filter(|p| p.name.starts_with("warren.retry."))
+        .collect()
+}
+
+#[test]
+fn a_tier_pattern_is_the_same_for_10_and_10000_consumers() {
+    let patterns = |n: usize| -> Vec<(String, String)> {
+        retry_policies(&ok(&consumers(n, "[30s, 5m, 30m]")))
+            .into_iter()
+            .map(|p| (p.name.clone(), p.pattern.clone()))
+            .collect()
+    };
+    let small = patterns(10);
+    assert_eq!(small, patterns(10_000));
+    assert_eq!(
+        small,
+        (1..=3)
+            .map(|n| (
+                format!("warren.retry.defaults.{n}"),
+                format!(r"^.*\.retry\.{n}$")
+            ))
+            .collect::<Vec<_>>()
+    );
+    // The same for a named ladder and a service's defaults.
+    let ladder = |n: usize| {
+        let yaml = consumers(n, "[1s]")
+            .replace(
+                "defaults:\n  retry:\n    delays: [1s]\n",
+                "ladders:\n  slow.ones: { delays: [1m] }\n",
+            )
+            .replace("c0: {}", "c0: { retry: { ladder: slow.ones } }");
+        retry_policies(&ok(&yaml))
+            .into_iter()
+            .map(|p| p.pattern.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ladder(2), vec![r"^.*\.retry-slow_ones\.1$".to_string()]);
+}
+
+/// Every retry mode, every place delays come from, names the user wrote and a user
+/// policy merged into a tier: each queue of the output gets exactly its own tier's
+/// settings from the broker's point of view (the real regex and the set lookup agree).
+#[test]
+fn every_generated_queue_is_matched_by_exactly_its_own_tier_policy() {
+    use crate::model::effective::CompiledPolicies;
+    use crate::model::pattern::PatternMatcher;
+    let defs = ok(r"
+version: 1
+defaults:
+  retry: { delays: [1s, 2s] }
+ladders:
+  slow: { delays: [1m, 2m], on_exhausted: park }
+  chain: { delays: [3s, 4s], mode: reject-chain, attempts_per_tier: 2 }
+  once: { delays: [10s], mode: reject }
+vhosts:
+  v:
+    services:
+      s:
+        exchange: { type: fanout }
+        consumers:
+          plain: {}
+          laddered: { retry: { ladder: slow } }
+          chained: { retry: { ladder: chain } }
+          rejecting: { retry: { ladder: once } }
+          own: { retry: { delays: [5s, 6s, 7s] } }
+          named: { queue: q, retry: { ladder: slow, names: { tiers: [dead_letter_queue, later] } } }
+      t:
+        exchange: { type: fanout }
+        defaults: { retry: { delays: [8s] } }
+        consumers:
+          a: {}
+          capped: {}
+    policies:
+      cap: { pattern: '^t\.capped', priority: 5, definition: { max-length: 10 } }
+  w:
+    defaults: { retry: { delays: [9s] } }
+    services:
+      u:
+        exchange: { type: fanout }
+        consumers: { b: {} }
+");
+    let expected: &[(&str, &str, u64)] = &[
+        ("s.plain.retry.1", "warren.retry.defaults.1", 1_000),
+        ("s.plain.retry.2", "warren.retry.defaults.2", 2_000),
+        (
+            "s.rejecting.retry-once.1",
+            "warren.retry.ladder.once.1",
+            10_000,
+        ),
+        (
+            "s.laddered.retry-slow.1",
+            "warren.retry.ladder.slow.1",
+            60_000,
+        ),
+        (
+            "s.laddered.retry-slow.2",
+            "warren.retry.ladder.slow.2",
+            120_000,
+        ),
+        (
+            "s.chained.attempt.2.retry-chain.1",
+            "warren.retry.ladder.chain.1",
+            3_000,
+        ),
+        (
+            "s.chained.attempt.3.retry-chain.1",
+            "warren.retry.ladder.chain.1",
+            3_000,
+        ),
+        (
+            "s.chained.attempt.4.retry-chain.2",
+            "warren.retry.ladder.chain.2",
+            4_000,
+        ),
+        (
+            "s.chained.attempt.5.retry-chain.2",
+            "warren.retry.ladder.chain.2",
+            4_000,
+        ),
+        ("s.own.retry.own.3", "warren.retry.consumer.s.own.3", 7_000),
+        ("dead_letter_queue", "warren.retry.ladder.slow.1", 60_000),
+        ("later", "warren.retry.ladder.slow.2", 120_000),
+        ("t.a.retry-t.1", "warren.retry.service.t.1", 8_000),
+        ("t.capped.retry-t.1", "warren.retry.service.t.1+cap", 8_000),
+        ("u.b.retry.1", "warren.retry.vhost.1", 9_000),
+    ];
+    let policies = CompiledPolicies::new(&defs.policies);
+    for (queue, policy, ttl) in expected {
+        let vhost = if queue.starts_with("u.") { "w" } else { "v" };
+        let found = defs
+            .queues
+            .iter()
+            .find(|q| q.name == *queue && q.vhost == vhost)
+            .unwrap_or_else(|| panic!("no queue {queue}"));
+        let choice = policies.choose(
+            vhost,
+            queue,
+            crate::model::QueueType::of(found),
+            TargetVersion::V4_1,
+        );
+        let winner = choice
+            .winner
+            .unwrap_or_else(|| panic!("no policy applies to {queue}"));
+        assert_eq!(winner.name, *policy, "{queue}");
+        assert_eq!(winner.definition["message-ttl"], json!(ttl), "{queue}");
+        assert_eq!(found.arguments.get("x-message-ttl"), None);
+    }
+    // Every queue of the output: at most one generated policy of each priority matches
+    // it, the one that applies is the one its tier needs, and no delay queue is matched
+    // by another ladder's or tier's policy.
+    for queue in &defs.queues {
+        let matching: Vec<&crate::model::Policy> = defs
+            .policies
+            .iter()
+            .filter(|p| p.vhost == queue.vhost && p.name.starts_with("warren.retry."))
+            .filter(|p| {
+                let regex = fancy_regex::Regex::new(&p.pattern).unwrap();
+                let by_regex = regex.is_match(&queue.name).unwrap();
+                assert_eq!(
+                    PatternMatcher::new(&p.pattern).is_match(&queue.name),
+                    by_regex,
+                    "{} on {}",
+                    p.pattern,
+                    queue.name
+                );
+                by_regex
+            })
+            .collect();
+        let tier = |name: &str| name.split('+').next().unwrap().to_string();
+        if let Some(first) = matching.first() {
+            assert!(
+                matching.iter().all(|p| tier(&p.name) == tier(&first.name)),
+                "{} matched by {matching:?}",
+                queue.name
+            );
+            let priorities: std::collections::BTreeSet<i64> =
+                matching.iter().map(|p| p.priority).collect();
+            assert_eq!(priorities.len(), matching.len(), "{}", queue.name);
+        }
+        let is_tier = expected.iter().any(|(name, _, _)| *name == queue.name);
+        let is_delay = queue.arguments.get("x-dead-letter-exchange") == Some(&json!("")) || is_tier;
+        assert_eq!(
+            matching.is_empty(),
+            !is_delay,
+            "{}: {matching:?}",
+            queue.name
+        );
+    }
+}
+
+#[test]
+fn names_the_user_wrote_are_listed_beside_the_ending() {
+    let defs = ok(
+        "version: 1\nladders:\n  slow: { delays: [1m] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          a: { retry: { ladder: slow } }\n          b: { retry: { ladder: slow, names: { tiers: ['odd (name)'] } } }\n",
+    );
+    let tier = retry_policies(&defs);
+    assert_eq!(tier.len(), 1);
+    assert_eq!(tier[0].pattern, r"^(?:.*\.retry-slow\.1|odd \(name\))$");
+    let only_named = ok(
+        "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          a: { retry: { delays: [1m], names: { tiers: [dead_letter_queue] } } }\n",
+    );
+    assert_eq!(
+        retry_policies(&only_named)[0].pattern,
+        "^dead_letter_queue$"
+    );
+}
+
+#[test]
+fn a_declared_queue_with_a_tier_ending_is_refused_naming_both() {
+    let found = errors(
+        "version: 1\ndefaults:\n  retry: { delays: [1s] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers: { c: {} }\n    queues:\n      audit.retry.1: {}\n",
+    );
+    let error = found
+        .iter()
+        .find(|d| d.code == "name-convention")
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(
+        error.message.contains("`audit.retry.1`"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("`warren.retry.defaults.1`"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("defaults.retry.delays[0]"),
+        "{}",
+        error.message
+    );
+    assert_eq!(error.location.map(|l| l.line), Some(11));
+    // A work queue too, and a name the user gave a tier of another ladder.
+    let work = errors(
+        "version: 1\ndefaults:\n  retry: { delays: [1s, 2s] }\nladders:\n  slow: { delays: [1m] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { queue: jobs.retry.2 }\n          d: { retry: { ladder: slow, names: { tiers: [x.retry.1] } } }\n",
+    );
+    let refused: Vec<&str> = work
+        .iter()
+        .filter(|d| d.code == "name-convention")
+        .map(|d| d.message.as_str())
+        .collect();
+    assert!(
+        refused.iter().any(|m| m.contains("`jobs.retry.2`")),
+        "{work:#?}"
+    );
+    assert!(
+        refused.iter().any(|m| m.contains("`x.retry.1`")),
+        "{work:#?}"
+    );
+}
+
+#[test]
+fn two_tiers_whose_endings_overlap_are_refused() {
+    // A service and a ladder of the same name, with dots written as underscores.
+    let found = errors(
+        "version: 1\nladders:\n  a.b: { delays: [1m] }\nvhosts:\n  v:\n    services:\n      a_b:\n        exchange: { type: fanout }\n        defaults: { retry: { delays: [1s] } }\n        consumers:\n          c: {}\n          d: { retry: { ladder: a.b } }\n",
+    );
+    assert!(
+        found.iter().any(|d| d.code == "name-convention"
+            && d.message.contains("`warren.retry.ladder.a.b.1`")
+            && d.message.contains("`warren.retry.service.a_b.1`")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_tier_whose_queues_all_have_names_the_user_wrote_selects_no_ending() {
+    let defs = ok(
+        "version: 1\nladders:\n  slow: { delays: [1m] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          a: { retry: { ladder: slow, names: { tiers: [dead_letter_queue] } } }\n",
+    );
+    assert_eq!(retry_policies(&defs)[0].pattern, "^dead_letter_queue$");
 }

@@ -44,6 +44,8 @@ struct Recognised {
     consumer: Consumer,
     origin: String,
     delays: Vec<Duration>,
+    /// The delay queues, by tier: their default names depend on where the delays end up.
+    delay_queues: Vec<String>,
     claimed_queues: Vec<String>,
     claimed_exchanges: Vec<String>,
     claimed_bindings: Vec<Binding>,
@@ -257,8 +259,10 @@ fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
     }
     let tier_type = QueueType::of(first);
     let work_queue = &work.name;
+    let origin = origin?;
     let names = overridden_names(
         work_queue,
+        &origin,
         &exchange.name,
         &delay_queues,
         parking.as_deref(),
@@ -296,8 +300,9 @@ fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
         exchange_type: inner_type,
         consumer_name,
         consumer,
-        origin: origin?,
+        origin,
         delays,
+        delay_queues,
         claimed_queues,
         claimed_exchanges: vec![exchange.name.clone()],
         claimed_bindings,
@@ -308,6 +313,7 @@ fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
 /// defaults; `None` when all are the defaults.
 fn overridden_names(
     work_queue: &str,
+    origin: &str,
     exchange: &str,
     delay_queues: &[String],
     parking: Option<&str>,
@@ -315,8 +321,7 @@ fn overridden_names(
 ) -> Option<RetryNames> {
     let names = RetryNames {
         exchange: (exchange != naming::retry_exchange(work_queue)).then(|| exchange.to_string()),
-        tiers: (delay_queues != naming::delay_queues(work_queue, delay_queues.len()))
-            .then(|| delay_queues.to_vec()),
+        tiers: overridden_tiers(work_queue, origin, delay_queues),
         parking: parking
             .filter(|parking| *parking != naming::parking_queue(work_queue))
             .map(str::to_string),
@@ -329,6 +334,18 @@ fn overridden_names(
         || names.parking.is_some()
         || names.attempts.is_some();
     any.then_some(names)
+}
+
+/// The delay queue names a ladder whose delays come from `origin` needs written out:
+/// `None` when they are the names warren generates for that origin.
+fn overridden_tiers(
+    work_queue: &str,
+    origin: &str,
+    delay_queues: &[String],
+) -> Option<Vec<String>> {
+    let schedule: Vec<usize> = (0..delay_queues.len()).collect();
+    (delay_queues != naming::delay_queues(work_queue, origin, &schedule))
+        .then(|| delay_queues.to_vec())
 }
 
 /// The service name a recognised consumer's policy origin suggests.
@@ -417,6 +434,7 @@ pub(super) fn place(
                 },
                 ..Service::default()
             });
+        let work_queue = found.consumer.queue.clone().unwrap_or_default();
         let retry = found.consumer.retry.get_or_insert_with(Retry::default);
         let origin = found.origin.clone();
         let delays = Some(found.delays.clone());
@@ -447,7 +465,19 @@ pub(super) fn place(
                 .delays = delays;
         } else {
             retry.delays = delays;
-            if origin != naming::consumer_origin(&service_name, &consumer_name) {
+            let own = naming::consumer_origin(&service_name, &consumer_name);
+            if origin != own {
+                // The tiers' generated names follow the origin: keep the live names.
+                let tiers = overridden_tiers(&work_queue, &own, &found.delay_queues);
+                let names = retry.names.get_or_insert_with(Default::default);
+                names.tiers = tiers;
+                if names.exchange.is_none()
+                    && names.tiers.is_none()
+                    && names.parking.is_none()
+                    && names.attempts.is_none()
+                {
+                    retry.names = None;
+                }
                 notes.0.push(format!(
                     "vhost `{vhost_name}`: consumer `{consumer_name}` had its delays from `{origin}`; they are now written on the consumer (its policy gets a new name)"
                 ));

@@ -35,6 +35,34 @@ pub fn split_patterns(names: &[&str]) -> Vec<String> {
     parts
 }
 
+/// Patterns that together match every name ending in `ending` and exactly `names`
+/// besides: `^.*<ending>$`, its length independent of how many names end so, with the
+/// listed names (those that do not end in `ending`) as a tree inside it,
+/// `^(?:.*<ending>|<tree>)$`, split like [`split_patterns`] when the list is long.
+pub fn ending_patterns(ending: &str, names: &[&str]) -> Vec<String> {
+    let listed: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| !ends_with(name, ending))
+        .collect();
+    let mut parts = split_patterns(&listed);
+    let selecting = format!(".*{}", escape(ending));
+    match parts.first_mut() {
+        None => parts.push(format!("^{selecting}$")),
+        Some(first) => {
+            let body = &first[1..first.len() - 1];
+            *first = format!("^(?:{selecting}|{body})$");
+        }
+    }
+    parts
+}
+
+/// Whether `^.*<ending>$` matches `name` (`.` does not match a line break).
+pub fn ends_with(name: &str, ending: &str) -> bool {
+    name.strip_suffix(ending)
+        .is_some_and(|head| !head.contains('\n'))
+}
+
 /// Escapes the characters that are special in PCRE (the broker's regex engine).
 pub fn escape(name: &str) -> String {
     let mut escaped = String::with_capacity(name.len());
@@ -159,6 +187,9 @@ fn common_suffix<'a>(names: &[&'a str]) -> &'a str {
 pub enum PatternMatcher {
     /// Exactly these names.
     Names(HashSet<String>),
+    /// Every name with this ending, and these names (`^(?:.*<ending>|<tree>)$`, see
+    /// [`ending_patterns`]).
+    Ending(String, HashSet<String>),
     /// Any other pattern.
     Regex(Option<fancy_regex::Regex>),
 }
@@ -166,9 +197,21 @@ pub enum PatternMatcher {
 impl PatternMatcher {
     /// Compiles a pattern.
     pub fn new(pattern: &str) -> PatternMatcher {
+        if let Some((ending, names)) = parse_ending(pattern) {
+            return PatternMatcher::Ending(ending, names.into_iter().collect());
+        }
         match parse_names(pattern) {
             Some(names) => PatternMatcher::Names(names.into_iter().collect()),
             None => PatternMatcher::Regex(fancy_regex::Regex::new(pattern).ok()),
+        }
+    }
+
+    /// The ending a pattern selects its names by, if it is one of
+    /// [`ending_patterns`]' shapes.
+    pub fn ending(&self) -> Option<&str> {
+        match self {
+            PatternMatcher::Ending(ending, _) => Some(ending),
+            _ => None,
         }
     }
 
@@ -176,11 +219,39 @@ impl PatternMatcher {
     pub fn is_match(&self, name: &str) -> bool {
         match self {
             PatternMatcher::Names(names) => names.contains(name),
+            PatternMatcher::Ending(ending, names) => {
+                ends_with(name, ending) || names.contains(name)
+            }
             PatternMatcher::Regex(regex) => regex
                 .as_ref()
                 .and_then(|r| r.is_match(name).ok())
                 .unwrap_or(false),
         }
+    }
+}
+
+/// A name two patterns both match, or the ending of the names they both match; `None`
+/// when they match no name in common, or when one of them is a pattern that is neither
+/// an ending nor a set of names (then nobody can tell here).
+pub fn overlap(a: &PatternMatcher, b: &PatternMatcher) -> Option<String> {
+    use PatternMatcher::{Ending, Names};
+    let listed_in = |names: &HashSet<String>, other: &PatternMatcher| {
+        let mut common: Vec<&String> = names.iter().filter(|n| other.is_match(n)).collect();
+        common.sort();
+        common.first().map(|name| format!("`{name}`"))
+    };
+    match (a, b) {
+        (Ending(ea, na), Ending(eb, nb)) => {
+            if ea.ends_with(eb.as_str()) || eb.ends_with(ea.as_str()) {
+                let longer = if ea.len() >= eb.len() { ea } else { eb };
+                Some(format!("every name ending in `{longer}`"))
+            } else {
+                listed_in(na, b).or_else(|| listed_in(nb, a))
+            }
+        }
+        (Ending(_, _), Names(names)) => listed_in(names, a),
+        (Names(names), Ending(_, _) | Names(_)) => listed_in(names, b),
+        _ => None,
     }
 }
 
@@ -200,6 +271,24 @@ fn parse_names(pattern: &str) -> Option<Vec<String>> {
     // A top-level `|` splits the anchors too (`^a|b$` is `(^a)|(b$)`): not a set.
     let (names, rest) = sequence(body)?;
     rest.is_empty().then_some(names)
+}
+
+/// The ending and listed names of `^.*<ending>$` or `^(?:.*<ending>|<tree>)$`.
+fn parse_ending(pattern: &str) -> Option<(String, Vec<String>)> {
+    let body = pattern.strip_prefix('^')?.strip_suffix('$')?;
+    let backslashes = body.chars().rev().take_while(|c| *c == '\\').count();
+    if backslashes % 2 == 1 {
+        return None;
+    }
+    if let Some(rest) = body.strip_prefix(".*") {
+        let (ending, after) = literal(rest)?;
+        return (after.is_empty() && !ending.is_empty()).then_some((ending, Vec::new()));
+    }
+    let rest = body.strip_prefix("(?:.*")?;
+    let (ending, after) = literal(rest)?;
+    let after = after.strip_prefix('|')?;
+    let (names, after) = alternatives(after)?;
+    (after == ")" && !ending.is_empty()).then_some((ending, names))
 }
 
 /// `seq ('|' seq)*`, up to a `)` or the end.
@@ -357,6 +446,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn overlapping_patterns_are_found() {
+        let m = |p: &str| PatternMatcher::new(p);
+        let plain = m(r"^.*\.retry\.1$");
+        assert_eq!(
+            overlap(&plain, &m(r"^.*\.retry\.1$")).as_deref(),
+            Some("every name ending in `.retry.1`")
+        );
+        assert_eq!(overlap(&plain, &m(r"^.*\.retry-slow\.1$")), None);
+        assert_eq!(overlap(&plain, &m(r"^.*\.retry\.2$")), None);
+        assert_eq!(
+            overlap(&plain, &m(r"^(?:a\.retry\.1|b)$")).as_deref(),
+            Some("`a.retry.1`")
+        );
+        assert_eq!(
+            overlap(&m(r"^(?:.*\.retry-x\.1|q)$"), &m(r"^(?:q|r)$")).as_deref(),
+            Some("`q`")
+        );
+        assert_eq!(overlap(&m("^(?:a|b)$"), &m("^(?:c|d)$")), None);
+        assert_eq!(overlap(&plain, &m("^.*retry.*$")), None);
+    }
+
     /// The set lookup agrees with the regex on every shape it accepts, and refuses the rest.
     #[test]
     fn exact_patterns_match_like_the_regex() {
@@ -380,6 +491,11 @@ mod tests {
                 "orders.sms.urgent.retry.1",
             ]),
             "^(?:a|b)(?:.x|y)$".to_string(),
+            ending_patterns(".retry.1", &[]).remove(0),
+            ending_patterns(".retry-x.1", &["q.1", "orders.email", "a.retry.1"]).remove(0),
+            "^.*\\.retry\\.1|x$".to_string(),
+            "^(?:.*\\.retry\\.1|x)y$".to_string(),
+            "^.*$".to_string(),
         ];
         let candidates = [
             "orders.email",
@@ -406,6 +522,12 @@ mod tests {
             "orders.smsurgent.retry.1",
             "ay",
             "a.x",
+            "s.c.retry.1",
+            "s.c.retry.11",
+            ".retry.1",
+            "a\nb.retry.1",
+            "s.c.retry-x.1",
+            "s.c.retry-xx.1",
         ];
         for pattern in &patterns {
             let regex = fancy_regex::Regex::new(pattern).unwrap();
@@ -428,5 +550,10 @@ mod tests {
             PatternMatcher::Regex(_)
         ));
         assert!(!PatternMatcher::new("(unclosed").is_match("(unclosed"));
+        assert_eq!(
+            PatternMatcher::new(&ending_patterns(".retry.1", &["q"])[0]).ending(),
+            Some(".retry.1")
+        );
+        assert_eq!(PatternMatcher::new("^.*$").ending(), None);
     }
 }

@@ -7,10 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 mod against;
+mod capture;
 mod depends;
 mod recheck;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
+pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
 pub use recheck::{Mismatch, recheck, replan};
 
@@ -68,6 +70,14 @@ pub struct Plan {
     /// Desired objects another spec manages: the plan cannot be applied.
     #[serde(default)]
     pub conflicts: Vec<Conflict>,
+    /// Live queues the spec does not declare whose names a generated retry policy of
+    /// the spec selects by ending: the plan cannot be applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captured: Vec<Captured>,
+    /// Generated policies of the spec that select names another spec's generated
+    /// policies select too: the plan cannot be applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overlaps: Vec<Overlap>,
     /// Counts by action.
     pub summary: Summary,
 }
@@ -113,6 +123,42 @@ impl Plan {
     /// record (objects it adopts).
     pub fn has_changes(&self) -> bool {
         !self.changes.is_empty() || !self.adopted.is_empty()
+    }
+
+    /// Why the plan cannot be applied, if it cannot: it takes over another spec's objects,
+    /// its policies would capture queues it does not declare, or overlap another spec's.
+    pub fn refusal(&self) -> Option<String> {
+        if let Some(conflict) = self.conflicts.first() {
+            return Some(format!(
+                "{} is managed by spec `{}`{}",
+                conflict.id,
+                conflict.owner,
+                more(self.conflicts.len())
+            ));
+        }
+        if let Some(captured) = self.captured.first() {
+            let owner = match &captured.owner {
+                Some(owner) => format!("spec `{owner}` manages it"),
+                None => "no spec manages it".to_string(),
+            };
+            return Some(format!(
+                "generated policy `{}` would apply to {}, which the spec does not declare ({owner}): rename or delete that queue{}",
+                captured.policy,
+                captured.queue,
+                more(self.captured.len())
+            ));
+        }
+        if let Some(overlap) = self.overlaps.first() {
+            return Some(format!(
+                "generated policy `{}` and policy `{}` of spec `{}` both select {}: rename a ladder or service in one spec{}",
+                overlap.policy.name,
+                overlap.other,
+                overlap.owner,
+                overlap.common,
+                more(self.overlaps.len())
+            ));
+        }
+        None
     }
 
     /// Recounts the summary (after message counts were filled in).
@@ -179,6 +225,13 @@ impl Plan {
             })
             .map(|c| (c.id.vhost.clone().unwrap_or_default(), c.id.name.clone()))
             .collect()
+    }
+}
+
+fn more(count: usize) -> String {
+    match count {
+        0 | 1 => String::new(),
+        _ => format!(" (and {} more)", count - 1),
     }
 }
 
@@ -303,6 +356,8 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         .parse()
         .unwrap_or(TargetVersion::DEFAULT);
     let dependencies = depends::dependencies(&desired, &live, &changes, target);
+    let (captured, overlaps) =
+        capture::find(&desired, &live, &ownership.managed, &ownership.others);
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),
@@ -325,6 +380,8 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
             .into_iter()
             .map(|(id, owner)| Conflict { id, owner })
             .collect(),
+        captured,
+        overlaps,
         summary: Summary::default(),
     };
     plan.summarize();

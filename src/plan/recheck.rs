@@ -93,6 +93,9 @@ pub fn recheck(
             conflict.id, conflict.owner
         )));
     }
+    if let Some(refusal) = fresh.refusal() {
+        return Err(Mismatch::Changes(format!("now {refusal}")));
+    }
     let planned: BTreeSet<String> = saved.changes.iter().map(key).collect();
     let needed: BTreeSet<String> = fresh.changes.iter().map(key).collect();
     if planned != needed {

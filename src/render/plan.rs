@@ -113,6 +113,46 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             )?;
         }
     }
+    if !plan.captured.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{red}{bold}Queues the spec does not declare, which its generated policies would apply to (this plan cannot be applied):{reset}"
+        )?;
+        for captured in &plan.captured {
+            let owner = match &captured.owner {
+                Some(owner) => format!("managed by spec `{owner}`"),
+                None => "no spec manages it".to_string(),
+            };
+            writeln!(
+                out,
+                "  {red}!{reset} {} {dim}(its name ends like the delay queues of `{}`, which would give it their TTL; {owner}){reset}",
+                captured.queue, captured.policy
+            )?;
+        }
+        writeln!(
+            out,
+            "  {dim}rename or delete these queues: warren keeps the endings `.retry.<n>`, `.retry-<ladder>.<n>` and `.retry.own.<n>` for its delay queues{reset}"
+        )?;
+    }
+    if !plan.overlaps.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{red}{bold}Generated policies that overlap another spec's in the same vhost (this plan cannot be applied):{reset}"
+        )?;
+        for overlap in &plan.overlaps {
+            writeln!(
+                out,
+                "  {red}!{reset} {} and policy `{}` of spec `{}` both select {}",
+                overlap.policy, overlap.other, overlap.owner, overlap.common
+            )?;
+        }
+        writeln!(
+            out,
+            "  {dim}rename a ladder or service in one of the specs, or manage the vhost from one spec{reset}"
+        )?;
+    }
     if plan.changes.is_empty() && plan.adopted.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -332,6 +372,8 @@ mod tests {
             ],
             unmanaged: vec![id(ObjectKind::Queue, Some("shop"), "handmade")],
             conflicts: vec![],
+            captured: vec![],
+            overlaps: vec![],
             summary: Summary::default(),
         };
         plan.summarize();

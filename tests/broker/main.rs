@@ -42,6 +42,7 @@ mod crash;
 mod faults;
 mod import;
 mod locks;
+mod name_endings;
 mod ownership;
 mod plan_apply;
 mod retry_behaviour;

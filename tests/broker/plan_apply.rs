@@ -190,11 +190,11 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
     publish(
         node,
         &vhost,
-        "notifier.sms.retry.3",
+        "notifier.sms.retry-standard.3",
         "waiting in the 30m tier",
     );
     publish(node, &vhost, "notifier.sms", "waiting for a consumer");
-    assert_eq!(messages(node, &vhost, "notifier.sms.retry.3"), 1);
+    assert_eq!(messages(node, &vhost, "notifier.sms.retry-standard.3"), 1);
 
     spec.write(&ladder_spec(
         &format!("delay-{vhost}"),
@@ -218,7 +218,7 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
     ));
     assert_eq!(policy["definition"]["message-ttl"], 45_000);
     assert_eq!(
-        messages(node, &vhost, "notifier.sms.retry.3"),
+        messages(node, &vhost, "notifier.sms.retry-standard.3"),
         1,
         "tier kept its message"
     );
@@ -251,8 +251,8 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
         .collect();
     for expected in [
         "queue notifier.push",
-        "queue notifier.push.retry.1",
-        "queue notifier.push.retry.3",
+        "queue notifier.push.retry-standard.1",
+        "queue notifier.push.retry-standard.3",
         "queue notifier.push.parking",
         "exchange notifier.push.retry",
     ] {

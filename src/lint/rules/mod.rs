@@ -21,6 +21,7 @@ mod policy_priority_tie;
 mod policy_shadows_dead_lettering;
 mod policy_skipped_for_queue_type;
 mod policy_ttl_shortens_queue;
+mod queue_captured_by_retry_tier;
 mod quorum_without_delivery_limit;
 mod retry_returns_to_several_queues;
 mod work_queue_overflow_into_own_loop;
@@ -42,6 +43,7 @@ pub static RULES: &[Rule] = &[
     ladder::NOT_INCREASING,
     ladder::ZERO_DELAY,
     ladder::TOO_LONG,
+    queue_captured_by_retry_tier::RULE,
     policy_priority_tie::RULE,
     policy_skipped_for_queue_type::RULE,
     policy_ttl_shortens_queue::RULE,

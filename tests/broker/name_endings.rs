@@ -1,0 +1,216 @@
+//! Retry tiers select their delay queues by the ending of their names (`^.*\.retry\.1$`,
+//! docs/topology.md): on real brokers, a live queue with such an ending that the spec
+//! does not declare is named by `plan` and stops `apply` before anything changes, and
+//! two specs whose generated policies would select the same names in one vhost are
+//! refused with both owners named.
+
+use serde_json::json;
+
+use crate::node::{Node, Version, pct};
+use crate::spec::Spec;
+use crate::support::{Capture, Run};
+
+fn warren(node: &Node, args: &[&str]) -> Run {
+    node.warren(args).run()
+}
+
+/// A spec whose consumer `orders.email` takes its delays from `place`: the top-level
+/// `defaults` or the vhost's.
+fn spec_text(name: &str, vhost: &str, service: &str, top_level: bool) -> String {
+    let (top, local) = if top_level {
+        ("defaults:\n  retry: { delays: [30s, 5m] }\n", "")
+    } else {
+        ("", "    defaults:\n      retry: { delays: [1m] }\n")
+    };
+    format!(
+        "version: 1\nname: {name}\n{top}vhosts:\n  {vhost}:\n{local}    services:\n      {service}:\n        exchange: {{ type: fanout }}\n        consumers:\n          email: {{}}\n"
+    )
+}
+
+fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("ending");
+    let name = format!("ending-{vhost}");
+    node.put(&format!("/api/vhosts/{}", pct(&vhost)), &json!({}));
+    // An application's queue that happens to end like the delay queues of tier 2.
+    node.put(
+        &format!("/api/queues/{}/audit.retry.2", pct(&vhost)),
+        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+    );
+    let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
+    let planned = warren(node, &["plan", spec.arg()]).expect(1);
+    assert!(
+        planned
+            .stdout
+            .contains("which its generated policies would apply to")
+            && planned.stdout.contains("queue \"audit.retry.2\"")
+            && planned.stdout.contains("`warren.retry.defaults.2`")
+            && planned.stdout.contains("no spec manages it"),
+        "{}",
+        planned.stdout
+    );
+    let json = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(1);
+    let plan: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(plan["captured"][0]["queue"]["name"], "audit.retry.2");
+    assert_eq!(plan["captured"][0]["policy"], "warren.retry.defaults.2");
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    assert!(
+        refused.stderr.contains("nothing was applied"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        node.get_opt(&format!(
+            "/api/policies/{}/warren.retry.defaults.2",
+            pct(&vhost)
+        ))
+        .is_none(),
+        "nothing was changed"
+    );
+    // Renamed, the queue is left alone and the spec applies and converges.
+    node.delete(&format!("/api/queues/{}/audit.retry.2", pct(&vhost)));
+    node.put(
+        &format!("/api/queues/{}/audit.retries", pct(&vhost)),
+        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+    );
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(node, &["plan", spec.arg()]).expect(0);
+    // The broker gives the tier its policy, and the renamed queue none (the queue's
+    // `policy` shows once the statistics catch up).
+    let mut last = serde_json::Value::Null;
+    let settled = node.wait_until(std::time::Duration::from_secs(30), || {
+        last = node.get(&format!("/api/queues/{}?columns=name,policy", pct(&vhost)));
+        let policy = |queue: &str| {
+            last.as_array()
+                .unwrap()
+                .iter()
+                .find(|q| q["name"] == queue)
+                .map(|q| q["policy"].clone())
+        };
+        policy("orders.email.retry.2") == Some(json!("warren.retry.defaults.2"))
+            && policy("orders.email.retry.1") == Some(json!("warren.retry.defaults.1"))
+            && policy("audit.retries").is_some_and(|p| p.is_null() || p == "")
+    });
+    assert!(settled, "{version}: effective policies: {last}");
+    // A queue that appears afterwards stops the next apply, and a saved plan.
+    node.put(
+        &format!("/api/queues/{}/late.retry.1", pct(&vhost)),
+        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+    );
+    let late = warren(node, &["plan", spec.arg()]).expect(1);
+    assert!(
+        late.stdout.contains("queue \"late.retry.1\""),
+        "{}",
+        late.stdout
+    );
+}
+
+fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("overlap");
+    let first = format!("first-{vhost}");
+    let second = format!("second-{vhost}");
+    let a = Spec::new(&spec_text(&first, &vhost, "orders", true));
+    warren(node, &["apply", a.arg(), "--auto-approve"]).expect(0);
+    // The second spec's vhost defaults would select `.retry.1` too.
+    let b = Spec::new(&spec_text(&second, &vhost, "billing", false));
+    let planned = warren(node, &["plan", b.arg()]).expect(1);
+    assert!(
+        planned.stdout.contains("overlap another spec's")
+            && planned.stdout.contains("warren.retry.vhost.1")
+            && planned.stdout.contains(&format!(
+                "policy `warren.retry.defaults.1` of spec `{first}`"
+            ))
+            && planned.stdout.contains("every name ending in `.retry.1`"),
+        "{}",
+        planned.stdout
+    );
+    let refused = warren(node, &["apply", b.arg(), "--auto-approve"]).expect(1);
+    assert!(
+        refused.stderr.contains("nothing was applied"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        node.get_opt(&format!("/api/queues/{}/billing.email", pct(&vhost)))
+            .is_none(),
+        "nothing of the second spec was created"
+    );
+    // The first spec is unaffected.
+    warren(node, &["plan", a.arg()]).expect(0);
+}
+
+/// What a deployment made before the convention sees: its tiers of a named ladder were
+/// `<queue>.retry.<n>` (written here under `retry.names.tiers`, as the older warren
+/// generated them). The plan creates the new tiers, deletes the old ones and updates
+/// the tier policies; an old tier holding a message is kept by the data-loss gate.
+fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("upgrade");
+    let name = format!("upgrade-{vhost}");
+    let text = |old_names: bool| {
+        let names = if old_names {
+            ", names: { tiers: [orders.email.retry.1, orders.email.retry.2] }"
+        } else {
+            ""
+        };
+        format!(
+            "version: 1\nname: {name}\nladders:\n  slow: {{ delays: [30s, 5m] }}\nvhosts:\n  {vhost}:\n    services:\n      orders:\n        exchange: {{ type: fanout }}\n        consumers:\n          email: {{ retry: {{ ladder: slow{names} }} }}\n"
+        )
+    };
+    let spec = Spec::new(&text(true));
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.post(
+        &format!("/api/exchanges/{}/amq.default/publish", pct(&vhost)),
+        &json!({"properties": {"delivery_mode": 2}, "routing_key": "orders.email.retry.2", "payload": "waiting", "payload_encoding": "string"}),
+    );
+    spec.write(&text(false));
+    let mut plan = serde_json::Value::Null;
+    // The message count is a statistic: plan until it shows.
+    let counted = node.wait_until(std::time::Duration::from_secs(30), || {
+        let run = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2);
+        plan = serde_json::from_str(&run.stdout).unwrap();
+        plan["summary"]["data_loss"] == 1
+    });
+    assert!(counted, "{plan}");
+    let changes: Vec<String> = plan["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["id"]["kind"] == "queue" || c["id"]["kind"] == "policy")
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["action"].as_str().unwrap(),
+                c["id"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    for expected in [
+        "create orders.email.retry-slow.1",
+        "create orders.email.retry-slow.2",
+        "delete orders.email.retry.1",
+        "delete orders.email.retry.2",
+        "update warren.retry.ladder.slow.1",
+        "update warren.retry.ladder.slow.2",
+    ] {
+        assert!(
+            changes.contains(&expected.to_string()),
+            "{expected}: {changes:?}"
+        );
+    }
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    assert!(
+        refused.stderr.contains("orders.email.retry.2"),
+        "{}",
+        refused.stderr
+    );
+    let old = node.get(&format!("/api/queues/{}/orders.email.retry.2", pct(&vhost)));
+    assert_eq!(old["messages"], 1, "{old}");
+}
+
+per_version!(
+    an_undeclared_queue_with_a_tier_ending_stops_the_plan,
+    two_specs_whose_tiers_select_the_same_names_are_refused,
+    an_upgrade_renames_tiers_behind_the_data_loss_gate,
+);
