@@ -21,6 +21,23 @@ pub(crate) struct ConsumerContext<'a> {
     pub path: SpecPath,
 }
 
+/// The delivery limit of a quorum parking queue: unlimited, from the vhost's parking
+/// policy, which selects every generated parking queue by its ending; nothing to set
+/// before 4.0, where quorum queues have no default limit.
+pub(crate) fn parking_delivery_need(out: &Emitter, path: &SpecPath) -> Option<PolicyNeed> {
+    if !out.options.target.has_default_delivery_limit() {
+        return None;
+    }
+    let mut definition = Arguments::new();
+    definition.insert("delivery-limit".into(), Value::from(-1));
+    Some(PolicyNeed {
+        group: naming::parking_group(),
+        ending: Some(naming::PARKING_ENDING.to_string()),
+        definition,
+        path: path.clone(),
+    })
+}
+
 /// Settings for a quorum queue's delivery limit, when a policy must set it.
 pub(crate) fn delivery_limit_need(
     out: &Emitter,

@@ -89,9 +89,14 @@ pub fn attempt_queues(work_queue: &str, retries: usize) -> Vec<String> {
         .collect()
 }
 
+/// The ending of every generated parking queue. On versions where quorum queues have a
+/// default delivery limit, the policy that lifts it from quorum parking queues selects
+/// them by this ending (`^.*\.parking$`, quorum queues only), like a tier's policy.
+pub const PARKING_ENDING: &str = ".parking";
+
 /// A consumer's parking queue.
 pub fn parking_queue(work_queue: &str) -> String {
-    format!("{work_queue}.parking")
+    format!("{work_queue}{PARKING_ENDING}")
 }
 
 /// Routing key of the parking queue on a consumer's retry exchange.
@@ -142,6 +147,7 @@ pub fn origin_ladder(origin: &str) -> Option<&str> {
 }
 
 const RETRY_GROUP: &str = "retry.";
+const PARKING_GROUP: &str = "parking";
 const DELIVERY_LIMIT_GROUP: &str = "delivery-limit.";
 const UNLIMITED: &str = "unlimited";
 
@@ -158,6 +164,13 @@ pub fn delivery_limit_group(limit: u32) -> String {
 /// Policy group of an unlimited quorum delivery limit (4.0 and later).
 pub fn unlimited_delivery_group() -> String {
     format!("{DELIVERY_LIMIT_GROUP}{UNLIMITED}")
+}
+
+/// Policy group of the quorum parking queues of a vhost: a parking queue must never
+/// drop a message that was inspected and requeued too often, so its delivery limit is
+/// lifted (4.0 and later, where quorum queues have a default limit).
+pub fn parking_group() -> String {
+    PARKING_GROUP.to_string()
 }
 
 /// Several groups one queue needs, merged into one policy (the broker applies only one).

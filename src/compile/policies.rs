@@ -7,13 +7,15 @@
 //! of queues. The broker also matches every pattern of the vhost against every queue it
 //! declares, so a ladder tier's policy selects its delay queues by the ending of their
 //! generated names (`^.*\.retry\.1$`, [`naming::tier_ending`]): the same pattern for
-//! one consumer or 10,000. Names the user wrote (`retry.names.tiers`) and other
-//! generated queues (work and parking queues) are listed, as an anchored tree of their
-//! escaped names.
+//! one consumer or 10,000; so does the policy that lifts the delivery limit of quorum
+//! parking queues from 4.0 on (`^.*\.parking$`, [`naming::PARKING_ENDING`]). Names the
+//! user wrote (`retry.names`) are listed, as an anchored tree of their escaped names,
+//! and so are quorum work queues that need a delivery limit: their names are the
+//! applications' contract, one per consumer the spec declares, and follow no ending.
 //!
 //! A pattern that selects by ending could capture a queue nobody meant for it: a
-//! declared queue whose name has a tier's ending, or two tiers whose endings overlap,
-//! is an error here; live queues are checked by the plan.
+//! declared queue whose name has another group's ending, or two groups whose endings
+//! overlap, is an error here; live queues are checked by the plan.
 //!
 //! Only one policy applies to a queue. When a user policy from the spec matches a
 //! generated queue, its keys are merged into that queue's generated policy (which gets
@@ -52,6 +54,9 @@ struct Group {
     /// The group's queues also match a policy that selects by ending (a tier merged
     /// with a user policy): its policy must outrank that one.
     outranks_ending: bool,
+    /// The policy applies to quorum queues only (`apply-to: quorum_queues`): every queue
+    /// of the group is one, and the target version knows the value.
+    quorum_only: bool,
 }
 
 /// Emits the generated policies of every vhost. `source` places the second spec
@@ -161,6 +166,7 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
                 path: path.clone(),
                 ending: ending.clone(),
                 outranks_ending: false,
+                quorum_only: false,
             });
         group.outranks_ending |= outranks_ending;
         if group.definition != definition {
@@ -208,10 +214,13 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
             group.ending = None;
         }
     }
+    for group in groups.values_mut() {
+        let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);
+        group.quorum_only = all_quorum && target.has_queue_type_apply_to();
+    }
     check_endings(&groups, source, out);
     for ((vhost, group_name), group) in groups {
-        let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);
-        let apply_to = if all_quorum && target.has_queue_type_apply_to() {
+        let apply_to = if group.quorum_only {
             "quorum_queues"
         } else {
             "queues"
@@ -251,24 +260,29 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
     }
 }
 
-/// A policy that selects by ending takes every queue of its vhost with that ending.
-/// Refuses a declared queue (escape hatch, work or parking queue, a name under
-/// `retry.names`) with another tier's ending, and two tiers whose endings overlap:
-/// either would put a tier's TTL on a queue that is not that tier's.
+/// A policy that selects by ending takes every queue of its vhost with that ending (of
+/// its queue type, when it applies to quorum queues only). Refuses a declared queue
+/// (escape hatch, work or parking queue, a name under `retry.names`) with another
+/// group's ending, and two groups whose endings overlap: either would put a policy's
+/// settings (a tier's TTL, a lifted delivery limit) on a queue they are not meant for.
 fn check_endings(
     groups: &BTreeMap<(String, String), Group>,
     source: &SourceMap,
     out: &mut Emitter,
 ) {
-    // (vhost, ending) → (policy, where the delays are written)
-    let mut endings: BTreeMap<&str, Vec<(&str, String, &SpecPath)>> = BTreeMap::new();
+    struct Selecting<'a> {
+        ending: &'a str,
+        policy: String,
+        group: &'a Group,
+    }
+    let mut endings: BTreeMap<&str, Vec<Selecting>> = BTreeMap::new();
     for ((vhost, group_name), group) in groups {
         if let Some(ending) = &group.ending {
-            endings.entry(vhost).or_default().push((
+            endings.entry(vhost).or_default().push(Selecting {
                 ending,
-                naming::policy_name(group_name, 0),
-                &group.path,
-            ));
+                policy: naming::policy_name(group_name, 0),
+                group,
+            });
         }
     }
     let place = |path: &SpecPath| match source.locate(path) {
@@ -276,9 +290,10 @@ fn check_endings(
         None => format!("`{path}`"),
     };
     let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
-    for tiers in endings.values() {
-        for (index, (ending, policy, path)) in tiers.iter().enumerate() {
-            for (other_ending, other_policy, other_path) in &tiers[index + 1..] {
+    for selecting in endings.values() {
+        for (index, one) in selecting.iter().enumerate() {
+            for other in &selecting[index + 1..] {
+                let (ending, other_ending) = (one.ending, other.ending);
                 if other_ending.ends_with(ending) || ending.ends_with(other_ending) {
                     let endings = if ending == other_ending {
                         format!("the same name ending `{ending}`")
@@ -287,10 +302,12 @@ fn check_endings(
                     };
                     problems.push((
                         format!(
-                            "generated policies `{policy}` (delays at {}) and `{other_policy}` select their delay queues by {endings}: one policy would take the other's queues",
-                            place(path)
+                            "generated policies `{}` (set at {}) and `{}` select their queues by {endings}: one policy would take the other's queues",
+                            one.policy,
+                            place(&one.group.path),
+                            other.policy
                         ),
-                        (*other_path).clone(),
+                        other.group.path.clone(),
                         "rename the ladder or service: their names, with `.` written `_`, must differ".to_string(),
                     ));
                 }
@@ -298,12 +315,18 @@ fn check_endings(
         }
     }
     for ((vhost, name), info) in &out.queues {
-        let Some(tiers) = endings.get(vhost.as_str()) else {
+        let Some(selecting) = endings.get(vhost.as_str()) else {
             continue;
         };
         let own = info.needs.iter().find_map(|need| need.ending.as_deref());
-        for (ending, policy, path) in tiers {
-            if own == Some(*ending) || !ends_with(name, ending) {
+        for Selecting {
+            ending,
+            policy,
+            group,
+        } in selecting
+        {
+            let other_type = group.quorum_only && info.queue_type != QueueType::Quorum;
+            if own == Some(*ending) || other_type || !ends_with(name, ending) {
                 continue;
             }
             let queue_path = out
@@ -315,14 +338,28 @@ fn check_endings(
                 })
                 .cloned()
                 .unwrap_or_default();
+            let settings: Vec<String> = group
+                .definition
+                .iter()
+                .map(|(key, value)| format!("`{key}: {value}`"))
+                .collect();
+            let kind = if group.quorum_only {
+                "quorum queues"
+            } else {
+                "queues"
+            };
             problems.push((
                 format!(
-                    "queue `{name}` ends in `{ending}`, the ending by which generated policy `{policy}` (`^.*{}$`, delays at {}) selects its delay queues: the broker would give this queue that tier's TTL",
+                    "queue `{name}` ends in `{ending}`, the ending by which generated policy `{policy}` (`^.*{}$`, set at {}) selects its {kind}: the broker would give this queue the policy's settings ({})",
                     escape(ending),
-                    place(path)
+                    place(&group.path),
+                    settings.join(", ")
                 ),
                 queue_path,
-                format!("rename the queue so that it does not end in `{ending}`: warren keeps the endings `.retry.<n>`, `.retry-<ladder>.<n>` and `.retry.own.<n>` for the delay queues it generates"),
+                format!(
+                    "rename the queue so that it does not end in `{ending}`: warren keeps the endings `.retry.<n>`, `.retry-<ladder>.<n>` and `.retry.own.<n>` for the delay queues it generates, and `{}` for quorum parking queues from RabbitMQ 4.0 on",
+                    naming::PARKING_ENDING
+                ),
             ));
         }
     }

@@ -3,14 +3,12 @@
 
 use serde_json::Value;
 
-use super::consumer::{ConsumerContext, delivery_limit_need};
+use super::consumer::{ConsumerContext, delivery_limit_need, parking_delivery_need};
 use super::naming::{self, PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::{Emitter, PolicyNeed, durable_queue, queue_arguments, queue_binding};
 use crate::model::{Arguments, Exchange};
-use crate::spec::{
-    DeliveryLimit, ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath, Unlimited,
-};
+use crate::spec::{ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath};
 
 /// The names of one consumer's retry objects.
 #[derive(Debug, Clone)]
@@ -184,14 +182,9 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
     if let Some(parking) = &objects.parking {
         let needs = if ladder.queue_type == QueueType::Quorum {
             // Inspecting parked messages must never drop them after 20 requeues.
-            delivery_limit_need(
-                out,
-                Some(DeliveryLimit::Keyword(Unlimited::Unlimited)),
-                true,
-                &retry_path.key("on_exhausted"),
-            )
-            .into_iter()
-            .collect()
+            parking_delivery_need(out, &retry_path.key("on_exhausted"))
+                .into_iter()
+                .collect()
         } else {
             Vec::new()
         };

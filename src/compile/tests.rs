@@ -94,8 +94,8 @@ fn policies_grow_with_ladders_not_with_queues() {
     assert_eq!(small.policies.len(), large.policies.len());
     assert_eq!(
         large.policies.len(),
-        4,
-        "3 tiers + the delivery limit of quorum queues"
+        5,
+        "3 tiers, the delivery limit of quorum work queues and of quorum parking queues"
     );
     assert_eq!(large.queues.len(), 200 * 5);
 }
@@ -567,4 +567,82 @@ fn a_tier_whose_queues_all_have_names_the_user_wrote_selects_no_ending() {
         "version: 1\nladders:\n  slow: { delays: [1m] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          a: { retry: { ladder: slow, names: { tiers: [dead_letter_queue] } } }\n",
     );
     assert_eq!(retry_policies(&defs)[0].pattern, "^dead_letter_queue$");
+}
+
+/// The policy that lifts the delivery limit of quorum parking queues (4.0 and later).
+fn parking_policy(defs: &Definitions) -> Option<&crate::model::Policy> {
+    defs.policies.iter().find(|p| p.name == "warren.parking")
+}
+
+#[test]
+fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on() {
+    let pattern = |n: usize| {
+        let defs = ok(&consumers(n, "[30s]"));
+        let policy = parking_policy(&defs).expect("a parking policy").clone();
+        (policy.pattern, policy.apply_to, policy.definition)
+    };
+    let (pattern_10, apply_to, definition) = pattern(10);
+    assert_eq!(pattern_10, r"^.*\.parking$");
+    assert_eq!(apply_to, "quorum_queues");
+    assert_eq!(definition["delivery-limit"], json!(-1));
+    assert_eq!(pattern(2_000).0, pattern_10);
+    // The work queues' own delivery-limit policy lists the work queues alone.
+    let defs = ok(&consumers(3, "[30s]"));
+    let work = defs
+        .policies
+        .iter()
+        .find(|p| p.name == "warren.delivery-limit.unlimited")
+        .expect("work queues' delivery limit");
+    assert_eq!(work.pattern, r"^s\.c(?:0|1|2)$");
+    // No default delivery limit before 4.0, and classic parking queues need none.
+    let old = compile_yaml(&consumers(3, "[30s]"), TargetVersion::V3_10).unwrap();
+    assert!(parking_policy(&old).is_none());
+    let classic =
+        ok(&consumers(3, "[30s]").replace("defaults:\n", "defaults:\n  queue_type: classic\n"));
+    assert!(
+        parking_policy(&classic).is_none(),
+        "{:#?}",
+        classic.policies
+    );
+    // A parking queue the user named is listed beside the ending.
+    let named = ok(&consumers(2, "[30s]").replace(
+        "c1: {}",
+        "c1: { retry: { delays: [30s], names: { parking: held_back } } }",
+    ));
+    assert_eq!(
+        parking_policy(&named).unwrap().pattern,
+        r"^(?:.*\.parking|held_back)$"
+    );
+}
+
+#[test]
+fn a_declared_quorum_queue_ending_in_parking_is_refused_a_classic_one_is_not() {
+    let spec = |queue_type: &str| {
+        format!(
+            "version: 1\ndefaults:\n  retry: {{ delays: [1s] }}\nvhosts:\n  v:\n    services:\n      s:\n        exchange: {{ type: fanout }}\n        consumers: {{ c: {{}} }}\n    queues:\n      audit.parking: {{ type: {queue_type} }}\n"
+        )
+    };
+    let found = errors(&spec("quorum"));
+    let error = found
+        .iter()
+        .find(|d| d.code == "name-convention")
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert!(
+        error.message.contains("`audit.parking`"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("`warren.parking`"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("`delivery-limit: -1`"),
+        "{}",
+        error.message
+    );
+    assert_eq!(error.location.map(|l| (l.line, l.column)), Some((11, 7)));
+    // The parking policy applies to quorum queues only: a classic queue is not taken.
+    ok(&spec("classic"));
 }

@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::model::effective::applies_to;
 use crate::model::objects::Objects;
 use crate::model::pattern::{PatternMatcher, overlap};
-use crate::model::{ObjectId, ObjectKind, RESERVED_PREFIX};
+use crate::model::{ObjectId, ObjectKind, QueueType, RESERVED_PREFIX};
 
 /// A live queue the spec does not declare, which a generated policy of the spec would
 /// apply to.
@@ -45,9 +46,12 @@ pub struct Overlap {
     pub common: String,
 }
 
+/// A generated policy: its id, compiled pattern and `apply-to`.
+type Generated<'a> = (&'a ObjectId, PatternMatcher, &'a str);
+
 /// The generated policies among `objects` with their compiled patterns, by vhost.
-fn generated_policies(objects: &Objects) -> BTreeMap<&str, Vec<(&ObjectId, PatternMatcher)>> {
-    let mut by_vhost: BTreeMap<&str, Vec<(&ObjectId, PatternMatcher)>> = BTreeMap::new();
+fn generated_policies(objects: &Objects) -> BTreeMap<&str, Vec<Generated<'_>>> {
+    let mut by_vhost: BTreeMap<&str, Vec<Generated<'_>>> = BTreeMap::new();
     for (id, value) in objects {
         if id.kind != ObjectKind::Policy || !id.name.starts_with(RESERVED_PREFIX) {
             continue;
@@ -58,10 +62,14 @@ fn generated_policies(objects: &Objects) -> BTreeMap<&str, Vec<(&ObjectId, Patte
         ) else {
             continue;
         };
+        let apply_to = value
+            .get("apply-to")
+            .and_then(Value::as_str)
+            .unwrap_or("all");
         by_vhost
             .entry(vhost)
             .or_default()
-            .push((id, PatternMatcher::new(pattern)));
+            .push((id, PatternMatcher::new(pattern), apply_to));
     }
     by_vhost
 }
@@ -79,21 +87,30 @@ pub fn find(
 ) -> (Vec<Captured>, Vec<Overlap>) {
     let ours = generated_policies(desired);
     let mut captured = Vec::new();
-    let selecting: BTreeMap<&str, Vec<&(&ObjectId, PatternMatcher)>> = ours
+    let selecting: BTreeMap<&str, Vec<&Generated>> = ours
         .iter()
         .map(|(vhost, policies)| {
-            let by_ending = policies.iter().filter(|(_, m)| m.ending().is_some());
+            let by_ending = policies.iter().filter(|(_, m, _)| m.ending().is_some());
             (*vhost, by_ending.collect())
         })
         .collect();
-    for id in live.keys() {
+    for (id, value) in live {
         if id.kind != ObjectKind::Queue || desired.contains_key(id) || managed.contains(id) {
             continue;
         }
         let Some(policies) = id.vhost.as_deref().and_then(|v| selecting.get(v)) else {
             continue;
         };
-        if let Some((policy, _)) = policies.iter().find(|(_, m)| m.is_match(&id.name)) {
+        let queue_type = QueueType::from_name(
+            value
+                .pointer("/arguments/x-queue-type")
+                .and_then(Value::as_str)
+                .unwrap_or("classic"),
+        );
+        let selects = |(_, matcher, apply_to): &&&Generated| {
+            applies_to(apply_to, queue_type) && matcher.is_match(&id.name)
+        };
+        if let Some((policy, _, _)) = policies.iter().find(selects) {
             captured.push(Captured {
                 queue: id.clone(),
                 policy: policy.name.clone(),
@@ -107,11 +124,11 @@ pub fn find(
         let Some(live_policies) = theirs.get(vhost) else {
             continue;
         };
-        for (other, other_matcher) in live_policies {
+        for (other, other_matcher, _) in live_policies {
             let Some(owner) = others.get(*other) else {
                 continue;
             };
-            for (policy, matcher) in policies {
+            for (policy, matcher, _) in policies {
                 if let Some(common) = overlap(matcher, other_matcher) {
                     overlaps.push(Overlap {
                         policy: (*policy).clone(),
@@ -212,5 +229,25 @@ mod tests {
                 common: "every name ending in `.retry.1`".into(),
             }]
         );
+    }
+
+    #[test]
+    fn a_policy_for_quorum_queues_captures_quorum_queues_only() {
+        let queue = |queue_type: &str| json!({"arguments": {"x-queue-type": queue_type}});
+        let desired: Objects = [(
+            id(ObjectKind::Policy, "warren.parking"),
+            json!({"pattern": r"^.*\.parking$", "apply-to": "quorum_queues", "definition": {"delivery-limit": -1}, "priority": 100}),
+        )]
+        .into_iter()
+        .collect();
+        let live: Objects = [
+            (id(ObjectKind::Queue, "audit.parking"), queue("quorum")),
+            (id(ObjectKind::Queue, "old.parking"), queue("classic")),
+        ]
+        .into_iter()
+        .collect();
+        let (captured, _) = find(&desired, &live, &BTreeSet::new(), &BTreeMap::new());
+        let names: Vec<&str> = captured.iter().map(|c| c.queue.name.as_str()).collect();
+        assert_eq!(names, vec!["audit.parking"]);
     }
 }

@@ -32,10 +32,12 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
     let vhost = node.unused_vhost("ending");
     let name = format!("ending-{vhost}");
     node.put(&format!("/api/vhosts/{}", pct(&vhost)), &json!({}));
-    // An application's queue that happens to end like the delay queues of tier 2.
+    // An application's queue that happens to end like the delay queues of tier 2 (a
+    // quorum queue: from 3.12 on, the tier's policy applies to quorum queues only, as
+    // the spec's delay queues are).
     node.put(
         &format!("/api/queues/{}/audit.retry.2", pct(&vhost)),
-        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+        &json!({"durable": true, "arguments": {"x-queue-type": "quorum"}}),
     );
     let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
     let planned = warren(node, &["plan", spec.arg()]).expect(1);
@@ -95,7 +97,7 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
     // A queue that appears afterwards stops the next apply, and a saved plan.
     node.put(
         &format!("/api/queues/{}/late.retry.1", pct(&vhost)),
-        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+        &json!({"durable": true, "arguments": {"x-queue-type": "quorum"}}),
     );
     let late = warren(node, &["plan", spec.arg()]).expect(1);
     assert!(
@@ -209,7 +211,73 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     assert_eq!(old["messages"], 1, "{old}");
 }
 
+/// From 4.0 on, the policy `warren.parking` lifts the default delivery limit of quorum
+/// parking queues, selecting them by their ending: an undeclared quorum queue ending in
+/// `.parking` stops the plan, a classic one does not (the policy applies to quorum
+/// queues only). Before 4.0 there is no default limit and no such policy.
+fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("parking");
+    let name = format!("parking-{vhost}");
+    node.put(&format!("/api/vhosts/{}", pct(&vhost)), &json!({}));
+    for (queue, queue_type) in [("audit.parking", "quorum"), ("legacy.parking", "classic")] {
+        node.put(
+            &format!("/api/queues/{}/{queue}", pct(&vhost)),
+            &json!({"durable": true, "arguments": {"x-queue-type": queue_type}}),
+        );
+    }
+    let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
+    let with_limit = version == Version::V4_0;
+    if with_limit {
+        let planned = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(1);
+        let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
+        assert_eq!(plan["captured"].as_array().map(Vec::len), Some(1), "{plan}");
+        assert_eq!(plan["captured"][0]["queue"]["name"], "audit.parking");
+        assert_eq!(plan["captured"][0]["policy"], "warren.parking");
+        node.delete(&format!("/api/queues/{}/audit.parking", pct(&vhost)));
+    }
+    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(node, &["plan", spec.arg()]).expect(0);
+    let expected = |queue: &str| match (queue, with_limit) {
+        ("orders.email.parking", true) => json!("warren.parking"),
+        ("orders.email", true) => json!("warren.delivery-limit.unlimited"),
+        _ => json!(""),
+    };
+    let mut last = serde_json::Value::Null;
+    let settled = node.wait_until(std::time::Duration::from_secs(30), || {
+        last = node.get(&format!("/api/queues/{}?columns=name,policy", pct(&vhost)));
+        [
+            "orders.email.parking",
+            "orders.email",
+            "legacy.parking",
+            "audit.parking",
+        ]
+        .iter()
+        .all(|queue| {
+            let found = last
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|q| q["name"] == *queue);
+            match found {
+                // `audit.parking` is still there before 4.0 only.
+                None => *queue == "audit.parking" && with_limit,
+                Some(q) => {
+                    let policy = if q["policy"].is_null() {
+                        json!("")
+                    } else {
+                        q["policy"].clone()
+                    };
+                    policy == expected(queue)
+                }
+            }
+        })
+    });
+    assert!(settled, "{version}: effective policies: {last}");
+}
+
 per_version!(
+    quorum_parking_queues_are_selected_by_their_ending_from_4_0_on,
     an_undeclared_queue_with_a_tier_ending_stops_the_plan,
     two_specs_whose_tiers_select_the_same_names_are_refused,
     an_upgrade_renames_tiers_behind_the_data_loss_gate,

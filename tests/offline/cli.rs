@@ -115,7 +115,7 @@ fn export_writes_the_file_atomically_and_reports_a_summary() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(output.code, Some(0), "{}", output.stderr);
-    assert!(output.stderr.contains("18 objects"), "{}", output.stderr);
+    assert!(output.stderr.contains("19 objects"), "{}", output.stderr);
     let definitions: warren::model::Definitions =
         serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert_eq!(definitions.queues.len(), 6);

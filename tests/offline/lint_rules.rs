@@ -262,3 +262,42 @@ fn every_rule_is_documented() {
         );
     }
 }
+
+/// The parking policy (4.0 and later) selects quorum queues ending in `.parking`: a
+/// quorum queue with that ending that no retry exchange routes to is captured; a classic
+/// one, or a parking queue of warren's, is not.
+#[test]
+fn a_quorum_queue_taken_by_the_parking_policy_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let queue = |name: &str, queue_type: &str| {
+        format!(
+            r#"{{"name": "{name}", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {{"x-queue-type": "{queue_type}"}}}}"#
+        )
+    };
+    let text = format!(
+        r#"{{"vhosts": [{{"name": "v"}}],
+  "exchanges": [{{"name": "s.c.retry", "vhost": "v", "type": "direct", "durable": true, "auto_delete": false, "internal": false, "arguments": {{}}}}],
+  "queues": [{}, {}, {}],
+  "bindings": [{{"source": "s.c.retry", "vhost": "v", "destination": "s.c.parking", "destination_type": "queue", "routing_key": "parking", "arguments": {{}}}}],
+  "policies": [{{"name": "warren.parking", "vhost": "v", "pattern": "^.*\\.parking$", "apply-to": "quorum_queues", "definition": {{"delivery-limit": -1}}, "priority": 100}}]}}"#,
+        queue("s.c.parking", "quorum"),
+        queue("audit.parking", "quorum"),
+        queue("old.parking", "classic"),
+    );
+    let run = lint(dir.path(), "parking", &text, "json", "4.0");
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    let captured: Vec<&str> = document["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "queue-captured-by-retry-tier")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(captured.len(), 1, "{}", run.stdout);
+    assert!(captured[0].contains("`audit.parking`"), "{}", captured[0]);
+    assert!(
+        captured[0].contains("`delivery-limit: -1`"),
+        "{}",
+        captured[0]
+    );
+}

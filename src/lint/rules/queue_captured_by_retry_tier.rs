@@ -3,16 +3,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::compile::naming;
 use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::effective::applies_to;
 use crate::model::pattern::PatternMatcher;
 use crate::model::record::{Record, records};
-use crate::model::{ObjectId, ObjectKind};
+use crate::model::{ObjectId, ObjectKind, QueueType};
 
 pub const RULE: Rule = Rule {
     id: "queue-captured-by-retry-tier",
     level: Level::Deny,
     summary: "a queue that is no delay queue has a name warren's retry policy selects: it gets the tier's TTL and its messages expire",
-    explanation: "warren's generated retry policies select the delay queues of a ladder tier by the ending of their names (`^.*\\.retry\\.1$`, see docs/topology.md), so that their patterns do not grow with the number of consumers. Any other queue of the vhost whose name has that ending gets the tier's policy too: its messages expire after the tier's delay, and are dead-lettered or dropped. A spec cannot declare such a queue (compilation fails) and `warren plan` refuses to apply while one exists; this rule finds them in a definitions file: a queue a policy `warren.retry.…` selects that the spec owning the policy does not manage (when the file holds ownership records), or, without records, that dead-letters nowhere as a delay queue does. Rename the queue so that its name does not end in `.retry.<n>`, `.retry-<ladder>.<n>` or `.retry.own.<n>`.",
+    explanation: "warren's generated retry policies select the delay queues of a ladder tier by the ending of their names (`^.*\\.retry\\.1$`, see docs/topology.md), so that their patterns do not grow with the number of consumers. Any other queue of the vhost whose name has that ending gets the tier's policy too: its messages expire after the tier's delay, and are dead-lettered or dropped. A spec cannot declare such a queue (compilation fails) and `warren plan` refuses to apply while one exists; this rule finds them in a definitions file: a queue a policy `warren.retry.…` selects that the spec owning the policy does not manage (when the file holds ownership records), or, without records, that dead-letters nowhere as a delay queue does. From RabbitMQ 4.0 on, the policy `warren.parking` lifts the delivery limit of quorum parking queues the same way, by the ending `.parking`: another quorum queue with that ending would never dead-letter a message its consumers requeue. Rename the queue so that its name does not end in `.retry.<n>`, `.retry-<ladder>.<n>`, `.retry.own.<n>` or (a quorum queue, from 4.0) `.parking`.",
     bad: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "s.c.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "s.c"}}, {"name": "audit.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}], "policies": [{"name": "warren.retry.defaults.1", "vhost": "v", "pattern": "^.*\\.retry\\.1$", "apply-to": "queues", "definition": {"message-ttl": 30000}, "priority": 100}]}"#,
     good: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "s.c.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "s.c"}}, {"name": "audit.retries", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}], "policies": [{"name": "warren.retry.defaults.1", "vhost": "v", "pattern": "^.*\\.retry\\.1$", "apply-to": "queues", "definition": {"message-ttl": 30000}, "priority": 100}]}"#,
     check,
@@ -27,9 +29,26 @@ fn check(context: &Context) -> Vec<Finding> {
         .iter()
         .map(|(spec, record)| (spec, record.object_ids()))
         .collect();
+    // Without records, a queue is one of warren's parking queues when its work queue's
+    // retry exchange routes `parking` to it.
+    let parked: BTreeSet<(&str, &str)> = definitions
+        .bindings
+        .iter()
+        .filter(|b| {
+            b.destination_type == "queue"
+                && b.routing_key == naming::PARKING_ROUTING_KEY
+                && b.destination
+                    .strip_suffix(naming::PARKING_ENDING)
+                    .map(naming::retry_exchange)
+                    .as_deref()
+                    == Some(b.source.as_str())
+        })
+        .map(|b| (b.vhost.as_str(), b.destination.as_str()))
+        .collect();
     let mut findings = Vec::new();
     for policy in &definitions.policies {
-        if !policy.name.starts_with("warren.retry.") {
+        let parking = policy.name == naming::policy_name(&naming::parking_group(), 0);
+        if !policy.name.starts_with("warren.retry.") && !parking {
             continue;
         }
         let matcher = PatternMatcher::new(&policy.pattern);
@@ -43,7 +62,10 @@ fn check(context: &Context) -> Vec<Finding> {
         };
         let owner = owned.iter().find(|(_, ids)| ids.contains(&policy_id));
         for queue in &definitions.queues {
-            if queue.vhost != policy.vhost || !matcher.is_match(&queue.name) {
+            if queue.vhost != policy.vhost
+                || !applies_to(&policy.apply_to, QueueType::of(queue))
+                || !matcher.is_match(&queue.name)
+            {
                 continue;
             }
             let id = ObjectId {
@@ -53,6 +75,7 @@ fn check(context: &Context) -> Vec<Finding> {
             };
             let captured = match owner {
                 Some((_, ids)) => !ids.contains(&id),
+                None if parking => !parked.contains(&(queue.vhost.as_str(), queue.name.as_str())),
                 None => !queue.arguments.contains_key("x-dead-letter-exchange"),
             };
             if !captured {
@@ -62,18 +85,37 @@ fn check(context: &Context) -> Vec<Finding> {
                 Some((spec, _)) => {
                     format!("spec `{spec}`, which owns the policy, does not manage it")
                 }
+                None if parking => "no retry exchange of warren's routes to it".to_string(),
                 None => "it dead-letters nowhere, as no delay queue does".to_string(),
             };
-            let ttl = policy
-                .definition
-                .get("message-ttl")
-                .map(|ttl| format!(" ({ttl} ms)"))
-                .unwrap_or_default();
+            let (selects, effect) = if parking {
+                let limit = policy
+                    .definition
+                    .get("delivery-limit")
+                    .map(|limit| format!(" (`delivery-limit: {limit}`)"))
+                    .unwrap_or_default();
+                (
+                    "the quorum parking queues of retry ladders",
+                    format!(
+                        "it gets their delivery limit{limit}, and a message its consumers requeue is never dead-lettered"
+                    ),
+                )
+            } else {
+                let ttl = policy
+                    .definition
+                    .get("message-ttl")
+                    .map(|ttl| format!(" ({ttl} ms)"))
+                    .unwrap_or_default();
+                (
+                    "the delay queues of a retry tier",
+                    format!("it gets that tier's TTL{ttl} and its messages expire"),
+                )
+            };
             findings.push(
                 Finding::on(
                     id,
                     format!(
-                        "queue `{}` ends in `{ending}`, by which warren's policy `{}` selects the delay queues of a retry tier ({why}): it gets that tier's TTL{ttl} and its messages expire",
+                        "queue `{}` ends in `{ending}`, by which warren's policy `{}` selects {selects} ({why}): {effect}",
                         queue.name, policy.name
                     ),
                 )
