@@ -594,6 +594,30 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on() {
         .find(|p| p.name == "warren.delivery-limit.unlimited")
         .expect("work queues' delivery limit");
     assert_eq!(work.pattern, r"^s\.c(?:0|1|2)$");
+    // Each queue gets exactly the policy meant for it, by the broker's rule.
+    let policies = crate::model::effective::CompiledPolicies::new(&defs.policies);
+    for queue in &defs.queues {
+        let expected = if queue.name.ends_with(".parking") {
+            "warren.parking"
+        } else if queue.name.ends_with(".retry.1") {
+            "warren.retry.defaults.1"
+        } else {
+            "warren.delivery-limit.unlimited"
+        };
+        let choice = policies.choose(
+            &queue.vhost,
+            &queue.name,
+            crate::model::QueueType::of(queue),
+            TargetVersion::V4_1,
+        );
+        assert_eq!(
+            choice.winner.map(|p| p.name.as_str()),
+            Some(expected),
+            "{}",
+            queue.name
+        );
+        assert_eq!(choice.matching.len(), 1, "{}", queue.name);
+    }
     // No default delivery limit before 4.0, and classic parking queues need none.
     let old = compile_yaml(&consumers(3, "[30s]"), TargetVersion::V3_10).unwrap();
     assert!(parking_policy(&old).is_none());
