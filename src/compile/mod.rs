@@ -17,7 +17,7 @@ pub mod secrets;
 mod services;
 mod users;
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -122,8 +122,9 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
     if diagnostics.iter().any(Diagnostic::is_error) {
         return Err(diagnostics);
     }
+    // The lists keep their spare capacity: it was never written, so it costs address
+    // space but no memory, while shrinking a list copies it into a new allocation.
     definitions.sort();
-    definitions.shrink_to_fit();
     Ok(Compiled {
         definitions,
         origins,
@@ -188,8 +189,9 @@ pub fn resolve_locations(file: &SpecFile, mut diagnostics: Vec<Diagnostic>) -> V
 #[derive(Debug, Clone)]
 pub(crate) struct QueueInfo {
     pub queue_type: QueueType,
-    /// Settings a generated policy must give this queue, by policy group.
-    pub needs: Vec<PolicyNeed>,
+    /// Settings a generated policy must give this queue, by policy group. Shared: every
+    /// delay queue of one ladder tier needs the same one.
+    pub needs: Vec<Arc<PolicyNeed>>,
 }
 
 /// A setting that must reach a queue through a generated policy.
@@ -213,8 +215,11 @@ pub(crate) struct Emitter {
     pub origins: Origins,
     pub contract: Contract,
     pub diagnostics: Vec<Diagnostic>,
-    /// Queues by (vhost, name).
-    pub queues: BTreeMap<(String, String), QueueInfo>,
+    /// What the policy stage needs to know of each queue, in the order of
+    /// `definitions.queues` (which is sorted only at the end).
+    pub queue_infos: Vec<QueueInfo>,
+    /// The need of each tier of each ladder, by ladder origin ([`retry::tier_need`]).
+    pub tier_needs: rustc_hash::FxHashMap<String, Vec<Option<Arc<PolicyNeed>>>>,
     /// Clear passwords of the users compiled with one.
     pub passwords: Passwords,
 }
@@ -227,7 +232,8 @@ impl Emitter {
             origins: Origins::default(),
             contract: Contract::default(),
             diagnostics: Vec::new(),
-            queues: BTreeMap::new(),
+            queue_infos: Vec::new(),
+            tier_needs: Default::default(),
             passwords: Default::default(),
         }
     }
@@ -268,7 +274,7 @@ impl Emitter {
         &mut self,
         queue: Queue,
         queue_type: QueueType,
-        needs: Vec<PolicyNeed>,
+        needs: Vec<Arc<PolicyNeed>>,
         path: &SpecPath,
     ) {
         names::check_name(self, "queue", &queue.name, path);
@@ -278,10 +284,7 @@ impl Emitter {
             name: queue.name.clone(),
         };
         if self.claim(id, path) {
-            self.queues.insert(
-                (queue.vhost.clone(), queue.name.clone()),
-                QueueInfo { queue_type, needs },
-            );
+            self.queue_infos.push(QueueInfo { queue_type, needs });
             self.definitions.queues.push(queue);
         }
     }
@@ -316,6 +319,19 @@ impl Emitter {
             .push(Diagnostic::warning(code, message).at(path));
         self.diagnostics.last_mut().expect("just pushed")
     }
+}
+
+/// The compiled queues with what the policy stage knows of them, ordered by vhost and
+/// name (the order of the generated policies' queue lists). `infos` is in the order of
+/// `queues`, as [`Emitter::queue`] pushes them.
+pub(crate) fn queues_by_name<'q>(
+    queues: &'q [Queue],
+    infos: &'q [QueueInfo],
+) -> Vec<(&'q Queue, &'q QueueInfo)> {
+    let mut ordered: Vec<(&Queue, &QueueInfo)> = queues.iter().zip(infos).collect();
+    // Names are unique within a vhost (`Emitter::claim`): no two keys are equal.
+    ordered.sort_unstable_by(|(a, _), (b, _)| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
+    ordered
 }
 
 /// A durable, non-auto-delete queue: every queue warren generates.

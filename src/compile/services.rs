@@ -281,6 +281,7 @@ fn emit_work_queue(
             &path.key("delivery_limit"),
         )
         .into_iter()
+        .map(std::sync::Arc::new)
         .collect()
     } else {
         if consumer.delivery_limit.is_some() {
