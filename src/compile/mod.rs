@@ -9,6 +9,7 @@ mod consumer;
 pub mod contract;
 pub mod names;
 pub mod naming;
+mod origins;
 mod plain;
 pub mod policies;
 mod resolve;
@@ -32,6 +33,7 @@ use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{QueueType, SpecFile, SpecPath};
 
 pub use contract::Contract;
+pub use origins::Origins;
 pub use secrets::Secrets;
 
 /// How to compile.
@@ -64,10 +66,6 @@ impl Options {
         }
     }
 }
-
-/// For every compiled object, the spec path that produced it (looked up, never
-/// iterated in order: a hash map is the cheapest index for ~100,000 objects).
-pub type Origins = rustc_hash::FxHashMap<ObjectId, SpecPath>;
 
 /// What the compiler produces.
 #[derive(Debug, Clone)]
@@ -241,19 +239,17 @@ impl Emitter {
     /// Records the origin of an object; reports a clash when two parts of the spec
     /// produce the same object. Returns false on a clash.
     pub fn claim(&mut self, id: ObjectId, path: &SpecPath) -> bool {
-        if let Some(first) = self.origins.get(&id) {
-            let first = first.clone();
-            self.diagnostics.push(
-                Diagnostic::error("duplicate-name", format!("{id} is defined twice"))
-                    .at(path.clone())
-                    .help(format!(
-                        "it is already defined at `{first}`: rename one of them"
-                    )),
-            );
-            return false;
-        }
-        self.origins.insert(id, path.clone());
-        true
+        let Err((id, first)) = self.origins.claim(id, path) else {
+            return true;
+        };
+        self.diagnostics.push(
+            Diagnostic::error("duplicate-name", format!("{id} is defined twice"))
+                .at(path.clone())
+                .help(format!(
+                    "it is already defined at `{first}`: rename one of them"
+                )),
+        );
+        false
     }
 
     /// Adds an exchange unless its name is taken.
@@ -296,6 +292,35 @@ impl Emitter {
         }
     }
 
+    /// Puts the queues, and their infos with them, in the order of
+    /// [`Definitions::sort`] (vhost, then name): the order of the generated policies'
+    /// queue lists. The final sort then finds the queues in order already, so
+    /// ~100,000 queues are sorted once.
+    pub fn sort_queues(&mut self) {
+        let queues = &mut self.definitions.queues;
+        let mut order: Vec<usize> = (0..queues.len()).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (&queues[a], &queues[b]);
+            (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name))
+        });
+        // Position i takes the queue at order[i]: follow each cycle of the permutation,
+        // swapping, and mark the positions done.
+        const DONE: usize = usize::MAX;
+        for start in 0..order.len() {
+            let mut at = start;
+            while order[at] != DONE {
+                let from = order[at];
+                order[at] = DONE;
+                if from == start {
+                    break;
+                }
+                queues.swap(at, from);
+                self.queue_infos.swap(at, from);
+                at = from;
+            }
+        }
+    }
+
     /// Reports an error at `path`.
     pub fn error(
         &mut self,
@@ -319,19 +344,6 @@ impl Emitter {
             .push(Diagnostic::warning(code, message).at(path));
         self.diagnostics.last_mut().expect("just pushed")
     }
-}
-
-/// The compiled queues with what the policy stage knows of them, ordered by vhost and
-/// name (the order of the generated policies' queue lists). `infos` is in the order of
-/// `queues`, as [`Emitter::queue`] pushes them.
-pub(crate) fn queues_by_name<'q>(
-    queues: &'q [Queue],
-    infos: &'q [QueueInfo],
-) -> Vec<(&'q Queue, &'q QueueInfo)> {
-    let mut ordered: Vec<(&Queue, &QueueInfo)> = queues.iter().zip(infos).collect();
-    // Names are unique within a vhost (`Emitter::claim`): no two keys are equal.
-    ordered.sort_unstable_by(|(a, _), (b, _)| (&a.vhost, &a.name).cmp(&(&b.vhost, &b.name)));
-    ordered
 }
 
 /// A durable, non-auto-delete queue: every queue warren generates.

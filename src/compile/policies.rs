@@ -100,9 +100,10 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
     let user_choice = CompiledPolicies::new(&user_policies);
     // Taken out for the time of this stage, so that the groups can borrow queue names
     // while errors and policies are added; nothing here adds or reads queues otherwise.
+    out.sort_queues();
     let queues = std::mem::take(&mut out.definitions.queues);
     let infos = std::mem::take(&mut out.queue_infos);
-    let by_name = super::queues_by_name(&queues, &infos);
+    let by_name: Vec<(&Queue, &QueueInfo)> = queues.iter().zip(&infos).collect();
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
     // User policies that outrank generated ones, with the queues they would take over.
