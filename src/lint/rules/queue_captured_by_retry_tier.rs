@@ -46,13 +46,15 @@ fn check(context: &Context) -> Vec<Finding> {
             if queue.vhost != policy.vhost || !matcher.is_match(&queue.name) {
                 continue;
             }
-            let id = ObjectId {
+            // Made only when needed: without records, a tier's delay queues are told
+            // apart by their arguments, and copying their names would be wasted.
+            let id = || ObjectId {
                 kind: ObjectKind::Queue,
                 vhost: Some(queue.vhost.clone()),
                 name: queue.name.clone(),
             };
             let captured = match owner {
-                Some((_, ids)) => !ids.contains(&id),
+                Some((_, ids)) => !ids.contains(&id()),
                 None => !queue.arguments.contains_key("x-dead-letter-exchange"),
             };
             if !captured {
@@ -71,7 +73,7 @@ fn check(context: &Context) -> Vec<Finding> {
                 .unwrap_or_default();
             findings.push(
                 Finding::on(
-                    id,
+                    id(),
                     format!(
                         "queue `{}` ends in `{ending}`, by which warren's policy `{}` selects the delay queues of a retry tier ({why}): it gets that tier's TTL{ttl} and its messages expire",
                         queue.name, policy.name
