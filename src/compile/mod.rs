@@ -294,8 +294,8 @@ impl Emitter {
 
     /// Puts the queues, and their infos with them, in the order of
     /// [`Definitions::sort`] (vhost, then name): the order of the generated policies'
-    /// queue lists. The final sort then finds the queues in order already, so
-    /// ~100,000 queues are sorted once.
+    /// queue lists. The final sort then finds the queues in order already, so the
+    /// 50,000 queues of 10,000 work queues are sorted once, not twice.
     pub fn sort_queues(&mut self) {
         let queues = &mut self.definitions.queues;
         let mut order: Vec<usize> = (0..queues.len()).collect();
