@@ -24,10 +24,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Emitter, naming};
+use super::{Emitter, QueueInfo, naming};
 use crate::model::effective::CompiledPolicies;
 use crate::model::pattern::{ending_patterns, ends_with, escape, split_patterns};
-use crate::model::{Arguments, ObjectId, ObjectKind, Policy, RESERVED_PREFIX};
+use crate::model::{Arguments, ObjectId, ObjectKind, Policy, Queue, RESERVED_PREFIX};
 use crate::spec::{QueueType, SourceMap, Spec, SpecPath};
 
 /// Default priority of generated policies.
@@ -45,9 +45,9 @@ impl AsRef<Policy> for UserPolicy {
     }
 }
 
-struct Group {
+struct Group<'q> {
     definition: Arguments,
-    queues: Vec<(String, QueueType)>,
+    queues: Vec<(&'q str, QueueType)>,
     path: SpecPath,
     /// The ending the group's policy selects its queues by (a ladder tier's own group).
     ending: Option<String>,
@@ -103,11 +103,18 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
         }
     }
     let user_choice = CompiledPolicies::new(&user_policies);
+    // Taken out for the time of this stage, so that the groups can borrow queue names
+    // while errors and policies are added; nothing here adds or reads queues otherwise.
+    out.sort_queues();
+    let queues = std::mem::take(&mut out.definitions.queues);
+    let infos = std::mem::take(&mut out.queue_infos);
+    let by_name: Vec<(&Queue, &QueueInfo)> = queues.iter().zip(&infos).collect();
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
     // User policies that outrank generated ones, with the queues they would take over.
     let mut outranking: BTreeMap<(String, String), (i64, SpecPath, Vec<String>)> = BTreeMap::new();
-    for ((vhost, queue), info) in &out.queues {
+    for &(queue, info) in &by_name {
+        let (vhost, queue) = (&queue.vhost, &queue.name);
         if info.needs.is_empty() {
             continue;
         }
@@ -183,7 +190,7 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
             ));
             continue;
         }
-        group.queues.push((queue.clone(), info.queue_type));
+        group.queues.push((queue, info.queue_type));
     }
     for ((_, name), (user_priority, path, queues)) in outranking {
         let listed: Vec<String> = queues.iter().take(5).map(|q| format!("`{q}`")).collect();
@@ -218,14 +225,14 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
         let all_quorum = group.queues.iter().all(|(_, t)| *t == QueueType::Quorum);
         group.quorum_only = all_quorum && target.has_queue_type_apply_to();
     }
-    check_endings(&groups, source, out);
+    check_endings(&groups, &by_name, source, out);
     for ((vhost, group_name), group) in groups {
         let apply_to = if group.quorum_only {
             "quorum_queues"
         } else {
             "queues"
         };
-        let names: Vec<&str> = group.queues.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = group.queues.iter().map(|(n, _)| *n).collect();
         let patterns = match &group.ending {
             Some(ending) => ending_patterns(ending, &names),
             None => split_patterns(&names),
@@ -258,6 +265,8 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
             }
         }
     }
+    drop(by_name);
+    out.definitions.queues = queues;
 }
 
 /// A policy that selects by ending takes every queue of its vhost with that ending (of
@@ -267,13 +276,14 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
 /// settings (a tier's TTL, a lifted delivery limit) on a queue they are not meant for.
 fn check_endings(
     groups: &BTreeMap<(String, String), Group>,
+    queues: &[(&Queue, &QueueInfo)],
     source: &SourceMap,
     out: &mut Emitter,
 ) {
     struct Selecting<'a> {
         ending: &'a str,
         policy: String,
-        group: &'a Group,
+        group: &'a Group<'a>,
     }
     let mut endings: BTreeMap<&str, Vec<Selecting>> = BTreeMap::new();
     for ((vhost, group_name), group) in groups {
@@ -314,7 +324,8 @@ fn check_endings(
             }
         }
     }
-    for ((vhost, name), info) in &out.queues {
+    for &(queue, info) in queues {
+        let (vhost, name) = (&queue.vhost, &queue.name);
         let Some(selecting) = endings.get(vhost.as_str()) else {
             continue;
         };

@@ -1,6 +1,8 @@
 //! A consumer's retry ladder: its dead exchange, delay tiers, parking queue, and the
 //! contract its consumers follow.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::consumer::{ConsumerContext, delivery_limit_need, parking_delivery_need};
@@ -8,6 +10,7 @@ use super::naming::{self, PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::{Emitter, PolicyNeed, durable_queue, queue_arguments, queue_binding};
 use crate::model::{Arguments, Exchange};
+use crate::spec::source_map::Segment;
 use crate::spec::{ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath};
 
 /// The names of one consumer's retry objects.
@@ -67,7 +70,7 @@ fn schedule(ladder: &Ladder) -> Vec<usize> {
 }
 
 fn dead_letter_to(exchange: &str, routing_key: Option<&str>) -> Arguments {
-    let mut arguments = Arguments::new();
+    let mut arguments = Arguments::with_capacity(1 + usize::from(routing_key.is_some()));
     arguments.insert("x-dead-letter-exchange".into(), Value::from(exchange));
     if let Some(key) = routing_key {
         arguments.insert("x-dead-letter-routing-key".into(), Value::from(key));
@@ -104,6 +107,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
         ReturnVia::WorkQueue => None,
         ReturnVia::InnerExchange => return_through_inner_exchange(context, &retry_path, out),
     };
+    let delays_path = retry_path.key("delays");
     for (index, queue_name) in objects.delay_queues.iter().enumerate() {
         let tier = match ladder.mode {
             RetryMode::RejectChain => ladder.schedule[index],
@@ -120,23 +124,12 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
                 None => dead_letter_to("", Some(&context.work_queue)),
             },
         });
-        let mut definition = Arguments::new();
-        definition.insert(
-            "message-ttl".into(),
-            Value::from(ladder.delays[tier].as_millis()),
-        );
-        let need = PolicyNeed {
-            group: naming::retry_group(&ladder.origin, tier + 1),
-            ending: naming::selects_by_ending(&ladder.origin)
-                .then(|| naming::tier_ending(&ladder.origin, tier + 1)),
-            definition,
-            path: ladder.delays_path.index(tier),
-        };
+        let need = tier_need(ladder, tier, out);
         out.queue(
             durable_queue(&vhost, queue_name, arguments),
             ladder.queue_type,
             vec![need],
-            &retry_path.key("delays").index(tier),
+            &delays_path.index(tier),
         );
         out.binding(
             queue_binding(
@@ -168,6 +161,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
                 &context.path.key("delivery_limit"),
             )
             .into_iter()
+            .map(Arc::new)
             .collect()
         } else {
             Vec::new()
@@ -184,6 +178,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             // Inspecting parked messages must never drop them after 20 requeues.
             parking_delivery_need(out, &retry_path.key("on_exhausted"))
                 .into_iter()
+                .map(Arc::new)
                 .collect()
         } else {
             Vec::new()
@@ -207,6 +202,46 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
     }
     out.contract.add_ladder(context, ladder, &objects);
 }
+
+/// What a delay queue of `tier` needs from its tier's generated policy: the tier's
+/// TTL. Every consumer on one ladder needs the same, so it is made once per ladder
+/// origin and tier and shared by their delay queues; a ladder with other delays or
+/// written elsewhere under the same origin gets its own (and the policy stage reports
+/// the clash).
+fn tier_need(ladder: &Ladder, tier: usize, out: &mut Emitter) -> Arc<PolicyNeed> {
+    let ttl = Value::from(ladder.delays[tier].as_millis());
+    let same = |need: &PolicyNeed| {
+        need.definition.get(MESSAGE_TTL) == Some(&ttl)
+            && need.path.last() == Some(&Segment::Index(tier))
+            && need.path.parent().as_ref() == Some(&ladder.delays_path)
+    };
+    if let Some(need) = out
+        .tier_needs
+        .get(ladder.origin.as_str())
+        .and_then(|tiers| tiers.get(tier)?.as_ref())
+        .filter(|need| same(need))
+    {
+        return Arc::clone(need);
+    }
+    let mut definition = Arguments::with_capacity(1);
+    definition.insert(MESSAGE_TTL.into(), ttl);
+    let need = Arc::new(PolicyNeed {
+        group: naming::retry_group(&ladder.origin, tier + 1),
+        ending: naming::selects_by_ending(&ladder.origin)
+            .then(|| naming::tier_ending(&ladder.origin, tier + 1)),
+        definition,
+        path: ladder.delays_path.index(tier),
+    });
+    let tiers = out.tier_needs.entry(ladder.origin.clone()).or_default();
+    if tiers.len() <= tier {
+        tiers.resize(tier + 1, None);
+    }
+    tiers[tier] = Some(Arc::clone(&need));
+    need
+}
+
+/// The policy key of a tier's TTL.
+const MESSAGE_TTL: &str = "message-ttl";
 
 /// Reports once, at the work queue, when a generated name would exceed the broker's
 /// limit; the individual objects are then not emitted.

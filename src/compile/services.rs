@@ -128,13 +128,14 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
             value.insert("max-connections".into(), Value::from(max));
         }
         if !value.is_empty() {
-            out.origins.insert(
+            // Cannot clash: a vhost has one limits object, and the vhost was claimed above.
+            let _ = out.origins.claim(
                 ObjectId {
                     kind: ObjectKind::VhostLimits,
                     vhost: Some(name.to_string()),
                     name: VHOST_LIMITS_NAME.into(),
                 },
-                path.key("limits"),
+                &path.key("limits"),
             );
             out.definitions.parameters.push(Parameter {
                 vhost: name.to_string(),
@@ -281,6 +282,7 @@ fn emit_work_queue(
             &path.key("delivery_limit"),
         )
         .into_iter()
+        .map(std::sync::Arc::new)
         .collect()
     } else {
         if consumer.delivery_limit.is_some() {

@@ -24,6 +24,14 @@ impl Arguments {
         Arguments::default()
     }
 
+    /// An empty map with room for exactly `capacity` entries: a map whose size is known
+    /// is allocated once instead of growing one entry at a time.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Arguments {
+            entries: Vec::with_capacity(capacity),
+        }
+    }
+
     fn position(&self, key: &str) -> Result<usize, usize> {
         self.entries
             .binary_search_by(|(existing, _)| existing.as_str().cmp(key))
@@ -111,6 +119,8 @@ impl std::ops::Index<&str> for Arguments {
 
 impl Extend<(String, Value)> for Arguments {
     fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, entries: I) {
+        let entries = entries.into_iter();
+        self.entries.reserve_exact(entries.size_hint().0);
         for (key, value) in entries {
             self.insert(key, value);
         }

@@ -460,21 +460,6 @@ impl Definitions {
         });
     }
 
-    /// Gives back the spare capacity of every list (a large spec's lists are built by
-    /// pushing, which leaves up to half of each unused).
-    pub fn shrink_to_fit(&mut self) {
-        self.users.shrink_to_fit();
-        self.vhosts.shrink_to_fit();
-        self.permissions.shrink_to_fit();
-        self.topic_permissions.shrink_to_fit();
-        self.parameters.shrink_to_fit();
-        self.global_parameters.shrink_to_fit();
-        self.policies.shrink_to_fit();
-        self.queues.shrink_to_fit();
-        self.exchanges.shrink_to_fit();
-        self.bindings.shrink_to_fit();
-    }
-
     /// Removes the transient queues ([`Queue::is_transient`]) and the bindings to
     /// them; returns how many queues were removed.
     pub fn leave_out_transient(&mut self) -> usize {

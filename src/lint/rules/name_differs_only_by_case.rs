@@ -19,6 +19,14 @@ pub const RULE: Rule = Rule {
 
 /// The name in lower case, borrowed when it is lower case already (most names are).
 fn lower_case(name: &str) -> Cow<'_, str> {
+    // ASCII (nearly every name) folds byte by byte, without decoding characters.
+    if name.is_ascii() {
+        return if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(name.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(name)
+        };
+    }
     let unchanged = |c: char| {
         let mut lower = c.to_lowercase();
         lower.next() == Some(c) && lower.next().is_none()
