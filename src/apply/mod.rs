@@ -314,6 +314,9 @@ pub async fn apply_locked_plan(
     outcome
 }
 
+/// Why an apply stops at a safe point whose locks the broker no longer holds for it.
+const LOCKS_LOST: &str = "its locks were lost: the broker closed its lock connection";
+
 /// What an apply knows of the broker once it holds its locks.
 enum UnderLocks {
     /// A saved plan: the broker is read and the plan recomputed, and refused unless
@@ -334,7 +337,21 @@ async fn apply_held(
     // Every record is read under the locks once: this spec's (its serial, what it
     // managed) and, for a saved plan, all of them for the recheck.
     let (global_parameters, live) = match under {
-        UnderLocks::Planned(global_parameters) => (global_parameters, None),
+        UnderLocks::Planned(global_parameters) => {
+            // They were read under these locks, before the plan was confirmed: nobody
+            // else can have written a record since, as long as the locks are still
+            // ours (a confirmation may take a while; the locks may be cut off).
+            if !client.still_holds(lock).await {
+                return Err(ApplyError::Interrupted {
+                    why: LOCKS_LOST.to_string(),
+                    report: Box::new(ApplyReport {
+                        not_done: plan.changes.iter().map(describe).collect(),
+                        ..ApplyReport::default()
+                    }),
+                });
+            }
+            (global_parameters, None)
+        }
         UnderLocks::Recheck => {
             let (global_parameters, live) =
                 tokio::try_join!(client.global_parameters(), client.read_live(&plan.vhosts))?;
@@ -439,7 +456,7 @@ async fn apply_locked(
         } else if options.interrupt.load(Ordering::SeqCst) {
             Some("interrupted by a signal")
         } else if !client.still_holds(lock).await {
-            Some("its locks were lost: the broker closed its lock connection")
+            Some(LOCKS_LOST)
         } else {
             None
         };
