@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
-use crate::model::ObjectKind;
 use crate::model::record::{self, RECORD_FORMAT, Record};
+use crate::model::{Definitions, GlobalParameter, ObjectKind};
 use crate::plan::{Mismatch, Plan, recheck, replan};
 
 /// Why an apply did not run or did not finish.
@@ -184,7 +184,7 @@ pub async fn apply(
     let lock = client
         .lock(&needed(plan), &holder_name(), options.lock_wait)
         .await?;
-    let outcome = apply_held(client, plan, options, &lock, Recheck::Yes, progress).await;
+    let outcome = apply_held(client, plan, options, &lock, UnderLocks::Recheck, progress).await;
     lock.release().await;
     outcome
 }
@@ -194,6 +194,8 @@ pub struct Locked {
     /// The plan, made while the locks were held: what the apply will do.
     pub plan: Plan,
     lock: BrokerLock,
+    /// The global parameters (every ownership record) as read under the locks.
+    global_parameters: Vec<GlobalParameter>,
 }
 
 impl Locked {
@@ -211,10 +213,10 @@ fn mismatch_error(mismatch: Mismatch) -> ApplyError {
     }
 }
 
-/// For `apply SPEC`, as Terraform does: takes the locks `planned` needs, then plans its
-/// desired state again under them, so that what is shown (and confirmed) is what the
-/// broker holds while nobody else can change it. An apply that waited for another one
-/// (`--lock-timeout`) therefore plans what is left, instead of refusing a plan that
+/// For `apply SPEC`, as Terraform does: takes the locks `planned` needs, then checks
+/// its desired state again under them, so that what is shown (and confirmed) is what
+/// the broker holds while nobody else can change it. An apply that waited for another
+/// one (`--lock-timeout`) therefore plans what is left, instead of refusing a plan that
 /// went stale while it waited.
 pub async fn lock_and_replan(
     client: &Client,
@@ -225,10 +227,7 @@ pub async fn lock_and_replan(
         .lock(&needed(planned), &holder_name(), lock_wait)
         .await?;
     let fresh = async {
-        let mut live = client.read_live(&planned.vhosts).await?;
-        live.definitions.global_parameters = client.global_parameters().await?;
-        let mut fresh = replan(planned, &live.definitions, Some(client.user().to_string()))
-            .map_err(mismatch_error)?;
+        let (mut fresh, global_parameters) = plan_under_locks(client, planned).await?;
         let queues = fresh.queues_needing_counts();
         if !queues.is_empty() {
             let counts = client.message_counts(&queues).await?;
@@ -241,16 +240,55 @@ pub async fn lock_and_replan(
                 missing.describe()
             )));
         }
-        Ok(fresh)
+        Ok((fresh, global_parameters))
     }
     .await;
     match fresh {
-        Ok(plan) => Ok(Locked { plan, lock }),
+        Ok((plan, global_parameters)) => Ok(Locked {
+            plan,
+            lock,
+            global_parameters,
+        }),
         Err(error) => {
             lock.release().await;
             Err(error)
         }
     }
+}
+
+/// `planned` as it stands under the locks, with the global parameters read there.
+/// When what it was made from reads the same again ([`crate::plan::Basis`]: the
+/// records, the small listings and the objects it touches), it is what a fresh plan
+/// would be; otherwise the broker is read in full and the plan made again.
+async fn plan_under_locks(
+    client: &Client,
+    planned: &Plan,
+) -> Result<(Plan, Vec<GlobalParameter>), ApplyError> {
+    if let Some(basis) = &planned.basis {
+        let (small, named, global_parameters) = tokio::try_join!(
+            client.read_live_small(&planned.vhosts),
+            client.read_named(basis.named()),
+            client.global_parameters(),
+        )?;
+        let now = Definitions {
+            queues: named.queues,
+            exchanges: named.exchanges,
+            bindings: named.bindings,
+            global_parameters,
+            ..small.definitions
+        };
+        if basis.holds(&now) {
+            return Ok((planned.clone(), now.global_parameters));
+        }
+    }
+    let (live, global_parameters) = tokio::try_join!(
+        client.read_live(&planned.vhosts),
+        client.global_parameters()
+    )?;
+    let mut live = live.definitions;
+    live.global_parameters = global_parameters;
+    let fresh = replan(planned, &live, Some(client.user().to_string())).map_err(mismatch_error)?;
+    Ok((fresh, live.global_parameters))
 }
 
 /// Applies a plan made under its locks ([`lock_and_replan`]), then gives them back.
@@ -260,22 +298,32 @@ pub async fn apply_locked_plan(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
-    let Locked { plan, lock } = locked;
+    let Locked {
+        plan,
+        lock,
+        global_parameters,
+    } = locked;
     let outcome = match check_gates(&plan, options) {
-        Ok(()) => apply_held(client, &plan, options, &lock, Recheck::No, progress).await,
+        Ok(()) => {
+            let under = UnderLocks::Planned(global_parameters);
+            apply_held(client, &plan, options, &lock, under, progress).await
+        }
         Err(error) => Err(error),
     };
     lock.release().await;
     outcome
 }
 
-/// Whether an apply computes its plan again under the locks.
-#[derive(Clone, Copy, PartialEq)]
-enum Recheck {
-    /// A saved plan: recomputed and refused unless the changes are the same.
-    Yes,
-    /// A plan made under these locks moments ago.
-    No,
+/// Why an apply stops at a safe point whose locks the broker no longer holds for it.
+const LOCKS_LOST: &str = "its locks were lost: the broker closed its lock connection";
+
+/// What an apply knows of the broker once it holds its locks.
+enum UnderLocks {
+    /// A saved plan: the broker is read and the plan recomputed, and refused unless
+    /// its changes are the same.
+    Recheck,
+    /// A plan made under these locks, and the global parameters read then.
+    Planned(Vec<GlobalParameter>),
 }
 
 async fn apply_held(
@@ -283,21 +331,58 @@ async fn apply_held(
     plan: &Plan,
     options: &Options,
     lock: &BrokerLock,
-    recheck: Recheck,
+    under: UnderLocks,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
-    let mut record = client.read_record(&plan.spec).await?.unwrap_or(Record {
-        format: RECORD_FORMAT,
-        spec: plan.spec.clone(),
-        ..Record::default()
-    });
+    // Every record is read under the locks once: this spec's (its serial, what it
+    // managed) and, for a saved plan, all of them for the recheck.
+    let (global_parameters, live) = match under {
+        UnderLocks::Planned(global_parameters) => {
+            // They were read under these locks, before the plan was confirmed: nobody
+            // else can have written a record since, as long as the locks are still
+            // ours (a confirmation may take a while; the locks may be cut off).
+            if !client.still_holds(lock).await {
+                return Err(ApplyError::Interrupted {
+                    why: LOCKS_LOST.to_string(),
+                    report: Box::new(ApplyReport {
+                        not_done: plan.changes.iter().map(describe).collect(),
+                        ..ApplyReport::default()
+                    }),
+                });
+            }
+            (global_parameters, None)
+        }
+        UnderLocks::Recheck => {
+            let (global_parameters, live) =
+                tokio::try_join!(client.global_parameters(), client.read_live(&plan.vhosts))?;
+            (global_parameters, Some(live.definitions))
+        }
+    };
+    let mut record = record::of_spec(&global_parameters, &plan.spec)
+        .map_err(|damaged| ApplyError::from(BrokerError::from(damaged)))?
+        .unwrap_or(Record {
+            format: RECORD_FORMAT,
+            spec: plan.spec.clone(),
+            ..Record::default()
+        });
     if record.serial != plan.serial {
         return Err(ApplyError::Stale(format!(
             "spec `{}` was applied since: serial {} is now {}",
             plan.spec, plan.serial, record.serial
         )));
     }
-    let outcome = apply_locked(client, plan, options, lock, recheck, progress).await;
+    let fresh;
+    let plan = match live {
+        Some(mut live) => {
+            live.global_parameters = global_parameters;
+            fresh =
+                recheck(plan, &live, Some(client.user().to_string())).map_err(mismatch_error)?;
+            // The fresh plan has the same changes, with the broker's handles of today.
+            &fresh
+        }
+        None => plan,
+    };
+    let outcome = apply_locked(client, plan, options, lock, progress).await;
     // Record what is now managed: everything the spec declares once every change was
     // made (created, updated or adopted), and after a failure what it managed before
     // plus what it declares (so nothing made is left unowned).
@@ -354,21 +439,9 @@ async fn apply_locked(
     plan: &Plan,
     options: &Options,
     lock: &BrokerLock,
-    again: Recheck,
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let allow_data_loss = options.allow_data_loss;
-    let fresh;
-    let plan = if again == Recheck::Yes {
-        let mut live = client.read_live(&plan.vhosts).await?;
-        live.definitions.global_parameters = client.global_parameters().await?;
-        fresh = recheck(plan, &live.definitions, Some(client.user().to_string()))
-            .map_err(mismatch_error)?;
-        // The fresh plan has the same changes, with the broker's handles of today.
-        &fresh
-    } else {
-        plan
-    };
     let phases = phases(plan);
     let total: usize = phases.iter().map(|p| p.changes.len()).sum();
     let mut report = ApplyReport::default();
@@ -383,7 +456,7 @@ async fn apply_locked(
         } else if options.interrupt.load(Ordering::SeqCst) {
             Some("interrupted by a signal")
         } else if !client.still_holds(lock).await {
-            Some("its locks were lost: the broker closed its lock connection")
+            Some(LOCKS_LOST)
         } else {
             None
         };

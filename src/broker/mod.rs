@@ -27,7 +27,7 @@ use crate::model::redact::redact_text;
 
 pub use endpoint::Endpoint;
 pub use guard::GuardedQueue;
-pub use live::LiveState;
+pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 

@@ -14,18 +14,6 @@ fn path(spec: &str) -> String {
 }
 
 impl Client {
-    /// The spec's record, if it has one. A record that does not read as one is an
-    /// error ([`BrokerError::DamagedRecord`]), never "no record".
-    pub async fn read_record(&self, spec: &str) -> Result<Option<Record>, BrokerError> {
-        match self.read_record_value(spec).await? {
-            None => Ok(None),
-            Some(value) => Ok(Some(Record::from_parameter(
-                &Record::parameter_name(spec),
-                &value,
-            )?)),
-        }
-    }
-
     /// The spec's record as the broker holds it, read or not (for `warren state`).
     pub async fn read_record_value(&self, spec: &str) -> Result<Option<Value>, BrokerError> {
         Ok(self

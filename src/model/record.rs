@@ -140,6 +140,20 @@ impl Record {
     }
 }
 
+/// `spec`'s record among the global parameters, if it has one; read as
+/// [`Record::from_parameter`] does, failing closed.
+pub fn of_spec(
+    parameters: &[GlobalParameter],
+    spec: &str,
+) -> Result<Option<Record>, DamagedRecord> {
+    let name = Record::parameter_name(spec);
+    parameters
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| Record::from_parameter(&name, &p.value))
+        .transpose()
+}
+
 /// The claims of a damaged record, when its list of objects still reads in full:
 /// other specs keep honouring them while its own spec is repaired.
 fn salvaged_claims(damage: &DamagedRecord, value: &serde_json::Value) -> Option<Record> {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Plan, build, scope};
+use super::{Basis, Inputs, Plan, build, scope};
 use crate::broker::{BrokerError, Client};
 use crate::compile::{self, Compiled, Options};
 use crate::model::objects::{Objects, objects};
@@ -131,6 +131,7 @@ pub async fn against_broker(
         protected_user: Some(client.user().to_string()),
         prune_unmanaged,
     });
+    plan.basis = Basis::of(&plan, &live.definitions);
     let queues = plan.queues_needing_counts();
     if !queues.is_empty() {
         let counts = client.message_counts(&queues).await.map_err(broker_error)?;

@@ -7,11 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 mod against;
+mod basis;
 mod capture;
 mod depends;
 mod recheck;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
+pub use basis::Basis;
 pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
 pub use recheck::{Mismatch, recheck, replan};
@@ -80,6 +82,10 @@ pub struct Plan {
     pub overlaps: Vec<Overlap>,
     /// Counts by action.
     pub summary: Summary,
+    /// What the plan was made from, to check again under the locks (`apply SPEC`);
+    /// never saved: a saved plan is recomputed from the broker at apply.
+    #[serde(skip)]
+    pub basis: Option<Basis>,
 }
 
 /// One desired object.
@@ -383,6 +389,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         captured,
         overlaps,
         summary: Summary::default(),
+        basis: None,
     };
     plan.summarize();
     plan

@@ -348,6 +348,7 @@ mod tests {
             prune_unmanaged: false,
             adopted: vec![],
             dependencies: None,
+            basis: None,
             desired: vec![],
             changes: vec![
                 change(
