@@ -299,19 +299,33 @@ impl Client {
             .join(", ")
     }
 
-    /// Sends a request (`path` starts with `/api/`), trying each node in turn.
+    /// Sends a request (`path` starts with `/api/`), trying each node in turn, within
+    /// `--timeout`.
     pub async fn request(
         &self,
         method: Method,
         path: &str,
         body: Option<&Value>,
     ) -> Result<(StatusCode, Value), BrokerError> {
+        self.request_within(method, path, body, self.endpoint.timeout)
+            .await
+    }
+
+    /// [`Client::request`] with its own whole wait, for a request whose answer takes
+    /// the broker longer the more it holds (a definitions import).
+    async fn request_within(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        wait: Duration,
+    ) -> Result<(StatusCode, Value), BrokerError> {
         let nodes = self.endpoint.urls.len();
         let start = self.current.load(Ordering::Relaxed);
         // `--timeout` is the whole wait for this request, retries and failover included:
         // each node gets an equal share of what is left when its turn comes, so one
         // node that accepts connections and never answers cannot use up the rest.
-        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
+        let deadline = tokio::time::Instant::now() + wait;
         let mut last_error = String::new();
         let mut timed_out_at: Vec<String> = Vec::new();
         for offset in 0..nodes {
@@ -384,7 +398,7 @@ impl Client {
             return Err(BrokerError::TimedOut {
                 method: method.to_string(),
                 urls: timed_out_at.join(", "),
-                seconds: self.endpoint.timeout.as_secs_f64(),
+                seconds: wait.as_secs_f64(),
             });
         }
         Err(BrokerError::Unreachable {
@@ -455,6 +469,17 @@ impl Client {
         self.expect_found(Method::POST, path, Some(body)).await
     }
 
+    /// POST with its own whole wait (see [`Client::request_within`]).
+    pub(crate) async fn post_within(
+        &self,
+        path: &str,
+        body: &Value,
+        wait: Duration,
+    ) -> Result<(), BrokerError> {
+        self.expect_found_within(Method::POST, path, Some(body), wait)
+            .await
+    }
+
     /// DELETE; an object that is already gone is fine.
     pub async fn delete(&self, path: &str) -> Result<(), BrokerError> {
         self.request(Method::DELETE, path, None).await.map(|_| ())
@@ -466,7 +491,20 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(), BrokerError> {
-        let (status, value) = self.request(method.clone(), path, body).await?;
+        self.expect_found_within(method, path, body, self.endpoint.timeout)
+            .await
+    }
+
+    async fn expect_found_within(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        wait: Duration,
+    ) -> Result<(), BrokerError> {
+        let (status, value) = self
+            .request_within(method.clone(), path, body, wait)
+            .await?;
         if status == StatusCode::NOT_FOUND {
             return Err(BrokerError::Api {
                 method: method.to_string(),
