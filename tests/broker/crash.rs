@@ -6,12 +6,12 @@
 //! CI runs `WARREN_CRASH_TRIALS` trials of each kind (default 2) per broker version;
 //! `scripts/reliability` runs 20 and prints the figures docs/reliability.md records.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use serde_json::json;
 
+use crate::background::Background;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 use crate::support::{Capture, Run};
@@ -157,22 +157,21 @@ fn crashes_at_random_points_converge(version: Version) {
             let label = format!("{version} {kind} kill, trial {trial}");
             let before = pending(&node, &spec);
             let delay = window.mul_f64(rng.random_range(0.0..1.0));
-            let mut child = node
-                .warren(&["apply", spec.arg(), "--auto-approve", "--timeout", "10"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let mut child = Background::spawn(node.warren(&[
+                "apply",
+                spec.arg(),
+                "--auto-approve",
+                "--timeout",
+                "10",
+            ]));
             std::thread::sleep(delay);
-            let running = child.try_wait().unwrap().is_none();
+            let running = child.exited().is_none();
             match kind {
                 "broker" => node.kill(),
-                _ => {
-                    let _ = child.kill();
-                }
+                _ => child.kill(),
             }
-            let output = child.wait_with_output().unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            let output = child.finish();
+            let stderr = output.stderr;
             figures.0 += 1;
             if running {
                 figures.1 += 1;
@@ -183,7 +182,7 @@ fn crashes_at_random_points_converge(version: Version) {
             // What the broker shows now against what warren said it did.
             let after = pending(&node, &spec);
             let said_nothing = stderr.contains("nothing was changed");
-            let said_all = output.status.code() == Some(0);
+            let said_all = output.code == Some(0);
             if (said_nothing && after < before) || (said_all && after > 0) {
                 eprintln!(
                     "{label}: wrong report ({before} changes pending before, {after} after): {stderr}"

@@ -2,9 +2,9 @@
 //! without a confirmation, and what was not done, never "nothing was changed" when
 //! something was.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::background::Background;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 
@@ -21,21 +21,17 @@ fn a_broker_killed_mid_apply_gets_an_honest_report(version: Version) {
     let node = Node::start(version, NodeOptions::default());
     let vhost = "crash";
     let spec = Spec::new(&queues_spec("crash", vhost, 1500));
-    let child = node
-        .warren(&["apply", spec.arg(), "--auto-approve", "--timeout", "10"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--timeout", "10"]));
     let first = format!("/api/queues/{}/r0", pct(vhost));
     let started = Instant::now();
     while node.get_opt(&first).is_none() && started.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(10));
     }
     node.kill();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let output = child.finish();
+    let stderr = output.stderr;
+    assert_eq!(output.code, Some(1), "{stderr}");
     assert!(
         !stderr.contains("nothing was changed"),
         "queues were made: the report must not say otherwise: {stderr}"

@@ -15,6 +15,7 @@ use lapin::options::QueueDeclareOptions;
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::Value;
 
+use crate::background::Background;
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
 use crate::support::{Capture, Run};
@@ -331,19 +332,14 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
     let vhost = node.unused_vhost("frozen");
     let name = format!("frozen-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, "q", 1500));
-    let child = node
-        .warren(&["apply", spec.arg(), "--auto-approve"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve"]));
     let wanted = format!("spec.{name}");
     let started = Instant::now();
     while !lock_queues(node).contains(&wanted) {
         assert!(started.elapsed() < Duration::from_secs(60));
         std::thread::sleep(Duration::from_millis(20));
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    child.signal(libc::SIGSTOP);
     let frozen = Instant::now();
     // The other apply waits for the locks; it may find the broker changed by what the
     // frozen one sent before it froze, and then runs again.
@@ -378,11 +374,10 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
         "the locks outlived one heartbeat"
     );
     let serial = record(node, &name).unwrap()["serial"].clone();
-    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if output.status.code() == Some(0) {
+    child.signal(libc::SIGCONT);
+    let output = child.finish();
+    let (stdout, stderr) = (&output.stdout, &output.stderr);
+    if output.code == Some(0) {
         // Frozen while it planned again under its locks, it finds the work done by
         // the other apply and changes nothing (it sends no change after a plan with
         // none).
@@ -391,7 +386,7 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
             "{version}: {stdout}{stderr}"
         );
     } else {
-        assert_eq!(output.status.code(), Some(1), "{version}: {stderr}");
+        assert_eq!(output.code, Some(1), "{version}: {stderr}");
         // Frozen while it took its locks, or before it read its record under them,
         // it changes nothing; frozen later, it finds its locks gone.
         assert!(
@@ -451,16 +446,11 @@ fn sigint_stops_at_a_safe_point_and_releases_the_lock(version: Version) {
         warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
         // The next apply creates `r*` (one import) and then deletes every `q*`.
         spec.write(&queues_spec(&name, &vhost, "r", count));
-        let mut child = node
-            .warren(&["apply", spec.arg(), "--auto-approve"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve"]));
         let first = format!("/api/queues/{}/r0", pct(&vhost));
         let started = Instant::now();
         while node.get_opt(&first).is_none() {
-            if child.try_wait().unwrap().is_some() {
+            if child.exited().is_some() {
                 break;
             }
             assert!(
@@ -469,20 +459,20 @@ fn sigint_stops_at_a_safe_point_and_releases_the_lock(version: Version) {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8(output.stderr).unwrap();
+        child.signal(libc::SIGINT);
+        let output = child.finish();
+        let stderr = output.stderr;
         if stderr.contains("changed since this plan was made") {
             // The broker was still settling after the previous apply: not this test's
             // subject.
             eprintln!("trial {trial}: {stderr}; again");
             continue;
         }
-        if output.status.code() == Some(0) {
+        if output.code == Some(0) {
             eprintln!("trial {trial}: the apply finished before the signal; again");
             continue;
         }
-        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(output.code, Some(1), "{stderr}");
         assert!(
             stderr.contains("apply stopped before it finished: interrupted by a signal")
                 && stderr.contains(&format!("{count} changes were made, {count} were not"))

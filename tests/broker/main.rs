@@ -31,6 +31,7 @@ macro_rules! per_version {
 }
 
 mod amqp;
+mod background;
 mod node;
 mod spec;
 

@@ -1,0 +1,77 @@
+//! A `warren` run in the background, for tests that act on it while it runs (SIGINT,
+//! SIGSTOP, SIGKILL, a broker killed under it).
+//!
+//! Its stdout and stderr are read as they are written, on threads of their own. A
+//! child whose pipes are only read once it exits blocks as soon as it has written a
+//! pipe's worth (64 KiB on Linux): a plan of a few thousand changes is more than that,
+//! and the child would then wait on its own output while the test waits for it to
+//! act.
+
+use std::io::Read;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::{self, JoinHandle};
+
+use crate::support::Run;
+
+/// A running `warren` whose output is being collected.
+pub struct Background {
+    child: Child,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+}
+
+impl Background {
+    /// Starts `command` with both outputs piped and drained.
+    #[track_caller]
+    pub fn spawn(mut command: Command) -> Background {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("warren starts");
+        let stdout = drain(child.stdout.take().expect("stdout is piped"));
+        let stderr = drain(child.stderr.take().expect("stderr is piped"));
+        Background {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGINT`) to the child.
+    pub fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill(2) with a pid this process started and has not yet reaped.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+    }
+
+    /// Whether the child has exited, without waiting.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("try_wait on warren")
+    }
+
+    /// SIGKILL; harmless when the child has already exited.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+    }
+
+    /// Waits for the child to exit and returns what it printed.
+    #[track_caller]
+    pub fn finish(mut self) -> Run {
+        let status = self.child.wait().expect("wait for warren");
+        let stdout = self.stdout.join().expect("the stdout reader");
+        let stderr = self.stderr.join().expect("the stderr reader");
+        Run {
+            code: status.code(),
+            stdout: String::from_utf8(stdout).expect("warren writes UTF-8 to stdout"),
+            stderr: String::from_utf8(stderr).expect("warren writes UTF-8 to stderr"),
+        }
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
