@@ -68,6 +68,11 @@ pub enum Command {
         /// Accept deleting or replacing queues that hold messages.
         #[arg(long)]
         allow_data_loss: bool,
+        /// Replace queues blue/green: move their messages to a temporary queue and
+        /// back while applications keep publishing (needs the `rabbitmq_shovel`
+        /// plugin); also finishes a migration a stopped apply left under way.
+        #[arg(long)]
+        migrate: bool,
         /// How long to wait for locks held by other applies (e.g. `5m`); by default
         /// an apply that finds its spec or a vhost locked stops at once.
         #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_wait)]

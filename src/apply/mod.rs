@@ -7,6 +7,7 @@
 //! was not; running plan and apply again converges.
 
 mod lock;
+mod migrate;
 pub mod repair;
 
 pub use lock::{Interrupt, UnlockError, Unlocked, holder_name, needed, unlock};
@@ -19,7 +20,7 @@ use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
 use crate::model::record::{self, RECORD_FORMAT, Record};
 use crate::model::{Definitions, GlobalParameter, ObjectKind};
-use crate::plan::{Mismatch, Plan, recheck, replan};
+use crate::plan::{Mismatch, Plan, Stage, recheck, replan};
 
 /// Why an apply did not run or did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,11 @@ pub enum ApplyError {
     /// or select names another spec's generated policy selects.
     #[error("refusing to apply: {0}; nothing was changed")]
     Captures(String),
+    /// A migration is under way and the apply was not asked to carry migrations out.
+    #[error(
+        "the migration of {0} is under way (its messages wait in a temporary queue): run `warren apply --migrate` to finish it; nothing was changed"
+    )]
+    MigrationUnderWay(String),
     /// The plan was made against another broker.
     #[error("this plan does not apply to this broker: {0}")]
     OtherBroker(String),
@@ -108,6 +114,9 @@ pub struct Options {
     pub interrupt: Interrupt,
     /// How long to wait for locks other applies hold (0: refuse at once).
     pub lock_wait: Duration,
+    /// Carry out queue replacements blue/green, moving their messages
+    /// ([`crate::plan::Migration`]), and finish migrations under way.
+    pub migrate: bool,
 }
 
 impl ApplyReport {
@@ -157,11 +166,23 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
     if let Some(refusal) = plan.refusal() {
         return Err(ApplyError::Captures(refusal));
     }
+    if !options.migrate
+        && let Some(under_way) = plan.migrations.iter().find(|m| m.stage == Stage::MoveBack)
+    {
+        return Err(ApplyError::MigrationUnderWay(under_way.queue.to_string()));
+    }
     let losing: Vec<String> = plan
         .changes
         .iter()
-        .filter(|c| c.loses_data())
-        .map(|c| format!("{} holds {}", c.id, c.loss()))
+        .filter(|c| c.loses_data() && !(options.migrate && plan.migration_of(c).is_some()))
+        .map(|c| {
+            let hint = if plan.migration_of(c).is_some() {
+                " (--migrate moves them)"
+            } else {
+                ""
+            };
+            format!("{} holds {}{hint}", c.id, c.loss())
+        })
         .collect();
     if !losing.is_empty() && !options.allow_data_loss {
         return Err(ApplyError::DataLoss(losing.join("; ")));
@@ -442,11 +463,13 @@ async fn apply_locked(
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let allow_data_loss = options.allow_data_loss;
-    let phases = phases(plan);
+    let phases = phases(plan, options.migrate);
     let total: usize = phases.iter().map(|p| p.changes.len()).sum();
     let mut report = ApplyReport::default();
     for (number, phase) in phases.iter().enumerate() {
-        if phase.changes.is_empty() {
+        let migrations_to_run =
+            phase.kind == PhaseKind::Migrate && options.migrate && !plan.migrations.is_empty();
+        if phase.changes.is_empty() && !migrations_to_run {
             continue;
         }
         // A safe point: nothing is half done between phases (except after the removal
@@ -470,6 +493,23 @@ async fn apply_locked(
                 why: why.to_string(),
                 report: Box::new(report),
             });
+        }
+        if phase.kind == PhaseKind::Migrate {
+            if let Err(mut error) = migrate_all(client, plan, options, &mut report, progress).await
+            {
+                if let ApplyError::Interrupted { report, .. } | ApplyError::Broker { report, .. } =
+                    &mut error
+                {
+                    for later in &phases[number + 1..] {
+                        report
+                            .not_done
+                            .extend(later.changes.iter().map(|c| describe(c)));
+                    }
+                }
+                return Err(error);
+            }
+            progress(&format!("{}/{total} {}", report.done.len(), phase.name));
+            continue;
         }
         let outcomes = run_phase(client, phase, allow_data_loss).await;
         let mut failure = None;
@@ -514,6 +554,72 @@ async fn apply_locked(
     Ok(report)
 }
 
+/// Carries out every migration of the plan, one after another; the changes each one
+/// carries out are reported with it.
+async fn migrate_all(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    report: &mut ApplyReport,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(), ApplyError> {
+    let desired = plan.desired_objects();
+    for (index, migration) in plan.migrations.iter().enumerate() {
+        let carried: Vec<String> = plan
+            .changes
+            .iter()
+            .filter(|c| migration.carries_out(c))
+            .map(describe)
+            .collect();
+        let outcome = migrate::run(client, migration, &desired, &options.interrupt, progress).await;
+        let left = |report: &mut ApplyReport, carried: Vec<String>| {
+            report.not_done.push(format!(
+                "migrate queue {} (under way: `warren apply --migrate` finishes it)",
+                migration.queue
+            ));
+            report.not_done.extend(carried);
+            for later in &plan.migrations[index + 1..] {
+                report
+                    .not_done
+                    .push(format!("migrate queue {}", later.queue));
+                report.not_done.extend(
+                    plan.changes
+                        .iter()
+                        .filter(|c| later.carries_out(c))
+                        .map(describe),
+                );
+            }
+        };
+        match outcome {
+            Ok(moved) => {
+                report.done.push(format!(
+                    "migrate queue {} ({} moves of messages)",
+                    migration.queue, moved.moves
+                ));
+                report.done.extend(carried);
+            }
+            Err(migrate::Stop::Interrupted { after }) => {
+                left(report, carried);
+                return Err(ApplyError::Interrupted {
+                    why: format!(
+                        "interrupted by a signal during the migration of {} (after: {after})",
+                        migration.queue
+                    ),
+                    report: Box::new(std::mem::take(report)),
+                });
+            }
+            Err(migrate::Stop::Broker(error)) => {
+                left(report, carried);
+                return Err(ApplyError::Broker {
+                    error,
+                    report: Box::new(std::mem::take(report)),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How a change that was not made is reported: loudly for a replaced object whose old
 /// version is already gone.
 fn not_done(change: &Change, kind: PhaseKind) -> String {
@@ -541,6 +647,7 @@ async fn run_phase(client: &Client, phase: &Phase<'_>, allow_data_loss: bool) ->
                 )
                 .await
         }
+        PhaseKind::Migrate => unreachable!("migrations are run by `migrate_all`"),
         PhaseKind::RemoveReplaced | PhaseKind::OneByOne => {
             let writes: Vec<ObjectWrite> = phase
                 .changes
@@ -605,6 +712,8 @@ enum PhaseKind {
     Import,
     /// Updates and deletes, a request each.
     OneByOne,
+    /// Queue migrations (`--migrate`), one after another.
+    Migrate,
 }
 
 struct Phase<'a> {
@@ -614,11 +723,24 @@ struct Phase<'a> {
 }
 
 /// Replaced objects are deleted first, then everything new is imported in one go
-/// (the import orders kinds itself), then updates, then deletes from the leaves up.
-fn phases(plan: &Plan) -> Vec<Phase<'_>> {
+/// (the import orders kinds itself), then updates, then migrations (with `migrating`:
+/// they need what the spec adds, and come before what it deletes), then deletes from
+/// the leaves up.
+fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
+    let ordinary: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| !(migrating && plan.migration_of(c).is_some()))
+        .collect();
+    let migrated: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| migrating && plan.migration_of(c).is_some())
+        .collect();
     let of = |action: Action, kinds: &[ObjectKind]| -> Vec<&Change> {
-        plan.changes
+        ordinary
             .iter()
+            .copied()
             .filter(|c| c.action == action && kinds.contains(&c.id.kind))
             .collect()
     };
@@ -627,9 +749,9 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
     // import below creates the new one.
     let mut removals_of_replaced: Vec<&Change> = of(Action::Replace, &[Queue, Exchange]);
     removals_of_replaced.sort_by_key(|c| c.id.kind != Queue);
-    let creates: Vec<&Change> = plan
-        .changes
+    let creates: Vec<&Change> = ordinary
         .iter()
+        .copied()
         .filter(|c| matches!(c.action, Action::Create | Action::Replace))
         .collect();
     // Inflow first (bindings), then the queues, each checked for messages by the
@@ -647,9 +769,9 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
         User,
         Vhost,
     ];
-    let mut deletes: Vec<&Change> = plan
-        .changes
+    let mut deletes: Vec<&Change> = ordinary
         .iter()
+        .copied()
         .filter(|c| c.action == Action::Delete && !matches!(c.id.kind, Binding | Queue))
         .collect();
     deletes.sort_by_key(|c| delete_order.iter().position(|k| *k == c.id.kind));
@@ -681,6 +803,15 @@ fn phases(plan: &Plan) -> Vec<Phase<'_>> {
                     Parameter,
                 ],
             ),
+        },
+        Phase {
+            name: "queues migrated",
+            kind: PhaseKind::Migrate,
+            changes: if migrating && !plan.migrations.is_empty() {
+                migrated
+            } else {
+                Vec::new()
+            },
         },
         Phase {
             name: "bindings deleted",

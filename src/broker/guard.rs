@@ -97,7 +97,7 @@ impl Client {
 
     /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP
     /// listener the management API reports, on the host of the management URL.
-    async fn amqp_connection(&self, vhost: &str) -> Result<Connection, BrokerError> {
+    pub(super) async fn amqp_connection(&self, vhost: &str) -> Result<Connection, BrokerError> {
         let url = self
             .amqp_url()
             .await

@@ -12,6 +12,7 @@ mod endpoint;
 mod guard;
 mod live;
 mod lock;
+mod migrate;
 mod record;
 mod write;
 
@@ -29,6 +30,7 @@ pub use endpoint::Endpoint;
 pub use guard::GuardedQueue;
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName};
+pub use migrate::{Drained, QueueBinding};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).

@@ -63,6 +63,7 @@ pub fn run() -> ExitCode {
             plan,
             auto_approve,
             allow_data_loss,
+            migrate,
             lock_timeout,
         } => plan::apply(
             &target,
@@ -71,6 +72,7 @@ pub fn run() -> ExitCode {
             &plan::ApplyFlags {
                 auto_approve,
                 allow_data_loss,
+                migrate,
                 lock_timeout,
             },
             stdout,

@@ -167,6 +167,8 @@ pub struct ApplyFlags {
     pub auto_approve: bool,
     /// Accept deleting or replacing queues that hold messages.
     pub allow_data_loss: bool,
+    /// Replace queues blue/green (`--migrate`).
+    pub migrate: bool,
     /// How long to wait for other applies' locks.
     pub lock_timeout: std::time::Duration,
 }
@@ -196,6 +198,7 @@ pub fn apply(
         allow_data_loss: flags.allow_data_loss,
         interrupt,
         lock_wait: flags.lock_timeout,
+        migrate: flags.migrate,
     };
     let show_progress = std::io::stderr().is_terminal();
     let mut progress = |step: &str| {

@@ -13,6 +13,7 @@
 pub mod arguments;
 pub mod effective;
 pub mod id;
+pub mod migration;
 pub mod objects;
 pub mod password;
 pub mod pattern;

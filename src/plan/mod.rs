@@ -10,12 +10,14 @@ mod against;
 mod basis;
 mod capture;
 mod depends;
+mod migration;
 mod recheck;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
 pub use basis::Basis;
 pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
+pub use migration::{Migration, Stage, is_migration_object};
 pub use recheck::{Mismatch, recheck, replan};
 
 use crate::diff::{self, Action, Change, Ownership};
@@ -80,6 +82,10 @@ pub struct Plan {
     /// policies select too: the plan cannot be applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overlaps: Vec<Overlap>,
+    /// Queues replaced blue/green by `apply --migrate` (their replace changes are in
+    /// [`Plan::changes`]), and migrations a stopped apply left under way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migrations: Vec<Migration>,
     /// Counts by action.
     pub summary: Summary,
     /// What the plan was made from, to check again under the locks (`apply SPEC`);
@@ -117,18 +123,27 @@ pub struct Summary {
     pub replace: usize,
     /// Objects deleted.
     pub delete: usize,
-    /// Changes that lose messages.
+    /// Changes that lose messages (a queue that can be migrated is counted under
+    /// `migrate` instead).
     pub data_loss: usize,
+    /// Queues migrated by `apply --migrate`, or whose migration is under way.
+    #[serde(default)]
+    pub migrate: usize,
     /// Existing objects recorded as the spec's, unchanged.
     #[serde(default)]
     pub adopt: usize,
 }
 
 impl Plan {
-    /// Whether applying the plan would change anything: an object, or the spec's
-    /// record (objects it adopts).
+    /// Whether applying the plan would change anything: an object, the spec's record
+    /// (objects it adopts), or a migration under way.
     pub fn has_changes(&self) -> bool {
-        !self.changes.is_empty() || !self.adopted.is_empty()
+        !self.changes.is_empty() || !self.adopted.is_empty() || !self.migrations.is_empty()
+    }
+
+    /// The migration that carries out `change` under `apply --migrate`, if any.
+    pub fn migration_of(&self, change: &Change) -> Option<&Migration> {
+        self.migrations.iter().find(|m| m.carries_out(change))
     }
 
     /// Why the plan cannot be applied, if it cannot: it takes over another spec's objects,
@@ -177,10 +192,11 @@ impl Plan {
                 Action::Replace => summary.replace += 1,
                 Action::Delete => summary.delete += 1,
             }
-            if change.loses_data() {
+            if change.loses_data() && self.migration_of(change).is_none() {
                 summary.data_loss += 1;
             }
         }
+        summary.migrate = self.migrations.len();
         summary.adopt = self.adopted.len();
         self.summary = summary;
     }
@@ -205,6 +221,15 @@ impl Plan {
                 change.messages = *count;
             }
         }
+        for migration in &mut self.migrations {
+            let key = (
+                migration.queue.vhost.as_deref().unwrap_or_default(),
+                migration.temporary.as_str(),
+            );
+            if let Some(count) = counts.get(&key) {
+                migration.temporary_messages = *count;
+            }
+        }
         self.summarize();
     }
 
@@ -221,8 +246,19 @@ impl Plan {
             .collect()
     }
 
-    /// Queues whose message counts the plan needs: deleted or replaced.
+    /// Queues whose message counts the plan needs: deleted or replaced, and the
+    /// temporary queues of migrations under way.
     pub fn queues_needing_counts(&self) -> Vec<(String, String)> {
+        let temporaries = self
+            .migrations
+            .iter()
+            .filter(|m| m.stage == Stage::MoveBack)
+            .map(|m| {
+                (
+                    m.queue.vhost.clone().unwrap_or_default(),
+                    m.temporary.clone(),
+                )
+            });
         self.changes
             .iter()
             .filter(|c| {
@@ -230,6 +266,7 @@ impl Plan {
                     && matches!(c.action, Action::Delete | Action::Replace)
             })
             .map(|c| (c.id.vhost.clone().unwrap_or_default(), c.id.name.clone()))
+            .chain(temporaries)
             .collect()
     }
 }
@@ -281,8 +318,23 @@ pub fn scope(desired: &Objects, record: Option<&Record>) -> Vec<String> {
     vhosts.into_iter().collect()
 }
 
-/// Live objects within a scope: vhost-scoped objects of those vhosts, and users.
+/// Live objects within a scope: vhost-scoped objects of those vhosts, and users;
+/// without the objects of migrations under way (see [`live_migration_queues`]).
 pub fn live_objects(live: &Definitions, vhosts: &[String]) -> Objects {
+    live_in_scope(live, vhosts).0
+}
+
+/// The temporary queues of migrations under way within a scope.
+pub fn live_migration_queues(live: &Definitions, vhosts: &[String]) -> Objects {
+    live_in_scope(live, vhosts)
+        .1
+        .into_iter()
+        .filter(|(id, _)| id.kind == ObjectKind::Queue)
+        .collect()
+}
+
+/// Live objects within a scope, split into ordinary objects and migration objects.
+fn live_in_scope(live: &Definitions, vhosts: &[String]) -> (Objects, Objects) {
     objects(live)
         .into_iter()
         .filter(|(id, _)| match (&id.vhost, id.kind) {
@@ -290,7 +342,7 @@ pub fn live_objects(live: &Definitions, vhosts: &[String]) -> Objects {
             (None, ObjectKind::Vhost) => vhosts.contains(&id.name),
             (None, _) => true,
         })
-        .collect()
+        .partition(|(id, value)| !is_migration_object(id, value))
 }
 
 /// The broker's identity: its `internal_cluster_id`, shared by the nodes of a cluster
@@ -309,7 +361,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let record = inputs.records.get(inputs.spec);
     let vhosts = scope(&inputs.desired, record);
     let mut desired = inputs.desired;
-    let live = live_objects(inputs.live, &vhosts);
+    let (live, migration_objects) = live_in_scope(inputs.live, &vhosts);
     let mut ownership = Ownership {
         managed: record.map(Record::object_ids).unwrap_or_default(),
         protected_user: inputs.protected_user.clone(),
@@ -362,6 +414,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         .parse()
         .unwrap_or(TargetVersion::DEFAULT);
     let dependencies = depends::dependencies(&desired, &live, &changes, target);
+    let migrations = migration::find(&desired, &migration_objects, &changes, target);
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
     let mut plan = Plan {
@@ -388,6 +441,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
             .collect(),
         captured,
         overlaps,
+        migrations,
         summary: Summary::default(),
         basis: None,
     };

@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use crate::diff::{Action, Change};
 use crate::model::redact::redact;
+use crate::model::shorten::grouped;
 use crate::model::{ObjectId, ObjectKind};
-use crate::plan::Plan;
+use crate::plan::{Plan, Stage};
 
 /// Text styles; all empty when color is off.
 #[derive(Debug, Clone, Copy)]
@@ -153,7 +154,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             "  {dim}rename a ladder or service in one of the specs, or manage the vhost from one spec{reset}"
         )?;
     }
-    if plan.changes.is_empty() && plan.adopted.is_empty() {
+    if !plan.has_changes() {
         writeln!(out)?;
         writeln!(
             out,
@@ -190,7 +191,11 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             writeln!(out, "  {}:", kind_heading(change.id.kind))?;
             current_kind = Some(change.id.kind);
         }
+        let migration = plan.migration_of(change);
         let (sign, color) = match change.action {
+            Action::Replace if migration.is_some() && change.id.kind == ObjectKind::Queue => {
+                ("~>", magenta)
+            }
             Action::Create => ("+", green),
             Action::Update => ("~", yellow),
             Action::Replace => ("-/+", magenta),
@@ -202,17 +207,22 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         };
         let mut line = format!("    {color}{sign} {name}{reset}");
         if let Some(reason) = &change.reason {
-            let label = if change.action == Action::Replace {
-                "replace: "
-            } else {
-                ""
+            let label = match (change.action, migration) {
+                (Action::Replace, Some(_)) if change.id.kind == ObjectKind::Queue => "migrate: ",
+                (Action::Replace, _) => "replace: ",
+                _ => "",
             };
             line.push_str(&format!(" {dim}({label}{reason}){reset}"));
         }
         if change.unmanaged {
             line.push_str(&format!(" {dim}(unmanaged, pruned){reset}"));
         }
-        if change.loses_data() {
+        if change.loses_data() && migration.is_some() {
+            line.push_str(&format!(
+                " {magenta}{bold}{} move with --migrate{reset}",
+                change.loss()
+            ));
+        } else if change.loses_data() {
             line.push_str(&format!(" {red}{bold}DATA LOSS: {}{reset}", change.loss()));
         } else if let Some(0) = change.messages {
             // A count is statistics: apply checks again when it deletes.
@@ -241,8 +251,14 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             )?;
         }
     }
+    render_migrations(out, plan, style)?;
     let summary = &plan.summary;
     writeln!(out)?;
+    let migrate = if summary.migrate > 0 {
+        format!(", {magenta}{} to migrate{reset}", summary.migrate)
+    } else {
+        String::new()
+    };
     let loss = if summary.data_loss > 0 {
         format!(", {red}{bold}{} losing messages{reset}", summary.data_loss)
     } else {
@@ -255,9 +271,81 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
     };
     writeln!(
         out,
-        "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{adopt}{loss}.",
+        "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{migrate}{adopt}{loss}.",
         summary.create, summary.update, summary.replace, summary.delete
     )?;
+    Ok(())
+}
+
+/// The migrations of a plan, with their steps: what `apply --migrate` does, and where
+/// a migration under way stands.
+fn render_migrations(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
+    let Style {
+        magenta,
+        bold,
+        dim,
+        reset,
+        ..
+    } = style;
+    if plan.migrations.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{bold}Migrations{reset} {dim}(blue/green with `warren apply --migrate`, which needs the rabbitmq_shovel plugin; docs/migration.md){reset}"
+    )?;
+    for migration in &plan.migrations {
+        let queue = &migration.queue.name;
+        let temporary = &migration.temporary;
+        let vhost = migration.queue.vhost.as_deref().unwrap_or_default();
+        let new_type = migration.after["arguments"]["x-queue-type"]
+            .as_str()
+            .unwrap_or("classic");
+        let replace = plan
+            .changes
+            .iter()
+            .find(|c| c.action == Action::Replace && migration.carries_out(c));
+        match migration.stage {
+            Stage::MoveOut => {
+                let held = match replace.and_then(|c| c.messages) {
+                    Some(count) => format!("{} messages when planned", grouped(count)),
+                    None => "message count unknown".to_string(),
+                };
+                writeln!(
+                    out,
+                    "  {magenta}~>{reset} queue `{queue}` in vhost `{vhost}` {dim}({held}){reset}"
+                )?;
+                for (number, step) in [
+                    format!("declare `{temporary}` ({new_type}, with the settings its policies give `{queue}`) and bind it wherever `{queue}` is bound"),
+                    format!("unbind `{queue}`: new messages go to `{temporary}`"),
+                    format!("move the messages of `{queue}` to `{temporary}` (shovel, acknowledged once `{temporary}` has each)"),
+                    format!("delete `{queue}` once its consumers hold no unacknowledged message and the broker finds it empty"),
+                    format!("declare `{queue}` as the spec says ({new_type}), bind it, then unbind `{temporary}`"),
+                    format!("move the messages back into `{queue}`, delete `{temporary}`"),
+                ]
+                .iter()
+                .enumerate()
+                {
+                    writeln!(out, "     {dim}{}. {step}{reset}", number + 1)?;
+                }
+            }
+            Stage::MoveBack => {
+                let held = match migration.temporary_messages {
+                    Some(count) => format!("{} messages wait in `{temporary}`", grouped(count)),
+                    None => format!("messages wait in `{temporary}`"),
+                };
+                writeln!(
+                    out,
+                    "  {magenta}~>{reset} queue `{queue}` in vhost `{vhost}`: {bold}under way{reset} {dim}({held}){reset}"
+                )?;
+                writeln!(
+                    out,
+                    "     {dim}next: declare `{queue}` as the spec says if needed, bind it, unbind `{temporary}`, move the messages back, delete `{temporary}`{reset}"
+                )?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -375,6 +463,7 @@ mod tests {
             conflicts: vec![],
             captured: vec![],
             overlaps: vec![],
+            migrations: Vec::new(),
             summary: Summary::default(),
         };
         plan.summarize();

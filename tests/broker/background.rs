@@ -14,10 +14,22 @@ use std::thread::{self, JoinHandle};
 use crate::support::Run;
 
 /// A running `warren` whose output is being collected.
+///
+/// Dropped before [`Background::finish`] (a failed assertion), it kills the child, so
+/// that no apply outlives its test.
 pub struct Background {
     child: Child,
-    stdout: JoinHandle<Vec<u8>>,
-    stderr: JoinHandle<Vec<u8>>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if self.stdout.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 impl Background {
@@ -33,8 +45,8 @@ impl Background {
         let stderr = drain(child.stderr.take().expect("stderr is piped"));
         Background {
             child,
-            stdout,
-            stderr,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
         }
     }
 
@@ -58,8 +70,10 @@ impl Background {
     #[track_caller]
     pub fn finish(mut self) -> Run {
         let status = self.child.wait().expect("wait for warren");
-        let stdout = self.stdout.join().expect("the stdout reader");
-        let stderr = self.stderr.join().expect("the stderr reader");
+        let stdout = self.stdout.take().expect("not finished yet");
+        let stderr = self.stderr.take().expect("not finished yet");
+        let stdout = stdout.join().expect("the stdout reader");
+        let stderr = stderr.join().expect("the stderr reader");
         Run {
             code: status.code(),
             stdout: String::from_utf8(stdout).expect("warren writes UTF-8 to stdout"),

@@ -43,6 +43,7 @@ mod crash;
 mod faults;
 mod import;
 mod locks;
+mod migrate;
 mod name_endings;
 mod ownership;
 mod plan_apply;

@@ -1,0 +1,328 @@
+//! Carrying out one queue migration (`apply --migrate`), step by step; docs/migration.md
+//! says what applications see.
+//!
+//! For queue `Q` and its temporary queue `T` (both named by
+//! [`crate::model::migration`]):
+//!
+//! 1. **Move out** (while `Q` has its old declaration): declare `T` and the fanout
+//!    exchange that feeds it; bind `T` wherever `Q` is bound, *then* unbind `Q`, so
+//!    that every publish routes to a queue that exists; move `Q`'s messages to `T`
+//!    with a shovel that acknowledges each only once `T` has it; once the consumers of
+//!    `Q` hold no unacknowledged message, delete `Q` if the broker itself finds it
+//!    empty at that moment, else move again.
+//! 2. **Move back**: declare `Q` as the spec says; bind it wherever `T` is bound and
+//!    where the spec binds it, *then* unbind `T`; move `T`'s messages into `Q`; delete
+//!    `T` once the broker finds it empty, and the exchange.
+//!
+//! Every step reads what it acts on and is safe to repeat, so an apply stopped at any
+//! point (a signal, a kill, a broker restart) is finished by the next
+//! `apply --migrate`, which finds the temporary queue on the broker.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use std::sync::atomic::Ordering;
+
+use super::Interrupt;
+use crate::broker::{BrokerError, Client, Drained};
+use crate::model::QueueType;
+use crate::model::objects::Objects;
+use crate::plan::{Migration, Stage};
+
+/// How old the broker's statistics can be: a count read this long after an event
+/// includes it (8.2 s was the largest lag measured; docs/migration.md).
+const STATISTICS_LAG: Duration = Duration::from_secs(10);
+
+/// How long a drained queue's consumers may keep messages unacknowledged before the
+/// migration stops (to be finished by the next `apply --migrate`).
+const UNACKNOWLEDGED_WAIT: Duration = Duration::from_secs(600);
+
+/// How long one shovel may take to move what its source held.
+const MOVE_WAIT: Duration = Duration::from_secs(1800);
+
+/// How long a shovel may find its source without ready messages before it is stopped.
+const IDLE_MOVE: Duration = Duration::from_secs(2);
+
+/// How often a running shovel is looked at.
+const POLL: Duration = Duration::from_millis(200);
+
+/// Why a migration stopped before it finished.
+#[derive(Debug)]
+pub(super) enum Stop {
+    /// A signal: stopped between two steps.
+    Interrupted {
+        /// The last step done.
+        after: String,
+    },
+    /// A request failed, or the broker did not let the migration go on.
+    Broker(BrokerError),
+}
+
+impl From<BrokerError> for Stop {
+    fn from(error: BrokerError) -> Self {
+        Stop::Broker(error)
+    }
+}
+
+/// What a finished migration did.
+#[derive(Debug, Default)]
+pub(super) struct Moved {
+    /// Shovel runs started (a run moves what its source held at its start).
+    pub moves: usize,
+}
+
+struct Run<'a> {
+    client: &'a Client,
+    migration: &'a Migration,
+    interrupt: &'a Interrupt,
+    progress: &'a mut dyn FnMut(&str),
+    moved: Moved,
+}
+
+/// Carries out `migration` from where it stands; `desired` is the plan's desired state
+/// (the bindings the spec wants into the queue).
+pub(super) async fn run(
+    client: &Client,
+    migration: &Migration,
+    desired: &Objects,
+    interrupt: &Interrupt,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Moved, Stop> {
+    let mut run = Run {
+        client,
+        migration,
+        interrupt,
+        progress,
+        moved: Moved::default(),
+    };
+    if migration.stage == Stage::MoveOut {
+        run.move_out().await?;
+    }
+    run.move_back(desired).await?;
+    Ok(run.moved)
+}
+
+impl Run<'_> {
+    fn vhost(&self) -> &str {
+        self.migration.queue.vhost.as_deref().unwrap_or_default()
+    }
+
+    fn queue(&self) -> &str {
+        &self.migration.queue.name
+    }
+
+    fn temporary(&self) -> &str {
+        &self.migration.temporary
+    }
+
+    fn say(&mut self, what: &str) {
+        let line = format!("migrate queue {:?}: {what}", self.migration.queue.name);
+        (self.progress)(&line);
+    }
+
+    /// A safe point between steps.
+    fn check(&self, after: &str) -> Result<(), Stop> {
+        if self.interrupt.load(Ordering::SeqCst) {
+            return Err(Stop::Interrupted {
+                after: after.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn move_out(&mut self) -> Result<(), Stop> {
+        let (client, vhost) = (self.client, self.vhost().to_string());
+        let (queue, temporary) = (self.queue().to_string(), self.temporary().to_string());
+        let old_type = match client.queue(&vhost, &queue).await? {
+            Some(old) => queue_type(&old),
+            // Already gone (a stopped apply deleted it): nothing to move out.
+            None => return Ok(()),
+        };
+        client
+            .declare_queue(&vhost, &temporary, &self.migration.temporary_value)
+            .await?;
+        client.declare_fanout(&vhost, &temporary).await?;
+        client
+            .bind_queue(&vhost, &temporary, &temporary, "", &Value::Null)
+            .await?;
+        let bindings = client.queue_bindings(&vhost, &queue).await?;
+        for binding in &bindings {
+            client
+                .bind_queue(
+                    &vhost,
+                    &binding.source,
+                    &temporary,
+                    &binding.routing_key,
+                    &binding.arguments,
+                )
+                .await?;
+        }
+        self.say(&format!(
+            "{} bindings copied to {temporary:?}",
+            bindings.len()
+        ));
+        for binding in &bindings {
+            client.unbind_queue(&vhost, &queue, binding).await?;
+        }
+        self.say("its bindings removed: new messages go to the temporary queue");
+        self.check("the bindings were moved to the temporary queue")?;
+        self.drain(&queue, old_type).await?;
+        self.say("old queue deleted, empty");
+        self.check("the old queue was emptied and deleted")
+    }
+
+    async fn move_back(&mut self, desired: &Objects) -> Result<(), Stop> {
+        let (client, vhost) = (self.client, self.vhost().to_string());
+        let (queue, temporary) = (self.queue().to_string(), self.temporary().to_string());
+        client
+            .declare_queue(&vhost, &queue, &self.migration.after)
+            .await?;
+        let Some(held) = client.queue(&vhost, &temporary).await? else {
+            // Already moved back and deleted: only the exchange may be left.
+            client.delete_exchange(&vhost, &temporary).await?;
+            return Ok(());
+        };
+        let bindings = client.queue_bindings(&vhost, &temporary).await?;
+        let copied: Vec<_> = bindings.iter().filter(|b| b.source != temporary).collect();
+        for binding in &copied {
+            client
+                .bind_queue(
+                    &vhost,
+                    &binding.source,
+                    &queue,
+                    &binding.routing_key,
+                    &binding.arguments,
+                )
+                .await?;
+        }
+        for wanted in self.migration.desired_bindings(desired) {
+            client
+                .bind_queue(
+                    &vhost,
+                    wanted["source"].as_str().unwrap_or_default(),
+                    &queue,
+                    wanted["routing_key"].as_str().unwrap_or_default(),
+                    &wanted["arguments"],
+                )
+                .await?;
+        }
+        client.declare_fanout(&vhost, &temporary).await?;
+        client
+            .bind_queue(&vhost, &temporary, &queue, "", &Value::Null)
+            .await?;
+        self.say(&format!(
+            "declared anew and bound ({} bindings)",
+            copied.len()
+        ));
+        // Now that the queue receives everything, the temporary queue stops receiving.
+        for binding in &bindings {
+            client.unbind_queue(&vhost, &temporary, binding).await?;
+        }
+        self.check("the queue was declared anew and its bindings moved back")?;
+        self.drain(&temporary, queue_type(&held)).await?;
+        client.delete_exchange(&vhost, &temporary).await?;
+        self.say("temporary queue and exchange deleted: done");
+        Ok(())
+    }
+
+    /// Moves `source`'s messages through the migration's exchange until the broker
+    /// deletes `source` as empty.
+    async fn drain(&mut self, source: &str, source_type: QueueType) -> Result<(), Stop> {
+        let (client, vhost) = (self.client, self.vhost().to_string());
+        let name = self.temporary().to_string();
+        loop {
+            client.start_move(&vhost, &name, source, &name).await?;
+            self.moved.moves += 1;
+            self.say(&format!("moving the messages of {source:?}"));
+            let started = Instant::now();
+            let mut empty_since: Option<Instant> = None;
+            while client.move_running(&vhost, &name).await? {
+                // The shovel stops by itself after moving as many messages as the
+                // source held at its start; consumers of the source take some of
+                // them, so once the source shows no ready message the shovel is
+                // stopped (whatever it had not had confirmed goes back to the
+                // source, and the deletion below finds it).
+                if client.ready_messages(&vhost, source).await? == Some(0) {
+                    let since = *empty_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= IDLE_MOVE {
+                        client.stop_move(&vhost, &name).await?;
+                        break;
+                    }
+                } else {
+                    empty_since = None;
+                }
+                if started.elapsed() > MOVE_WAIT {
+                    return Err(Stop::Broker(BrokerError::Api {
+                        method: "shovel".into(),
+                        path: format!("{name:?} in vhost {vhost:?}"),
+                        status: 0,
+                        reason: format!(
+                            "it did not finish moving the messages of {source:?} within {} s; see `GET /api/shovels`",
+                            MOVE_WAIT.as_secs()
+                        )
+                        .into(),
+                    }));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+            self.wait_unacknowledged(source).await?;
+            let timeout = Duration::from_secs(60);
+            match client
+                .delete_drained_queue(&vhost, source, source_type, timeout)
+                .await?
+            {
+                Drained::Deleted => return Ok(()),
+                // Messages arrived after the shovel counted them: move again.
+                Drained::NotEmpty => self.check("a move of messages")?,
+            }
+        }
+    }
+
+    /// Waits until the broker's statistics, counted after the queue stopped receiving,
+    /// show none of its messages held unacknowledged by consumers: deleting a queue
+    /// drops what its consumers have not acknowledged yet.
+    async fn wait_unacknowledged(&mut self, source: &str) -> Result<(), Stop> {
+        let (client, vhost) = (self.client, self.vhost().to_string());
+        let started = Instant::now();
+        let mut first_zero: Option<Instant> = None;
+        loop {
+            let held = client.unacknowledged(&vhost, source).await?;
+            match held {
+                Some(0) | None => {
+                    let since = *first_zero.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= STATISTICS_LAG {
+                        return Ok(());
+                    }
+                }
+                Some(count) => {
+                    first_zero = None;
+                    self.say(&format!(
+                        "waiting for consumers of {source:?} to acknowledge {count} messages"
+                    ));
+                }
+            }
+            if started.elapsed() > UNACKNOWLEDGED_WAIT {
+                return Err(Stop::Broker(BrokerError::Api {
+                    method: "migrate".into(),
+                    path: format!("queue {source:?} in vhost {vhost:?}"),
+                    status: 0,
+                    reason: format!(
+                        "its consumers still hold unacknowledged messages after {} s; `warren apply --migrate` goes on from here",
+                        UNACKNOWLEDGED_WAIT.as_secs()
+                    )
+                    .into(),
+                }));
+            }
+            self.check("the messages were moved; waiting for acknowledgements")?;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+fn queue_type(queue: &Value) -> QueueType {
+    let declared = queue["arguments"]["x-queue-type"]
+        .as_str()
+        .or_else(|| queue["type"].as_str())
+        .unwrap_or("classic");
+    QueueType::from_name(declared)
+}

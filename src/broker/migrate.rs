@@ -1,0 +1,339 @@
+//! The requests of a queue migration (`apply --migrate`, see `apply::migrate`): reading
+//! one queue's bindings and counts, declaring and binding the temporary queue and its
+//! fanout exchange, the shovel that moves messages, and deleting a drained queue.
+//!
+//! Messages move with a dynamic shovel (the `rabbitmq_shovel` plugin) in
+//! `on-confirm` mode: the broker removes a message from the source only once the
+//! destination has confirmed it, so a crash of warren, the shovel or the broker in the
+//! middle loses nothing (a message can arrive twice). The shovel publishes to a fanout
+//! exchange bound to the destination queue alone, which keeps each message's routing
+//! key (`dest-queue` would replace it with the queue's name).
+
+use std::time::Duration;
+
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
+use lapin::types::FieldTable;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::amqp::reply_of;
+use super::{BrokerError, Client, segment};
+use crate::model::QueueType;
+
+const NOT_FOUND: u16 = 404;
+const PRECONDITION_FAILED: u16 = 406;
+
+/// A binding into a queue, as the broker lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueBinding {
+    /// The exchange it is from.
+    pub source: String,
+    /// Its routing key.
+    pub routing_key: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// The broker's handle, to delete it.
+    pub properties_key: String,
+}
+
+/// What a drained queue's deletion found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drained {
+    /// Deleted (or already gone).
+    Deleted,
+    /// The broker found ready messages in it: not deleted.
+    NotEmpty,
+}
+
+impl Client {
+    /// A queue's declaration (`durable`, `auto_delete`, `arguments`, `type`), `None`
+    /// when it does not exist.
+    pub async fn queue(&self, vhost: &str, name: &str) -> Result<Option<Value>, BrokerError> {
+        let path = format!(
+            "/api/queues/{}/{}?disable_stats=true",
+            segment(vhost),
+            segment(name)
+        );
+        self.get(&path).await
+    }
+
+    /// A queue's unacknowledged messages as the broker's statistics last counted them
+    /// (they lag by up to a statistics interval); `None` before the first count.
+    pub async fn unacknowledged(
+        &self,
+        vhost: &str,
+        name: &str,
+    ) -> Result<Option<u64>, BrokerError> {
+        let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
+        Ok(self
+            .get(&path)
+            .await?
+            .and_then(|queue| queue["messages_unacknowledged"].as_u64()))
+    }
+
+    /// Declares a queue (normal form: `durable`, `auto_delete`, `arguments`); an
+    /// existing queue with the same declaration is left as it is.
+    pub async fn declare_queue(
+        &self,
+        vhost: &str,
+        name: &str,
+        value: &Value,
+    ) -> Result<(), BrokerError> {
+        let body = json!({
+            "durable": value["durable"],
+            "auto_delete": value["auto_delete"],
+            "arguments": value["arguments"],
+        });
+        let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
+        self.put(&path, &body).await
+    }
+
+    /// Declares the durable fanout exchange a migration's shovel publishes to.
+    pub async fn declare_fanout(&self, vhost: &str, name: &str) -> Result<(), BrokerError> {
+        let body = json!({"type": "fanout", "durable": true, "auto_delete": false,
+                          "internal": false, "arguments": {}});
+        let path = format!("/api/exchanges/{}/{}", segment(vhost), segment(name));
+        self.put(&path, &body).await
+    }
+
+    /// Deletes an exchange; one already gone is fine.
+    pub async fn delete_exchange(&self, vhost: &str, name: &str) -> Result<(), BrokerError> {
+        let path = format!("/api/exchanges/{}/{}", segment(vhost), segment(name));
+        self.delete(&path).await
+    }
+
+    /// The bindings into a queue from named exchanges (the default exchange's implicit
+    /// binding is not one: it follows the queue's name).
+    pub async fn queue_bindings(
+        &self,
+        vhost: &str,
+        queue: &str,
+    ) -> Result<Vec<QueueBinding>, BrokerError> {
+        let path = format!("/api/queues/{}/{}/bindings", segment(vhost), segment(queue));
+        let listed = self.get(&path).await?.unwrap_or(json!([]));
+        let entries = listed.as_array().ok_or_else(|| BrokerError::Decode {
+            path: path.clone(),
+            reason: "not a list".into(),
+        })?;
+        Ok(entries
+            .iter()
+            .filter(|b| b["source"].as_str().is_some_and(|s| !s.is_empty()))
+            .map(|b| QueueBinding {
+                source: b["source"].as_str().unwrap_or_default().to_string(),
+                routing_key: b["routing_key"].as_str().unwrap_or_default().to_string(),
+                arguments: b["arguments"].clone(),
+                properties_key: b["properties_key"].as_str().unwrap_or("~").to_string(),
+            })
+            .collect())
+    }
+
+    /// Binds a queue to an exchange; binding it again with the same key and
+    /// arguments changes nothing.
+    pub async fn bind_queue(
+        &self,
+        vhost: &str,
+        source: &str,
+        queue: &str,
+        routing_key: &str,
+        arguments: &Value,
+    ) -> Result<(), BrokerError> {
+        let path = format!(
+            "/api/bindings/{}/e/{}/q/{}",
+            segment(vhost),
+            segment(source),
+            segment(queue)
+        );
+        let arguments = if arguments.is_object() {
+            arguments.clone()
+        } else {
+            json!({})
+        };
+        self.post(
+            &path,
+            &json!({"routing_key": routing_key, "arguments": arguments}),
+        )
+        .await
+    }
+
+    /// Deletes a binding into a queue by its handle; one already gone is fine.
+    pub async fn unbind_queue(
+        &self,
+        vhost: &str,
+        queue: &str,
+        binding: &QueueBinding,
+    ) -> Result<(), BrokerError> {
+        let path = format!(
+            "/api/bindings/{}/e/{}/q/{}/{}",
+            segment(vhost),
+            segment(&binding.source),
+            segment(queue),
+            segment(&binding.properties_key)
+        );
+        self.delete(&path).await
+    }
+
+    /// Starts a shovel that moves the messages `source` holds at its start to the
+    /// fanout exchange `destination`, acknowledging each at the source only once the
+    /// destination confirmed it, and then deletes itself.
+    pub async fn start_move(
+        &self,
+        vhost: &str,
+        name: &str,
+        source: &str,
+        destination: &str,
+    ) -> Result<(), BrokerError> {
+        let uri = format!("amqp:///{}", segment(vhost));
+        let body = json!({"value": {
+            "src-protocol": "amqp091",
+            "src-uri": uri,
+            "src-queue": source,
+            "dest-protocol": "amqp091",
+            "dest-uri": uri,
+            "dest-exchange": destination,
+            "ack-mode": "on-confirm",
+            "src-delete-after": "queue-length",
+        }});
+        let path = format!(
+            "/api/parameters/shovel/{}/{}",
+            segment(vhost),
+            segment(name)
+        );
+        let (status, answer) = self.request(Method::PUT, &path, Some(&body)).await?;
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = answer.to_string();
+        let reason = if text.contains("component") || status == StatusCode::NOT_FOUND {
+            format!(
+                "{text} (enable the rabbitmq_shovel plugin on every node: `rabbitmq-plugins enable rabbitmq_shovel`)"
+            )
+        } else {
+            text
+        };
+        Err(BrokerError::Api {
+            method: "PUT".into(),
+            path,
+            status: status.as_u16(),
+            reason: reason.into(),
+        })
+    }
+
+    /// A queue's ready messages as the broker's statistics last counted them; `None`
+    /// before the first count.
+    pub async fn ready_messages(
+        &self,
+        vhost: &str,
+        name: &str,
+    ) -> Result<Option<u64>, BrokerError> {
+        let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
+        Ok(self
+            .get(&path)
+            .await?
+            .and_then(|queue| queue["messages_ready"].as_u64()))
+    }
+
+    /// Stops and removes the shovel `name`. What it took from its source and had not
+    /// yet had confirmed goes back to the source (it acknowledges only confirmed
+    /// messages).
+    pub async fn stop_move(&self, vhost: &str, name: &str) -> Result<(), BrokerError> {
+        let path = format!(
+            "/api/parameters/shovel/{}/{}",
+            segment(vhost),
+            segment(name)
+        );
+        self.delete(&path).await
+    }
+
+    /// Whether the shovel `name` still exists (it deletes itself when done).
+    pub async fn move_running(&self, vhost: &str, name: &str) -> Result<bool, BrokerError> {
+        let path = format!(
+            "/api/parameters/shovel/{}/{}",
+            segment(vhost),
+            segment(name)
+        );
+        Ok(self.get(&path).await?.is_some())
+    }
+
+    /// Deletes a drained queue if the broker finds no ready message in it at that
+    /// moment. Unlike the guard of an ordinary deletion its consumers do not stop it:
+    /// they are the applications the migration keeps running; the caller waits for
+    /// their unacknowledged messages first.
+    ///
+    /// - classic: `queue.delete` with `if-empty`, checked atomically by the queue;
+    /// - quorum (which refuses the flag): a passive `queue.declare` gives the exact
+    ///   ready count, then `queue.delete` says how many messages it deleted; a message
+    ///   that arrived in between is reported as an error, never hidden.
+    pub async fn delete_drained_queue(
+        &self,
+        vhost: &str,
+        name: &str,
+        queue_type: QueueType,
+        timeout: Duration,
+    ) -> Result<Drained, BrokerError> {
+        let connection = self.amqp_connection(vhost).await?;
+        let failed = |error: &lapin::Error| BrokerError::Api {
+            method: "AMQP".into(),
+            path: format!("queue.delete {name:?} in vhost {vhost:?}"),
+            status: reply_of(error).map_or(0, |(code, _)| code),
+            reason: error.to_string().into(),
+        };
+        let outcome = async {
+            let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
+            if queue_type == QueueType::Quorum {
+                let passive = QueueDeclareOptions {
+                    passive: true,
+                    ..Default::default()
+                };
+                match channel
+                    .queue_declare(name.into(), passive, FieldTable::default())
+                    .await
+                {
+                    Ok(state) if state.message_count() > 0 => return Ok(Drained::NotEmpty),
+                    Ok(_) => {}
+                    Err(error) if reply_of(&error).map(|r| r.0) == Some(NOT_FOUND) => {
+                        return Ok(Drained::Deleted);
+                    }
+                    Err(error) => return Err(failed(&error)),
+                }
+                return match channel
+                    .queue_delete(name.into(), QueueDeleteOptions::default())
+                    .await
+                {
+                    Ok(0) => Ok(Drained::Deleted),
+                    Ok(lost) => Err(BrokerError::LostInWindow {
+                        vhost: vhost.to_string(),
+                        queue: name.to_string(),
+                        messages: lost,
+                    }),
+                    Err(error) if reply_of(&error).map(|r| r.0) == Some(NOT_FOUND) => {
+                        Ok(Drained::Deleted)
+                    }
+                    Err(error) => Err(failed(&error)),
+                };
+            }
+            let options = QueueDeleteOptions {
+                if_empty: true,
+                ..Default::default()
+            };
+            match channel.queue_delete(name.into(), options).await {
+                Ok(_) => Ok(Drained::Deleted),
+                Err(error) => match reply_of(&error).map(|r| r.0) {
+                    Some(NOT_FOUND) => Ok(Drained::Deleted),
+                    Some(PRECONDITION_FAILED) => Ok(Drained::NotEmpty),
+                    _ => Err(failed(&error)),
+                },
+            }
+        };
+        let result = match tokio::time::timeout(timeout, outcome).await {
+            Ok(result) => result,
+            Err(_) => Err(BrokerError::Api {
+                method: "AMQP".into(),
+                path: format!("queue.delete {name:?} in vhost {vhost:?}"),
+                status: 0,
+                reason: format!("no answer within {} s", timeout.as_secs()).into(),
+            }),
+        };
+        let _ = connection.close(200, "warren is done".into()).await;
+        result
+    }
+}

@@ -1,0 +1,348 @@
+//! Queues whose replacement `apply --migrate` carries out blue/green, and migrations a
+//! stopped apply left half done.
+//!
+//! A queue whose type, durability or arguments change must be deleted and declared
+//! again. As a plain replace that loses what it holds and drops what is published
+//! while it is gone; a migration moves its messages to a temporary queue and back
+//! (docs/migration.md). The plan finds both kinds here, from its changes and from the
+//! broker: a temporary queue named by [`crate::model::migration`] beside a queue the
+//! spec declares is a migration under way, whatever the spec's record says (a killed
+//! apply writes no record).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::diff::{Action, Change};
+use crate::model::effective::CompiledPolicies;
+use crate::model::migration::{migrated_queue, temporary_name};
+use crate::model::objects::Objects;
+use crate::model::{ObjectId, ObjectKind, Policy, QueueType, TargetVersion, queue_arguments};
+
+/// Where a migration stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// The queue still has its old declaration: its bindings and messages move to the
+    /// temporary queue, then it is deleted once the broker finds it empty.
+    MoveOut,
+    /// The queue is (or is about to be) declared as the spec says: the temporary
+    /// queue's bindings and messages move back into it, then the temporary queue and
+    /// exchange are deleted.
+    MoveBack,
+}
+
+/// One queue migration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Migration {
+    /// The queue: its name does not change.
+    pub queue: ObjectId,
+    /// The temporary queue (and the name of the fanout exchange and shovel that move
+    /// the messages).
+    pub temporary: String,
+    /// Where it stands.
+    pub stage: Stage,
+    /// The temporary queue's declaration (normal form): the queue's new one, with the
+    /// settings its policies give it written as arguments, so that dead-lettering and
+    /// delays keep working under the temporary name.
+    pub temporary_value: Value,
+    /// The queue's declaration as the spec wants it (normal form).
+    pub after: Value,
+    /// Messages waiting in the temporary queue when planned (for a migration under
+    /// way); the old queue's count is its replace change's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temporary_messages: Option<u64>,
+}
+
+impl Migration {
+    fn vhost(&self) -> &str {
+        self.queue.vhost.as_deref().unwrap_or_default()
+    }
+
+    /// Whether `change` is carried out by this migration rather than by the apply's
+    /// phases: the queue's replacement, and the creation of the bindings into it that
+    /// the replacement takes away (they are made once it is declared anew).
+    pub fn carries_out(&self, change: &Change) -> bool {
+        if change.id.vhost != self.queue.vhost {
+            return false;
+        }
+        match change.id.kind {
+            ObjectKind::Queue => change.id.name == self.queue.name,
+            ObjectKind::Binding => {
+                change.action == Action::Create
+                    && change.after.as_ref().is_some_and(|after| {
+                        after["destination_type"] == "queue"
+                            && after["destination"] == self.queue.name.as_str()
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// The bindings the spec wants into the queue (their normal forms).
+    pub fn desired_bindings<'a>(&self, desired: &'a Objects) -> Vec<&'a Value> {
+        desired
+            .iter()
+            .filter(|(id, value)| {
+                id.kind == ObjectKind::Binding
+                    && id.vhost.as_deref() == Some(self.vhost())
+                    && value["destination_type"] == "queue"
+                    && value["destination"] == self.queue.name.as_str()
+            })
+            .map(|(_, value)| value)
+            .collect()
+    }
+}
+
+/// The queues whose types, durability or arguments change and can be migrated, and
+/// the migrations under way, for the queues the spec declares.
+///
+/// `live_queues` are every live queue of the plan's vhosts, migration temporaries
+/// included (normal form).
+pub fn find(
+    desired: &Objects,
+    live_queues: &Objects,
+    changes: &[Change],
+    target: TargetVersion,
+) -> Vec<Migration> {
+    let policies = desired_policies(desired);
+    let compiled = CompiledPolicies::new(policies.iter());
+    let replaced: BTreeMap<&ObjectId, &Change> = changes
+        .iter()
+        .filter(|c| c.id.kind == ObjectKind::Queue && c.action == Action::Replace)
+        .map(|c| (&c.id, c))
+        .collect();
+    let mut migrations = Vec::new();
+    for (id, after) in desired {
+        if id.kind != ObjectKind::Queue {
+            continue;
+        }
+        let Some(temporary) = temporary_name(&id.name) else {
+            continue;
+        };
+        let temporary_id = ObjectId {
+            kind: ObjectKind::Queue,
+            vhost: id.vhost.clone(),
+            name: temporary.clone(),
+        };
+        let under_way = live_queues.get(&temporary_id);
+        let stage = match (replaced.get(id), under_way) {
+            (Some(change), _) if migratable(change) => Stage::MoveOut,
+            (Some(_), None) | (None, None) => continue,
+            (Some(_), Some(_)) | (None, Some(_)) => Stage::MoveBack,
+        };
+        let temporary_value = match under_way {
+            Some(value) => value.clone(),
+            None => temporary_declaration(id, after, &compiled, target),
+        };
+        migrations.push(Migration {
+            queue: id.clone(),
+            temporary,
+            stage,
+            temporary_value,
+            after: after.clone(),
+            temporary_messages: None,
+        });
+    }
+    migrations
+}
+
+/// Whether a replaced queue can be migrated: a stream neither gives its log to a
+/// shovel as a queue does nor can be checked empty, so streams stay plain replaces.
+fn migratable(change: &Change) -> bool {
+    let is_stream = |value: &Option<Value>| {
+        value
+            .as_ref()
+            .is_some_and(|v| v["arguments"]["x-queue-type"] == "stream")
+    };
+    !is_stream(&change.before) && !is_stream(&change.after)
+}
+
+/// The desired policies of the plan, as the broker will hold them.
+fn desired_policies(desired: &Objects) -> Vec<Policy> {
+    desired
+        .iter()
+        .filter(|(id, _)| id.kind == ObjectKind::Policy)
+        .filter_map(|(id, value)| {
+            let mut entry = value.clone();
+            entry["name"] = json!(id.name);
+            entry["vhost"] = json!(id.vhost);
+            serde_json::from_value(entry).ok()
+        })
+        .collect()
+}
+
+/// The temporary queue of `queue`: declared as the spec declares the queue, plus, as
+/// arguments, every setting that the policy which will apply to the queue gives it and
+/// a queue of that type takes as an argument (the temporary name may not be selected
+/// by that policy). `expires` is left out: the temporary queue must not vanish while
+/// it holds the messages.
+fn temporary_declaration(
+    queue: &ObjectId,
+    after: &Value,
+    policies: &CompiledPolicies<'_, Policy>,
+    target: TargetVersion,
+) -> Value {
+    let mut value = after.clone();
+    let queue_type = QueueType::from_name(
+        after["arguments"]["x-queue-type"]
+            .as_str()
+            .unwrap_or("classic"),
+    );
+    let vhost = queue.vhost.as_deref().unwrap_or_default();
+    let Some(policy) = policies
+        .choose(vhost, &queue.name, queue_type, target)
+        .winner
+    else {
+        return value;
+    };
+    if !value["arguments"].is_object() {
+        value["arguments"] = json!({});
+    }
+    let arguments = value["arguments"].as_object_mut().expect("an object");
+    for (key, setting) in &policy.definition {
+        if key == "expires" {
+            continue;
+        }
+        let argument = format!("x-{key}");
+        let accepted = queue_arguments::find(&argument)
+            .is_some_and(|known| known.accepted_by(queue_type, target));
+        if accepted && !arguments.contains_key(&argument) {
+            arguments.insert(argument, setting.clone());
+        }
+    }
+    value
+}
+
+/// Whether a live object is part of a migration (its temporary queue, exchange, their
+/// bindings, its shovel): no spec's object, never compared or shown as unmanaged.
+pub fn is_migration_object(id: &ObjectId, value: &Value) -> bool {
+    match id.kind {
+        ObjectKind::Queue | ObjectKind::Exchange => migrated_queue(&id.name).is_some(),
+        ObjectKind::Binding => ["source", "destination"]
+            .iter()
+            .any(|end| value[*end].as_str().and_then(migrated_queue).is_some()),
+        ObjectKind::Parameter => id
+            .name
+            .strip_prefix("shovel/")
+            .and_then(migrated_queue)
+            .is_some(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(name: &str) -> ObjectId {
+        ObjectId {
+            kind: ObjectKind::Queue,
+            vhost: Some("v".into()),
+            name: name.into(),
+        }
+    }
+
+    fn classic() -> Value {
+        json!({"durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}})
+    }
+
+    fn quorum() -> Value {
+        json!({"durable": true, "auto_delete": false, "arguments": {"x-queue-type": "quorum"}})
+    }
+
+    fn replace(name: &str) -> Change {
+        Change {
+            action: Action::Replace,
+            id: queue(name),
+            before: Some(classic()),
+            after: Some(quorum()),
+            reason: None,
+            messages: Some(3),
+            unmanaged: false,
+            handle: None,
+        }
+    }
+
+    #[test]
+    fn a_replaced_queue_migrates_through_a_temporary_queue_that_keeps_its_policy() {
+        let mut desired = Objects::new();
+        desired.insert(queue("orders"), quorum());
+        desired.insert(
+            ObjectId {
+                kind: ObjectKind::Policy,
+                vhost: Some("v".into()),
+                name: "dlx".into(),
+            },
+            json!({"pattern": "^orders$", "apply-to": "queues", "priority": 0,
+                   "definition": {"dead-letter-exchange": "orders.retry", "expires": 60000,
+                                  "queue-mode": "lazy"}}),
+        );
+        let live = Objects::new();
+        let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
+        assert_eq!(found.len(), 1);
+        let migration = &found[0];
+        assert_eq!(migration.stage, Stage::MoveOut);
+        assert_eq!(migration.temporary, "warren.migrate.orders");
+        let arguments = &migration.temporary_value["arguments"];
+        assert_eq!(arguments["x-dead-letter-exchange"], "orders.retry");
+        assert_eq!(arguments["x-queue-type"], "quorum");
+        assert!(arguments.get("x-expires").is_none(), "{arguments}");
+        assert!(
+            arguments.get("x-queue-mode").is_none(),
+            "quorum queues refuse it"
+        );
+    }
+
+    #[test]
+    fn a_temporary_queue_on_the_broker_is_a_migration_under_way() {
+        let mut desired = Objects::new();
+        desired.insert(queue("orders"), quorum());
+        desired.insert(queue("other"), quorum());
+        let mut live = Objects::new();
+        live.insert(queue("warren.migrate.orders"), quorum());
+        let found = find(&desired, &live, &[], TargetVersion::V4_0);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].stage, Stage::MoveBack);
+        assert_eq!(found[0].temporary_value, quorum());
+        // Old queue still there: the move out goes on.
+        let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
+        assert_eq!(found[0].stage, Stage::MoveOut);
+    }
+
+    #[test]
+    fn streams_are_not_migrated() {
+        let mut desired = Objects::new();
+        let stream = json!({"durable": true, "auto_delete": false,
+                            "arguments": {"x-queue-type": "stream"}});
+        desired.insert(queue("log"), stream.clone());
+        let mut change = replace("log");
+        change.after = Some(stream);
+        assert!(find(&desired, &Objects::new(), &[change], TargetVersion::V4_0).is_empty());
+    }
+
+    #[test]
+    fn migration_objects_are_recognised() {
+        assert!(is_migration_object(&queue("warren.migrate.q"), &json!({})));
+        let binding = ObjectId {
+            kind: ObjectKind::Binding,
+            vhost: Some("v".into()),
+            name: "x".into(),
+        };
+        assert!(is_migration_object(
+            &binding,
+            &json!({"source": "e", "destination": "warren.migrate.q"})
+        ));
+        assert!(!is_migration_object(
+            &binding,
+            &json!({"source": "e", "destination": "q"})
+        ));
+        let shovel = ObjectId {
+            kind: ObjectKind::Parameter,
+            vhost: Some("v".into()),
+            name: "shovel/warren.migrate.q".into(),
+        };
+        assert!(is_migration_object(&shovel, &json!({})));
+    }
+}

@@ -1,0 +1,328 @@
+//! `apply --migrate`: a queue whose type changes is moved blue/green while a publisher
+//! with confirms and a slow consumer keep running; nothing confirmed is lost.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicQosOptions};
+use lapin::types::FieldTable;
+
+use crate::amqp::{self, Client, message};
+use crate::background::Background;
+use crate::node::{Node, Version, pct};
+use crate::spec::Spec;
+use crate::support::Capture;
+
+/// Messages waiting in the queue before the migration.
+fn waiting() -> usize {
+    std::env::var("WARREN_MIGRATE_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000)
+}
+
+fn spec_text(name: &str, vhost: &str, queue_type: &str) -> String {
+    format!(
+        "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    exchanges:\n      events: {{ type: direct }}\n    queues:\n      work: {{ type: {queue_type} }}\n    bindings:\n      - {{ source: events, destination: work, routing_key: k }}\n"
+    )
+}
+
+/// What the applications around the migration saw.
+#[derive(Default)]
+struct Traffic {
+    /// Message ids the broker confirmed.
+    confirmed: Mutex<Vec<String>>,
+    /// Message ids a consumer received (each delivery once).
+    received: Mutex<Vec<String>>,
+}
+
+/// Publishes `live-N` to `events`/`k` one at a time with confirms until `stop`.
+async fn publish_until(client: Client, traffic: Arc<Traffic>, stop: Arc<AtomicBool>) {
+    let mut n = 0;
+    while !stop.load(Ordering::SeqCst) {
+        let id = format!("live-{n}");
+        if client
+            .publish("events", "k", id.as_bytes(), message(&id))
+            .await
+            .is_ok()
+        {
+            traffic.confirmed.lock().unwrap().push(id);
+        }
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Consumes `work` with prefetch 20, acknowledging each message 1 ms after it arrives;
+/// when the broker cancels it (the old queue is deleted), subscribes again, as client
+/// libraries that recover consumers do.
+async fn consume_until(client: Client, traffic: Arc<Traffic>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        let channel = client.connection.create_channel().await.expect("channel");
+        channel
+            .basic_qos(20, BasicQosOptions::default())
+            .await
+            .expect("qos");
+        let consumer = channel
+            .basic_consume(
+                "work".into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await;
+        let Ok(mut consumer) = consumer else {
+            // The queue is being declared anew: try again shortly.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        loop {
+            let next = tokio::time::timeout(Duration::from_millis(200), consumer.next()).await;
+            match next {
+                Ok(Some(Ok(delivery))) => {
+                    let id = String::from_utf8_lossy(&delivery.data).into_owned();
+                    traffic.received.lock().unwrap().push(id);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let _ = delivery.ack(BasicAckOptions::default()).await;
+                }
+                Ok(_) => break, // cancelled by the broker, or the channel closed
+                Err(_) if stop.load(Ordering::SeqCst) => break,
+                Err(_) => {}
+            }
+        }
+        let _ = channel.close(200, "".into()).await;
+    }
+}
+
+/// Takes every message left in `queue`.
+async fn drain(client: &Client, queue: &str) -> Vec<String> {
+    let channel = client.connection.create_channel().await.expect("channel");
+    let mut ids = Vec::new();
+    while let Some(message) = channel
+        .basic_get(queue.into(), BasicGetOptions { no_ack: false })
+        .await
+        .expect("basic.get")
+    {
+        ids.push(String::from_utf8_lossy(&message.delivery.data).into_owned());
+        message
+            .delivery
+            .ack(BasicAckOptions::default())
+            .await
+            .unwrap();
+    }
+    ids
+}
+
+/// Publishes `count` persistent messages `pre-N` with confirms.
+async fn fill(client: &Client, count: usize, traffic: &Traffic) {
+    for batch in (0..count).collect::<Vec<_>>().chunks(500) {
+        let mut pending = Vec::new();
+        for n in batch {
+            let id = format!("pre-{n}");
+            let confirm = client
+                .publish_unconfirmed("events", "k", id.as_bytes(), message(&id))
+                .await
+                .unwrap();
+            pending.push((id, confirm));
+        }
+        for (id, confirm) in pending {
+            assert!(confirm.await.unwrap().is_ack());
+            traffic.confirmed.lock().unwrap().push(id);
+        }
+    }
+}
+
+/// Figures of one migration under load.
+struct Figures {
+    confirmed: usize,
+    received: usize,
+    duplicates: usize,
+    left: usize,
+    seconds: f64,
+}
+
+/// Runs the migration of `work` from classic to quorum under a publisher and a slow
+/// consumer; `during` is called with the running apply (to kill it) and returns
+/// whether the migration must be run again to finish.
+fn migrate_under_load(
+    node: &Node,
+    vhost: &str,
+    spec: &Spec,
+    mut during: impl FnMut(&mut Background) -> bool,
+) -> Figures {
+    let runtime = amqp::runtime();
+    let traffic = Arc::new(Traffic::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (publisher, consumer_client) = runtime.block_on(async {
+        let client = Client::connect(node, vhost).await;
+        fill(&client, waiting(), &traffic).await;
+        (client.clone(), Client::connect(node, vhost).await)
+    });
+    let publishing = runtime.spawn(publish_until(publisher, traffic.clone(), stop.clone()));
+    let consuming = runtime.spawn(consume_until(
+        consumer_client.clone(),
+        traffic.clone(),
+        stop.clone(),
+    ));
+    let started = Instant::now();
+    let mut child =
+        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]));
+    let again = during(&mut child);
+    let first = child.finish();
+    if again {
+        let mut runs = 0;
+        loop {
+            runs += 1;
+            let run = node
+                .warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
+                .run();
+            if run.code == Some(0) {
+                break;
+            }
+            assert!(
+                runs < 4 && run.stderr.contains("changed since this plan was made"),
+                "{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    } else {
+        assert_eq!(first.code, Some(0), "{}\n{}", first.stdout, first.stderr);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // Let the applications run on the final queue a moment, then stop them.
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::SeqCst);
+    runtime.block_on(async {
+        publishing.await.unwrap();
+        consuming.await.unwrap();
+    });
+    let left = runtime.block_on(drain(&consumer_client, "work"));
+    let confirmed: BTreeSet<String> = traffic.confirmed.lock().unwrap().iter().cloned().collect();
+    let received_all = traffic.received.lock().unwrap().clone();
+    let received: BTreeSet<String> = received_all.iter().chain(&left).cloned().collect();
+    let lost: Vec<&String> = confirmed.difference(&received).collect();
+    assert!(
+        lost.is_empty(),
+        "{} confirmed messages lost, e.g. {:?}",
+        lost.len(),
+        lost.iter().take(5).collect::<Vec<_>>()
+    );
+    Figures {
+        confirmed: confirmed.len(),
+        received: received_all.len(),
+        duplicates: received_all.len() + left.len() - received.len(),
+        left: left.len(),
+        seconds,
+    }
+}
+
+fn assert_finished(node: &Node, vhost: &str, spec: &Spec) {
+    let queue = node.get(&format!("/api/queues/{}/work", pct(vhost)));
+    assert_eq!(queue["arguments"]["x-queue-type"], "quorum", "{queue}");
+    let temporary = format!("/api/queues/{}/warren.migrate.work", pct(vhost));
+    assert!(
+        node.get_opt(&temporary).is_none(),
+        "the temporary queue is gone"
+    );
+    let exchange = format!("/api/exchanges/{}/warren.migrate.work", pct(vhost));
+    assert!(
+        node.get_opt(&exchange).is_none(),
+        "the temporary exchange is gone"
+    );
+    let plan = node.warren(&["plan", spec.arg()]).run();
+    assert_eq!(plan.code, Some(0), "{}\n{}", plan.stdout, plan.stderr);
+}
+
+/// 10,000 waiting messages, a steady publisher with confirms, a consumer acking
+/// slowly: `apply --migrate` turns the classic queue into a quorum queue, and every
+/// confirmed message was received or is in the final queue.
+fn a_classic_queue_becomes_quorum_under_load_losing_nothing(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("migrate");
+    let name = format!("migrate-{vhost}");
+    let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
+    node.warren(&["apply", spec.arg(), "--auto-approve"])
+        .run()
+        .expect(0);
+    spec.write(&spec_text(&name, &vhost, "quorum"));
+    // The plan shows a migration, not data loss, once messages wait.
+    let figures = migrate_under_load(node, &vhost, &spec, |_| false);
+    assert_finished(node, &vhost, &spec);
+    eprintln!(
+        "migration on {version}: {} messages confirmed ({} waiting before), {} deliveries, {} duplicates, {} left in the final queue, {:.1} s",
+        figures.confirmed,
+        waiting(),
+        figures.received,
+        figures.duplicates,
+        figures.left,
+        figures.seconds
+    );
+}
+
+/// Without `--migrate`, a replace of a queue holding messages is refused and the plan
+/// shows the migration with its steps.
+fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("migplan");
+    let name = format!("migplan-{vhost}");
+    let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
+    node.warren(&["apply", spec.arg(), "--auto-approve"])
+        .run()
+        .expect(0);
+    let runtime = amqp::runtime();
+    runtime.block_on(async {
+        let client = Client::connect(node, &vhost).await;
+        for n in 0..3 {
+            client
+                .publish("events", "k", b"x", message(&format!("m{n}")))
+                .await
+                .unwrap();
+        }
+    });
+    spec.write(&spec_text(&name, &vhost, "quorum"));
+    // Statistics lag: wait for the count the plan shows.
+    assert!(node.wait_until(Duration::from_secs(30), || {
+        node.get(&format!("/api/queues/{}/work", pct(&vhost)))["messages"] == 3
+    }));
+    let plan = node.warren(&["plan", spec.arg()]).run().expect(2);
+    assert!(
+        plan.stdout.contains("~> work (migrate: ")
+            && plan.stdout.contains("3 messages move with --migrate")
+            && plan.stdout.contains("Migrations")
+            && plan
+                .stdout
+                .contains("declare `warren.migrate.work` (quorum")
+            && plan.stdout.contains("1 to migrate")
+            && !plan.stdout.contains("DATA LOSS"),
+        "{}",
+        plan.stdout
+    );
+    let refused = node
+        .warren(&["apply", spec.arg(), "--auto-approve"])
+        .run()
+        .expect(1);
+    assert!(
+        refused.stderr.contains("refusing to lose messages")
+            && refused.stderr.contains("--migrate moves them"),
+        "{}",
+        refused.stderr
+    );
+    node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
+        .run()
+        .expect(0);
+    let left = runtime.block_on(async {
+        let client = Client::connect(node, &vhost).await;
+        drain(&client, "work").await
+    });
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert_finished(node, &vhost, &spec);
+}
+
+per_version!(
+    a_classic_queue_becomes_quorum_under_load_losing_nothing,
+    the_plan_shows_a_migration_and_apply_without_migrate_refuses,
+);
