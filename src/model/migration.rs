@@ -47,7 +47,8 @@ mod tests {
         assert_eq!(migrated_queue(&name), Some("orders.work"));
         assert_eq!(migrated_queue("warren.retry.x"), None);
         assert_eq!(migrated_queue("warren.migrate."), None);
-        assert!(temporary_name(&"q".repeat(240)).is_none());
+        assert!(temporary_name(&"q".repeat(241)).is_none());
+        assert!(temporary_name(&"q".repeat(240)).is_some());
         assert_eq!(temporary_name(&"q".repeat(240 - 15)).unwrap().len(), 240);
     }
 }

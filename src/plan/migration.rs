@@ -277,7 +277,7 @@ mod tests {
             },
             json!({"pattern": "^orders$", "apply-to": "queues", "priority": 0,
                    "definition": {"dead-letter-exchange": "orders.retry", "expires": 60000,
-                                  "queue-mode": "lazy"}}),
+                                  "max-length": 10}}),
         );
         let live = Objects::new();
         let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
