@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
-use lapin::types::FieldTable;
+use lapin::types::{AMQPValue, FieldTable};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -21,6 +21,25 @@ use super::{BrokerError, Client, segment};
 use crate::model::QueueType;
 
 const NOT_FOUND: u16 = 404;
+
+/// Queue arguments (JSON, as in definitions) as an AMQP field table.
+fn field_table(arguments: &Value) -> FieldTable {
+    let mut table = FieldTable::default();
+    for (key, value) in arguments.as_object().into_iter().flatten() {
+        let value = match value {
+            Value::String(text) => AMQPValue::LongString(text.as_str().into()),
+            Value::Bool(flag) => AMQPValue::Boolean(*flag),
+            Value::Number(n) => match n.as_i64() {
+                Some(integer) => AMQPValue::LongLongInt(integer),
+                None => AMQPValue::Double(n.as_f64().unwrap_or_default()),
+            },
+            // No queue argument takes a list, a map or null.
+            _ => continue,
+        };
+        table.insert(key.as_str().into(), value);
+    }
+    table
+}
 const PRECONDITION_FAILED: u16 = 406;
 
 /// A binding into a queue, as the broker lists it.
@@ -71,21 +90,50 @@ impl Client {
             .and_then(|queue| queue["messages_unacknowledged"].as_u64()))
     }
 
-    /// Declares a queue (normal form: `durable`, `auto_delete`, `arguments`); an
-    /// existing queue with the same declaration is left as it is.
+    /// Declares a queue (normal form: `durable`, `auto_delete`, `arguments`) over
+    /// AMQP; an existing queue with the same declaration is left as it is.
+    ///
+    /// Not over HTTP: when the client of a management request goes away (warren
+    /// killed), RabbitMQ 3.10 can stop a quorum queue's declaration half way, leaving
+    /// a queue that exists but never answers (its replica never started), which would
+    /// take the migrated messages' traffic. A channel finishes a declaration it began.
     pub async fn declare_queue(
         &self,
         vhost: &str,
         name: &str,
         value: &Value,
     ) -> Result<(), BrokerError> {
-        let body = json!({
-            "durable": value["durable"],
-            "auto_delete": value["auto_delete"],
-            "arguments": value["arguments"],
-        });
-        let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
-        self.put(&path, &body).await
+        let connection = self.amqp_connection(vhost).await?;
+        let failed = |error: &lapin::Error| BrokerError::Api {
+            method: "AMQP".into(),
+            path: format!("queue.declare {name:?} in vhost {vhost:?}"),
+            status: reply_of(error).map_or(0, |(code, _)| code),
+            reason: error.to_string().into(),
+        };
+        let declared = async {
+            let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
+            let options = QueueDeclareOptions {
+                durable: value["durable"].as_bool().unwrap_or(true),
+                auto_delete: value["auto_delete"].as_bool().unwrap_or(false),
+                ..Default::default()
+            };
+            channel
+                .queue_declare(name.into(), options, field_table(&value["arguments"]))
+                .await
+                .map(|_| ())
+                .map_err(|e| failed(&e))
+        };
+        let result = match tokio::time::timeout(self.endpoint.timeout, declared).await {
+            Ok(result) => result,
+            Err(_) => Err(BrokerError::Api {
+                method: "AMQP".into(),
+                path: format!("queue.declare {name:?} in vhost {vhost:?}"),
+                status: 0,
+                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()).into(),
+            }),
+        };
+        let _ = connection.close(200, "warren is done".into()).await;
+        result
     }
 
     /// Declares the durable fanout exchange a migration's shovel publishes to.

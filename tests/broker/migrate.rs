@@ -37,19 +37,35 @@ struct Traffic {
     confirmed: Mutex<Vec<String>>,
     /// Message ids a consumer received (each delivery once).
     received: Mutex<Vec<String>>,
+    /// Message ids the broker returned as unroutable.
+    unroutable: Mutex<Vec<String>>,
 }
 
-/// Publishes `live-N` to `events`/`k` one at a time with confirms until `stop`.
-async fn publish_until(client: Client, traffic: Arc<Traffic>, stop: Arc<AtomicBool>) {
+/// Publishes `live-N` to `events`/`k` one at a time with confirms and `mandatory`
+/// until `stop`; a message the broker returns as unroutable is counted.
+async fn publish_until(
+    node: &'static Node,
+    vhost: String,
+    traffic: Arc<Traffic>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut client = Client::connect(node, &vhost).await;
     let mut n = 0;
     while !stop.load(Ordering::SeqCst) {
         let id = format!("live-{n}");
-        if client
+        match client
             .publish("events", "k", id.as_bytes(), message(&id))
             .await
-            .is_ok()
         {
-            traffic.confirmed.lock().unwrap().push(id);
+            Ok(()) => traffic.confirmed.lock().unwrap().push(id),
+            Err(error) if error.starts_with("unroutable") => {
+                traffic.unroutable.lock().unwrap().push(id);
+            }
+            Err(error) => {
+                eprintln!("publisher: {error}; connecting again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                client = Client::connect(node, &vhost).await;
+            }
         }
         n += 1;
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -57,15 +73,32 @@ async fn publish_until(client: Client, traffic: Arc<Traffic>, stop: Arc<AtomicBo
 }
 
 /// Consumes `work` with prefetch 20, acknowledging each message 1 ms after it arrives;
-/// when the broker cancels it (the old queue is deleted), subscribes again, as client
-/// libraries that recover consumers do.
-async fn consume_until(client: Client, traffic: Arc<Traffic>, stop: Arc<AtomicBool>) {
+/// when the broker cancels it (the old queue is deleted), subscribes again, and when
+/// its connection fails, connects again, as client libraries that recover do.
+async fn consume_until(
+    node: &'static Node,
+    vhost: String,
+    traffic: Arc<Traffic>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut client = Client::connect(node, &vhost).await;
     while !stop.load(Ordering::SeqCst) {
-        let channel = client.connection.create_channel().await.expect("channel");
-        channel
+        let channel = match client.connection.create_channel().await {
+            Ok(channel) => channel,
+            Err(error) => {
+                eprintln!("consumer: connection lost ({error}); connecting again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                client = Client::connect(node, &vhost).await;
+                continue;
+            }
+        };
+        if channel
             .basic_qos(20, BasicQosOptions::default())
             .await
-            .expect("qos");
+            .is_err()
+        {
+            continue;
+        }
         let consumer = channel
             .basic_consume(
                 "work".into(),
@@ -148,22 +181,28 @@ struct Figures {
 /// consumer; `during` is called with the running apply (to kill it) and returns
 /// whether the migration must be run again to finish.
 fn migrate_under_load(
-    node: &Node,
+    node: &'static Node,
     vhost: &str,
     spec: &Spec,
+    messages: usize,
     mut during: impl FnMut(&mut Background) -> bool,
 ) -> Figures {
     let runtime = amqp::runtime();
     let traffic = Arc::new(Traffic::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let (publisher, consumer_client) = runtime.block_on(async {
+    runtime.block_on(async {
         let client = Client::connect(node, vhost).await;
-        fill(&client, waiting(), &traffic).await;
-        (client.clone(), Client::connect(node, vhost).await)
+        fill(&client, messages, &traffic).await;
     });
-    let publishing = runtime.spawn(publish_until(publisher, traffic.clone(), stop.clone()));
+    let publishing = runtime.spawn(publish_until(
+        node,
+        vhost.to_string(),
+        traffic.clone(),
+        stop.clone(),
+    ));
     let consuming = runtime.spawn(consume_until(
-        consumer_client.clone(),
+        node,
+        vhost.to_string(),
         traffic.clone(),
         stop.clone(),
     ));
@@ -200,10 +239,17 @@ fn migrate_under_load(
         publishing.await.unwrap();
         consuming.await.unwrap();
     });
-    let left = runtime.block_on(drain(&consumer_client, "work"));
+    let left = runtime.block_on(async { drain(&Client::connect(node, vhost).await, "work").await });
     let confirmed: BTreeSet<String> = traffic.confirmed.lock().unwrap().iter().cloned().collect();
     let received_all = traffic.received.lock().unwrap().clone();
     let received: BTreeSet<String> = received_all.iter().chain(&left).cloned().collect();
+    let unroutable = traffic.unroutable.lock().unwrap().clone();
+    assert!(
+        unroutable.is_empty(),
+        "{} publishes were unroutable during the migration, e.g. {:?}",
+        unroutable.len(),
+        unroutable.iter().take(5).collect::<Vec<_>>()
+    );
     let lost: Vec<&String> = confirmed.difference(&received).collect();
     assert!(
         lost.is_empty(),
@@ -250,7 +296,7 @@ fn a_classic_queue_becomes_quorum_under_load_losing_nothing(version: Version) {
         .expect(0);
     spec.write(&spec_text(&name, &vhost, "quorum"));
     // The plan shows a migration, not data loss, once messages wait.
-    let figures = migrate_under_load(node, &vhost, &spec, |_| false);
+    let figures = migrate_under_load(node, &vhost, &spec, waiting(), |_| false);
     assert_finished(node, &vhost, &spec);
     eprintln!(
         "migration on {version}: {} messages confirmed ({} waiting before), {} deliveries, {} duplicates, {} left in the final queue, {:.1} s",
@@ -322,7 +368,114 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
     assert_finished(node, &vhost, &spec);
 }
 
+/// The states a migration of `work` in `vhost` passes through, in order, as the
+/// broker shows them; warren is killed as soon as each is seen.
+fn steps() -> Vec<(&'static str, fn(&Node, &str) -> bool)> {
+    fn temporary(node: &Node, vhost: &str) -> Option<serde_json::Value> {
+        node.get_opt(&format!("/api/queues/{}/warren.migrate.work", pct(vhost)))
+    }
+    fn work_type(node: &Node, vhost: &str) -> Option<String> {
+        node.get_opt(&format!("/api/queues/{}/work", pct(vhost)))
+            .map(|q| {
+                q["arguments"]["x-queue-type"]
+                    .as_str()
+                    .unwrap_or("classic")
+                    .to_string()
+            })
+    }
+    fn bound_from_events(node: &Node, vhost: &str, queue: &str) -> bool {
+        node.get_opt(&format!(
+            "/api/queues/{}/{}/bindings",
+            pct(vhost),
+            pct(queue)
+        ))
+        .and_then(|b| b.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .any(|b| b["source"] == "events")
+    }
+    vec![
+        ("temporary queue declared", |n, v| temporary(n, v).is_some()),
+        ("old queue unbound", |n, v| {
+            work_type(n, v).as_deref() == Some("classic") && !bound_from_events(n, v, "work")
+        }),
+        ("messages moving out", |n, v| {
+            n.get_opt(&format!(
+                "/api/parameters/shovel/{}/warren.migrate.work",
+                pct(v)
+            ))
+            .is_some()
+        }),
+        ("old queue deleted", |n, v| work_type(n, v).is_none()),
+        ("queue declared anew", |n, v| {
+            work_type(n, v).as_deref() == Some("quorum") && temporary(n, v).is_some()
+        }),
+        ("temporary queue unbound", |n, v| {
+            work_type(n, v).as_deref() == Some("quorum")
+                && temporary(n, v).is_some()
+                && !bound_from_events(n, v, "warren.migrate.work")
+        }),
+        ("temporary queue deleted", |n, v| {
+            work_type(n, v).as_deref() == Some("quorum") && temporary(n, v).is_none()
+        }),
+    ]
+}
+
+/// Which steps to kill at: `WARREN_MIGRATE_KILL_STEPS` (`all`, or indexes such as
+/// `1,3,5`); CI takes three.
+fn kill_steps() -> Vec<usize> {
+    match std::env::var("WARREN_MIGRATE_KILL_STEPS").ok().as_deref() {
+        Some("all") => (0..steps().len()).collect(),
+        Some(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect(),
+        None => vec![1, 3, 5],
+    }
+}
+
+/// warren is killed (SIGKILL) as soon as the broker shows each step of a migration
+/// under load; `apply --migrate` run again finishes it, and nothing confirmed is lost.
+fn a_migration_killed_at_any_step_is_finished_by_the_next_apply(version: Version) {
+    let node = Node::shared(version);
+    for index in kill_steps() {
+        let (step, reached) = steps()[index];
+        let vhost = node.unused_vhost("migkill");
+        let name = format!("migkill-{vhost}");
+        let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
+        node.warren(&["apply", spec.arg(), "--auto-approve"])
+            .run()
+            .expect(0);
+        spec.write(&spec_text(&name, &vhost, "quorum"));
+        let mut killed_at = None;
+        let figures = migrate_under_load(node, &vhost, &spec, 2_000, |child| {
+            let started = Instant::now();
+            while child.exited().is_none() && started.elapsed() < Duration::from_secs(300) {
+                if reached(node, &vhost) {
+                    child.kill();
+                    killed_at = Some(started.elapsed());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            true
+        });
+        assert_finished(node, &vhost, &spec);
+        eprintln!(
+            "migration on {version} killed at \"{step}\" ({}): {} confirmed, {} duplicates, 0 lost, {:.1} s with the second apply",
+            match killed_at {
+                Some(at) => format!("after {:.2} s", at.as_secs_f64()),
+                None => "the apply finished first".to_string(),
+            },
+            figures.confirmed,
+            figures.duplicates,
+            figures.seconds
+        );
+    }
+}
+
 per_version!(
     a_classic_queue_becomes_quorum_under_load_losing_nothing,
     the_plan_shows_a_migration_and_apply_without_migrate_refuses,
+    a_migration_killed_at_any_step_is_finished_by_the_next_apply,
 );
