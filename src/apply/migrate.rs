@@ -166,8 +166,9 @@ impl Run<'_> {
         }
         self.say("its bindings removed: new messages go to the temporary queue");
         self.check("the bindings were moved to the temporary queue")?;
-        self.drain(&queue, old_type).await?;
-        self.say("old queue deleted, empty");
+        let after = self.migration.after.clone();
+        self.drain(&queue, old_type, Some(&after)).await?;
+        self.say("old queue deleted, empty, and declared anew");
         self.check("the old queue was emptied and deleted")
     }
 
@@ -219,37 +220,68 @@ impl Run<'_> {
             client.unbind_queue(&vhost, &temporary, binding).await?;
         }
         self.check("the queue was declared anew and its bindings moved back")?;
-        self.drain(&temporary, queue_type(&held)).await?;
+        self.drain(&temporary, queue_type(&held), None).await?;
         client.delete_exchange(&vhost, &temporary).await?;
         self.say("temporary queue and exchange deleted: done");
         Ok(())
     }
 
     /// Moves `source`'s messages through the migration's exchange until the broker
-    /// deletes `source` as empty.
-    async fn drain(&mut self, source: &str, source_type: QueueType) -> Result<(), Stop> {
+    /// deletes `source` as empty; then declares `declare_after` under the same name at
+    /// once, over the same connection.
+    async fn drain(
+        &mut self,
+        source: &str,
+        source_type: QueueType,
+        declare_after: Option<&Value>,
+    ) -> Result<(), Stop> {
         let (client, vhost) = (self.client, self.vhost().to_string());
         let name = self.temporary().to_string();
         loop {
+            // A shovel of the same name may be left by a stopped apply, and one whose
+            // parameter was written by a request cut off half way may never have
+            // started: a parameter written again unchanged does not start it. So any
+            // such shovel is removed first (what it had not had confirmed goes back).
+            client.stop_move(&vhost, &name).await?;
             client.start_move(&vhost, &name, source, &name).await?;
             self.moved.moves += 1;
             self.say(&format!("moving the messages of {source:?}"));
             let started = Instant::now();
             let mut empty_since: Option<Instant> = None;
+            let mut unconsumed_since: Option<Instant> = None;
             while client.move_running(&vhost, &name).await? {
-                // The shovel stops by itself after moving as many messages as the
-                // source held at its start; consumers of the source take some of
-                // them, so once the source shows no ready message the shovel is
-                // stopped (whatever it had not had confirmed goes back to the
-                // source, and the deletion below finds it).
-                if client.ready_messages(&vhost, source).await? == Some(0) {
-                    let since = *empty_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= IDLE_MOVE {
-                        client.stop_move(&vhost, &name).await?;
-                        break;
+                match client.ready_and_consumers(&vhost, source).await? {
+                    // The shovel stops by itself after moving as many messages as the
+                    // source held at its start; consumers of the source take some of
+                    // them, so once the source shows no ready message the shovel is
+                    // stopped (whatever it had not had confirmed goes back to the
+                    // source, and the deletion below finds it).
+                    Some((0, _)) => {
+                        unconsumed_since = None;
+                        let since = *empty_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= IDLE_MOVE {
+                            client.stop_move(&vhost, &name).await?;
+                            break;
+                        }
                     }
-                } else {
-                    empty_since = None;
+                    // Messages wait and nothing consumes them, the shovel included,
+                    // for longer than the statistics lag: the shovel is not running.
+                    // Start it again.
+                    Some((_, 0)) => {
+                        empty_since = None;
+                        let since = *unconsumed_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= STATISTICS_LAG * 2 {
+                            self.say("the shovel is not consuming: starting it again");
+                            client.stop_move(&vhost, &name).await?;
+                            client.start_move(&vhost, &name, source, &name).await?;
+                            self.moved.moves += 1;
+                            unconsumed_since = None;
+                        }
+                    }
+                    _ => {
+                        empty_since = None;
+                        unconsumed_since = None;
+                    }
                 }
                 if started.elapsed() > MOVE_WAIT {
                     return Err(Stop::Broker(BrokerError::Api {
@@ -263,12 +295,13 @@ impl Run<'_> {
                         .into(),
                     }));
                 }
+                self.check("messages were being moved")?;
                 tokio::time::sleep(POLL).await;
             }
             self.wait_unacknowledged(source).await?;
             let timeout = Duration::from_secs(60);
             match client
-                .delete_drained_queue(&vhost, source, source_type, timeout)
+                .delete_drained_queue(&vhost, source, source_type, declare_after, timeout)
                 .await?
             {
                 Drained::Deleted => return Ok(()),

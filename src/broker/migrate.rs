@@ -266,18 +266,20 @@ impl Client {
         })
     }
 
-    /// A queue's ready messages as the broker's statistics last counted them; `None`
-    /// before the first count.
-    pub async fn ready_messages(
+    /// A queue's ready messages and consumers as the broker's statistics last counted
+    /// them; `None` before the first count.
+    pub async fn ready_and_consumers(
         &self,
         vhost: &str,
         name: &str,
-    ) -> Result<Option<u64>, BrokerError> {
+    ) -> Result<Option<(u64, u64)>, BrokerError> {
         let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
-        Ok(self
-            .get(&path)
-            .await?
-            .and_then(|queue| queue["messages_ready"].as_u64()))
+        Ok(self.get(&path).await?.and_then(|queue| {
+            Some((
+                queue["messages_ready"].as_u64()?,
+                queue["consumers"].as_u64()?,
+            ))
+        }))
     }
 
     /// Stops and removes the shovel `name`. What it took from its source and had not
@@ -316,6 +318,7 @@ impl Client {
         vhost: &str,
         name: &str,
         queue_type: QueueType,
+        declare_after: Option<&Value>,
         timeout: Duration,
     ) -> Result<Drained, BrokerError> {
         let connection = self.amqp_connection(vhost).await?;
@@ -327,6 +330,51 @@ impl Client {
         };
         let outcome = async {
             let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
+            let drained = drain_check(&channel, name, vhost, queue_type, &failed).await?;
+            if let (Drained::Deleted, Some(value)) = (drained, declare_after) {
+                // At once, over the same connection: what is published to the queue by
+                // its name in between is dropped by the broker.
+                let channel = match channel.status().connected() {
+                    true => channel,
+                    false => connection.create_channel().await.map_err(|e| failed(&e))?,
+                };
+                let options = QueueDeclareOptions {
+                    durable: value["durable"].as_bool().unwrap_or(true),
+                    auto_delete: value["auto_delete"].as_bool().unwrap_or(false),
+                    ..Default::default()
+                };
+                channel
+                    .queue_declare(name.into(), options, field_table(&value["arguments"]))
+                    .await
+                    .map_err(|e| failed(&e))?;
+            }
+            Ok(drained)
+        };
+        let result = match tokio::time::timeout(timeout, outcome).await {
+            Ok(result) => result,
+            Err(_) => Err(BrokerError::Api {
+                method: "AMQP".into(),
+                path: format!("queue.delete {name:?} in vhost {vhost:?}"),
+                status: 0,
+                reason: format!("no answer within {} s", timeout.as_secs()).into(),
+            }),
+        };
+        let _ = connection.close(200, "warren is done".into()).await;
+        result
+    }
+}
+
+/// Deletes `name` if the broker finds no ready message in it (see
+/// [`Client::delete_drained_queue`]).
+async fn drain_check(
+    channel: &lapin::Channel,
+    name: &str,
+    vhost: &str,
+    queue_type: QueueType,
+    failed: &dyn Fn(&lapin::Error) -> BrokerError,
+) -> Result<Drained, BrokerError> {
+    {
+        {
             if queue_type == QueueType::Quorum {
                 let passive = QueueDeclareOptions {
                     passive: true,
@@ -371,17 +419,6 @@ impl Client {
                     _ => Err(failed(&error)),
                 },
             }
-        };
-        let result = match tokio::time::timeout(timeout, outcome).await {
-            Ok(result) => result,
-            Err(_) => Err(BrokerError::Api {
-                method: "AMQP".into(),
-                path: format!("queue.delete {name:?} in vhost {vhost:?}"),
-                status: 0,
-                reason: format!("no answer within {} s", timeout.as_secs()).into(),
-            }),
-        };
-        let _ = connection.close(200, "warren is done".into()).await;
-        result
+        }
     }
 }

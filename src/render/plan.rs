@@ -320,8 +320,8 @@ fn render_migrations(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Resu
                     format!("declare `{temporary}` ({new_type}, with the settings its policies give `{queue}`) and bind it wherever `{queue}` is bound"),
                     format!("unbind `{queue}`: new messages go to `{temporary}`"),
                     format!("move the messages of `{queue}` to `{temporary}` (shovel, acknowledged once `{temporary}` has each)"),
-                    format!("delete `{queue}` once its consumers hold no unacknowledged message and the broker finds it empty"),
-                    format!("declare `{queue}` as the spec says ({new_type}), bind it, then unbind `{temporary}`"),
+                    format!("delete `{queue}` once its consumers hold no unacknowledged message and the broker finds it empty, and at once declare it as the spec says ({new_type}); what is sent to `{queue}` by name through the default exchange in that instant is dropped"),
+                    format!("bind `{queue}` wherever `{temporary}` is bound, then unbind `{temporary}`"),
                     format!("move the messages back into `{queue}`, delete `{temporary}`"),
                 ]
                 .iter()
@@ -486,5 +486,61 @@ mod tests {
             !json.contains("s3cret") && !json.contains("\"new\"") && json.contains("mover:***@"),
             "the desired state is redacted too: {json}"
         );
+    }
+
+    #[test]
+    fn migrations_show_their_steps_and_where_one_under_way_stands() {
+        use crate::plan::{Migration, Stage};
+        let quorum = json!({"durable": true, "auto_delete": false,
+                            "arguments": {"x-queue-type": "quorum"}});
+        let mut replace = change(
+            Action::Replace,
+            id(ObjectKind::Queue, Some("shop"), "audit"),
+            Some(json!({"durable": true, "auto_delete": false,
+                        "arguments": {"x-queue-type": "classic"}})),
+            Some(quorum.clone()),
+        );
+        replace.reason = Some("arguments.x-queue-type: \"classic\" → \"quorum\"".into());
+        replace.messages = Some(10_000);
+        let migration = |name: &str, stage| Migration {
+            queue: id(ObjectKind::Queue, Some("shop"), name),
+            temporary: format!("warren.migrate.{name}"),
+            stage,
+            temporary_value: quorum.clone(),
+            after: quorum.clone(),
+            temporary_messages: (stage == Stage::MoveBack).then_some(42),
+        };
+        let mut plan = Plan {
+            format: PLAN_FORMAT.into(),
+            spec: "shop".into(),
+            target_version: "4.0".into(),
+            broker_version: Some("4.0.5".into()),
+            vhosts: vec!["shop".into()],
+            serial: 3,
+            broker_id: None,
+            prune_unmanaged: false,
+            adopted: vec![],
+            dependencies: None,
+            basis: None,
+            desired: vec![],
+            changes: vec![replace],
+            unmanaged: vec![],
+            conflicts: vec![],
+            captured: vec![],
+            overlaps: vec![],
+            migrations: vec![
+                migration("audit", Stage::MoveOut),
+                migration("late", Stage::MoveBack),
+            ],
+            summary: Summary::default(),
+        };
+        plan.summarize();
+        assert_eq!(plan.summary.data_loss, 0, "moved, not lost");
+        assert_eq!(plan.summary.migrate, 2);
+        let mut out = Vec::new();
+        render_text(&mut out, &plan, Style::new(false)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("DATA LOSS"), "{text}");
+        insta::assert_snapshot!(text);
     }
 }

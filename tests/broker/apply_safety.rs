@@ -64,7 +64,7 @@ fn a_saved_replace_keeps_messages_that_arrived_after_planning(version: Version) 
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("plan.json");
         let planned = warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
-        assert!(planned.stdout.contains("-/+ audit"), "{}", planned.stdout);
+        assert!(planned.stdout.contains("~> audit"), "{}", planned.stdout);
         assert!(!planned.stdout.contains("DATA LOSS"), "{}", planned.stdout);
 
         publish(node, &vhost, "audit", 3);

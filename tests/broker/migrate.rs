@@ -212,6 +212,7 @@ fn migrate_under_load(
     let again = during(&mut child);
     let first = child.finish();
     if again {
+        assert_half_done_is_shown(node, vhost, spec);
         let mut runs = 0;
         loop {
             runs += 1;
@@ -263,6 +264,33 @@ fn migrate_under_load(
         duplicates: received_all.len() + left.len() - received.len(),
         left: left.len(),
         seconds,
+    }
+}
+
+/// After a stopped migration: the plan shows it, and while its messages wait in the
+/// temporary queue for the queue declared anew, an apply without `--migrate` refuses.
+fn assert_half_done_is_shown(node: &Node, vhost: &str, spec: &Spec) {
+    let temporary = format!("/api/queues/{}/warren.migrate.work", pct(vhost));
+    let work = format!("/api/queues/{}/work", pct(vhost));
+    if node.get_opt(&temporary).is_none() {
+        return;
+    }
+    let plan = node.warren(&["plan", spec.arg()]).run();
+    assert_eq!(plan.code, Some(2), "{}\n{}", plan.stdout, plan.stderr);
+    assert!(plan.stdout.contains("1 to migrate"), "{}", plan.stdout);
+    let declared_anew = node
+        .get_opt(&work)
+        .is_some_and(|q| q["arguments"]["x-queue-type"] == "quorum");
+    if declared_anew {
+        assert!(plan.stdout.contains("under way"), "{}", plan.stdout);
+        let refused = node.warren(&["apply", spec.arg(), "--auto-approve"]).run();
+        assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+        assert!(
+            refused.stderr.contains("is under way")
+                && refused.stderr.contains("warren apply --migrate"),
+            "{}",
+            refused.stderr
+        );
     }
 }
 
@@ -478,4 +506,191 @@ per_version!(
     a_classic_queue_becomes_quorum_under_load_losing_nothing,
     the_plan_shows_a_migration_and_apply_without_migrate_refuses,
     a_migration_killed_at_any_step_is_finished_by_the_next_apply,
+    a_ladder_migrates_while_messages_wait_in_its_tier,
 );
+
+fn ladder_spec(name: &str, vhost: &str, queue_type: &str) -> String {
+    format!(
+        "version: 1\nname: {name}\ndefaults:\n  queue_type: {queue_type}\nvhosts:\n  {vhost}:\n    services:\n      notifier:\n        exchange: {{ name: notifications, type: topic }}\n        consumers:\n          sms:\n            routing_keys: [\"notify.sms.#\"]\n            retry:\n              mode: reject\n              delays: [20s]\n              max_retries: 3\n              on_exhausted: park\n"
+    )
+}
+
+/// Rejects the first delivery of each message (the broker dead-letters it to the
+/// ladder's tier, which returns it after the delay) and acknowledges the next one;
+/// subscribes again when cancelled, connects again when the connection fails.
+async fn reject_once_until(
+    node: &'static Node,
+    vhost: String,
+    queue: String,
+    rejected: Arc<Mutex<BTreeSet<String>>>,
+    acked: Arc<Mutex<BTreeSet<String>>>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut client = Client::connect(node, &vhost).await;
+    while !stop.load(Ordering::SeqCst) {
+        let Ok(channel) = client.connection.create_channel().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            client = Client::connect(node, &vhost).await;
+            continue;
+        };
+        let _ = channel.basic_qos(10, BasicQosOptions::default()).await;
+        let Ok(mut consumer) = channel
+            .basic_consume(
+                queue.as_str().into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+        else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        loop {
+            match tokio::time::timeout(Duration::from_millis(200), consumer.next()).await {
+                Ok(Some(Ok(delivery))) => {
+                    let id = String::from_utf8_lossy(&delivery.data).into_owned();
+                    let first = rejected.lock().unwrap().insert(id.clone());
+                    if first {
+                        let _ = amqp::reject(&delivery).await;
+                    } else {
+                        let _ = delivery.ack(BasicAckOptions::default()).await;
+                        acked.lock().unwrap().insert(id);
+                    }
+                }
+                Ok(_) => break,
+                Err(_) if stop.load(Ordering::SeqCst) => break,
+                Err(_) => {}
+            }
+        }
+        let _ = channel.close(200, "".into()).await;
+    }
+}
+
+/// A reject-mode ladder turns from classic to quorum queues while messages wait in
+/// its tier and a consumer keeps rejecting new ones: every message comes back to
+/// the work queue after its delay, through the migration, and is acknowledged.
+fn a_ladder_migrates_while_messages_wait_in_its_tier(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("migladder");
+    let name = format!("migladder-{vhost}");
+    let spec = Spec::new(&ladder_spec(&name, &vhost, "classic"));
+    node.warren(&["apply", spec.arg(), "--auto-approve"])
+        .run()
+        .expect(0);
+    let contract = amqp::Contract::of(&spec.path, version.target());
+    let consumer = contract.consumer("sms");
+    let work = consumer.queue.clone();
+    let tier = consumer.retry().schedule[0].queue.clone();
+    let runtime = amqp::runtime();
+    let waiting = 100;
+    let rejected = Arc::new(Mutex::new(BTreeSet::new()));
+    let acked = Arc::new(Mutex::new(BTreeSet::new()));
+    // Messages rejected once before the migration: they wait in the tier.
+    runtime.block_on(async {
+        let client = Client::connect(node, &vhost).await;
+        let channel = client.connection.create_channel().await.unwrap();
+        for n in 0..waiting {
+            let id = format!("tiered-{n}");
+            client
+                .publish("notifications", "notify.sms.a", id.as_bytes(), message(&id))
+                .await
+                .unwrap();
+            let got = channel
+                .basic_get(work.as_str().into(), BasicGetOptions { no_ack: false })
+                .await
+                .unwrap()
+                .expect("the message is in the work queue");
+            amqp::reject(&got.delivery).await.unwrap();
+            rejected.lock().unwrap().insert(id);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (client.ready(&tier).await as usize) < waiting && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let in_tier = client.ready(&tier).await;
+        assert_eq!(
+            in_tier as usize, waiting,
+            "the tier holds the rejected messages"
+        );
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let consuming = runtime.spawn(reject_once_until(
+        node,
+        vhost.clone(),
+        work.clone(),
+        rejected.clone(),
+        acked.clone(),
+        stop.clone(),
+    ));
+    // New messages during the migration, each rejected once by the consumer.
+    let publishing = {
+        let (stop, vhost) = (stop.clone(), vhost.clone());
+        runtime.spawn(async move {
+            let client = Client::connect(node, &vhost).await;
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) && n < 200 {
+                let id = format!("during-{n}");
+                if client
+                    .publish("notifications", "notify.sms.a", id.as_bytes(), message(&id))
+                    .await
+                    .is_ok()
+                {
+                    n += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            n
+        })
+    };
+    spec.write(&ladder_spec(&name, &vhost, "quorum"));
+    let started = Instant::now();
+    let run = node
+        .warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
+        .run()
+        .expect(0);
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(run.stdout.contains("to migrate"), "{}", run.stdout);
+    stop.store(true, Ordering::SeqCst);
+    let published = runtime.block_on(publishing).unwrap();
+    stop.store(false, Ordering::SeqCst);
+    let consuming2 = runtime.spawn(reject_once_until(
+        node,
+        vhost.clone(),
+        work.clone(),
+        rejected.clone(),
+        acked.clone(),
+        stop.clone(),
+    ));
+    let expected = waiting + published;
+    let all_back = runtime.block_on(amqp::eventually(Duration::from_secs(120), || {
+        acked.lock().unwrap().len() >= expected
+    }));
+    stop.store(true, Ordering::SeqCst);
+    runtime.block_on(async {
+        let _ = consuming.await;
+        let _ = consuming2.await;
+    });
+    let acked = acked.lock().unwrap().clone();
+    let missing: Vec<String> = rejected
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|id| !acked.contains(*id))
+        .cloned()
+        .collect();
+    assert!(
+        all_back && missing.is_empty(),
+        "{version}: {} of {expected} messages did not come back from the tier, e.g. {:?}",
+        missing.len(),
+        missing.iter().take(5).collect::<Vec<_>>()
+    );
+    for queue in [&work, &tier] {
+        let live = node.get(&format!("/api/queues/{}/{}", pct(&vhost), pct(queue)));
+        assert_eq!(live["arguments"]["x-queue-type"], "quorum", "{queue}");
+    }
+    node.warren(&["plan", spec.arg()]).run().expect(0);
+    eprintln!(
+        "ladder migration on {version}: {waiting} messages waiting in the tier and {published} published during it, all returned and acknowledged; apply --migrate took {seconds:.1} s"
+    );
+}

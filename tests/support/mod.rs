@@ -252,7 +252,7 @@ pub fn summary(run: &Run) -> String {
         .iter()
         .copied()
         .filter(|l| {
-            ["+ ", "~ ", "- ", "-/+ ", "? "]
+            ["+ ", "~ ", "- ", "-/+ ", "~> ", "? "]
                 .iter()
                 .any(|m| l.starts_with(m))
         })
