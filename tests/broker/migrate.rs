@@ -398,7 +398,10 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
 
 /// The states a migration of `work` in `vhost` passes through, in order, as the
 /// broker shows them; warren is killed as soon as each is seen.
-fn steps() -> Vec<(&'static str, fn(&Node, &str) -> bool)> {
+/// A step of a migration: its name, and whether the broker shows it reached.
+type Step = (&'static str, fn(&Node, &str) -> bool);
+
+fn steps() -> Vec<Step> {
     fn temporary(node: &Node, vhost: &str) -> Option<serde_json::Value> {
         node.get_opt(&format!("/api/queues/{}/warren.migrate.work", pct(vhost)))
     }
