@@ -35,9 +35,14 @@ pub enum ApplyError {
     /// or select names another spec's generated policy selects.
     #[error("refusing to apply: {0}; nothing was changed")]
     Captures(String),
+    /// `--migrate` on a broker without the shovel plugin.
+    #[error(
+        "cannot migrate queues in vhost `{0}`: the broker has no shovel plugin, which moves their messages; enable it on every node (`rabbitmq-plugins enable rabbitmq_shovel`) and apply again"
+    )]
+    NoShovels(String),
     /// A migration is under way and the apply was not asked to carry migrations out.
     #[error(
-        "the migration of {0} is under way (its messages wait in a temporary queue): run `warren apply --migrate` to finish it; nothing was changed"
+        "the migration of {0} is under way (its messages wait in a temporary queue): run `warren apply --migrate` to finish it"
     )]
     MigrationUnderWay(String),
     /// The plan was made against another broker.
@@ -463,6 +468,19 @@ async fn apply_locked(
     progress: &mut dyn FnMut(&str),
 ) -> Result<ApplyReport, ApplyError> {
     let allow_data_loss = options.allow_data_loss;
+    if options.migrate {
+        // Before any change: a migration that cannot move messages would stop half way.
+        let vhosts: BTreeSet<&str> = plan
+            .migrations
+            .iter()
+            .filter_map(|m| m.queue.vhost.as_deref())
+            .collect();
+        for vhost in vhosts {
+            if !client.shovels_available(vhost).await? {
+                return Err(ApplyError::NoShovels(vhost.to_string()));
+            }
+        }
+    }
     let phases = phases(plan, options.migrate);
     let total: usize = phases.iter().map(|p| p.changes.len()).sum();
     let mut report = ApplyReport::default();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::{AMQPValue, FieldTable};
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::amqp::reply_of;
@@ -21,6 +21,11 @@ use super::{BrokerError, Client, segment};
 use crate::model::QueueType;
 
 const NOT_FOUND: u16 = 404;
+
+/// Whether the broker's refusal of a shovel parameter says it has no shovel component.
+fn names_missing_shovels(refusal: &str) -> bool {
+    refusal.contains("component") && refusal.contains("not found")
+}
 
 /// Queue arguments (JSON, as in definitions) as an AMQP field table.
 fn field_table(arguments: &Value) -> FieldTable {
@@ -220,6 +225,34 @@ impl Client {
         self.delete(&path).await
     }
 
+    /// Whether the broker has the shovel plugin, asked in `vhost` without making
+    /// anything: a shovel parameter with an empty value is refused either way, and the
+    /// refusal says whether the `shovel` component exists.
+    pub async fn shovels_available(&self, vhost: &str) -> Result<bool, BrokerError> {
+        let path = format!(
+            "/api/parameters/shovel/{}/{}",
+            segment(vhost),
+            segment("warren.migrate.probe")
+        );
+        match self
+            .request(Method::PUT, &path, Some(&json!({"value": {}})))
+            .await
+        {
+            Ok((status, _)) if status.is_success() => {
+                // Accepted after all: remove it again.
+                self.delete(&path).await?;
+                Ok(true)
+            }
+            Ok((_, answer)) => Ok(!names_missing_shovels(&answer.to_string())),
+            Err(BrokerError::Api {
+                status: 400,
+                reason,
+                ..
+            }) => Ok(!names_missing_shovels(reason.as_str())),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Starts a shovel that moves the messages `source` holds at its start to the
     /// fanout exchange `destination`, acknowledging each at the source only once the
     /// destination confirmed it, and then deletes itself.
@@ -246,24 +279,23 @@ impl Client {
             segment(vhost),
             segment(name)
         );
-        let (status, answer) = self.request(Method::PUT, &path, Some(&body)).await?;
-        if status.is_success() {
-            return Ok(());
+        match self.put(&path, &body).await {
+            Err(BrokerError::Api {
+                method,
+                path,
+                status,
+                reason,
+            }) if names_missing_shovels(reason.as_str()) => Err(BrokerError::Api {
+                method,
+                path,
+                status,
+                reason: format!(
+                    "{reason} (enable the rabbitmq_shovel plugin on every node: `rabbitmq-plugins enable rabbitmq_shovel`)"
+                )
+                .into(),
+            }),
+            other => other,
         }
-        let text = answer.to_string();
-        let reason = if text.contains("component") || status == StatusCode::NOT_FOUND {
-            format!(
-                "{text} (enable the rabbitmq_shovel plugin on every node: `rabbitmq-plugins enable rabbitmq_shovel`)"
-            )
-        } else {
-            text
-        };
-        Err(BrokerError::Api {
-            method: "PUT".into(),
-            path,
-            status: status.as_u16(),
-            reason: reason.into(),
-        })
     }
 
     /// A queue's ready messages and consumers as the broker's statistics last counted
