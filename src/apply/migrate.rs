@@ -250,7 +250,8 @@ impl Run<'_> {
             let mut empty_since: Option<Instant> = None;
             let mut unconsumed_since: Option<Instant> = None;
             while client.move_running(&vhost, &name).await? {
-                match client.ready_and_consumers(&vhost, source).await? {
+                let counts = client.queue_counts(&vhost, source).await?;
+                match counts.and_then(|c| Some((c.ready?, c.consumers?))) {
                     // The shovel stops by itself after moving as many messages as the
                     // source held at its start; consumers of the source take some of
                     // them, so once the source shows no ready message the shovel is
@@ -319,7 +320,10 @@ impl Run<'_> {
         let started = Instant::now();
         let mut first_zero: Option<Instant> = None;
         loop {
-            let held = client.unacknowledged(&vhost, source).await?;
+            let held = client
+                .queue_counts(&vhost, source)
+                .await?
+                .and_then(|c| c.unacknowledged);
             match held {
                 Some(0) | None => {
                     let since = *first_zero.get_or_insert_with(Instant::now);

@@ -60,6 +60,17 @@ pub struct QueueBinding {
     pub properties_key: String,
 }
 
+/// A queue's counts from the broker's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Messages ready for delivery.
+    pub ready: Option<u64>,
+    /// Messages delivered and not yet acknowledged.
+    pub unacknowledged: Option<u64>,
+    /// Consumers.
+    pub consumers: Option<u64>,
+}
+
 /// What a drained queue's deletion found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Drained {
@@ -81,18 +92,20 @@ impl Client {
         self.get(&path).await
     }
 
-    /// A queue's unacknowledged messages as the broker's statistics last counted them
-    /// (they lag by up to a statistics interval); `None` before the first count.
-    pub async fn unacknowledged(
+    /// A queue's message and consumer counts as the broker's statistics last counted
+    /// them (they lag by up to a statistics interval; each is `None` before the first
+    /// count); `None` when the queue does not exist.
+    pub async fn queue_counts(
         &self,
         vhost: &str,
         name: &str,
-    ) -> Result<Option<u64>, BrokerError> {
+    ) -> Result<Option<QueueCounts>, BrokerError> {
         let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
-        Ok(self
-            .get(&path)
-            .await?
-            .and_then(|queue| queue["messages_unacknowledged"].as_u64()))
+        Ok(self.get(&path).await?.map(|queue| QueueCounts {
+            ready: queue["messages_ready"].as_u64(),
+            unacknowledged: queue["messages_unacknowledged"].as_u64(),
+            consumers: queue["consumers"].as_u64(),
+        }))
     }
 
     /// Declares a queue (normal form: `durable`, `auto_delete`, `arguments`) over
@@ -108,34 +121,16 @@ impl Client {
         name: &str,
         value: &Value,
     ) -> Result<(), BrokerError> {
+        let what = format!("queue.declare {name:?} in vhost {vhost:?}");
         let connection = self.amqp_connection(vhost).await?;
-        let failed = |error: &lapin::Error| BrokerError::Api {
-            method: "AMQP".into(),
-            path: format!("queue.declare {name:?} in vhost {vhost:?}"),
-            status: reply_of(error).map_or(0, |(code, _)| code),
-            reason: error.to_string().into(),
-        };
         let declared = async {
-            let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
-            let options = QueueDeclareOptions {
-                durable: value["durable"].as_bool().unwrap_or(true),
-                auto_delete: value["auto_delete"].as_bool().unwrap_or(false),
-                ..Default::default()
-            };
-            channel
-                .queue_declare(name.into(), options, field_table(&value["arguments"]))
-                .await
-                .map(|_| ())
-                .map_err(|e| failed(&e))
+            let channel = connection.create_channel().await?;
+            declare_on(&channel, name, value).await
         };
-        let result = match tokio::time::timeout(self.endpoint.timeout, declared).await {
-            Ok(result) => result,
-            Err(_) => Err(BrokerError::Api {
-                method: "AMQP".into(),
-                path: format!("queue.declare {name:?} in vhost {vhost:?}"),
-                status: 0,
-                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()).into(),
-            }),
+        let timeout = self.endpoint.timeout;
+        let result = match tokio::time::timeout(timeout, declared).await {
+            Ok(result) => result.map_err(|error| amqp_error(&what, &error)),
+            Err(_) => Err(no_answer(&what, timeout)),
         };
         let _ = connection.close(200, "warren is done".into()).await;
         result
@@ -298,22 +293,6 @@ impl Client {
         }
     }
 
-    /// A queue's ready messages and consumers as the broker's statistics last counted
-    /// them; `None` before the first count.
-    pub async fn ready_and_consumers(
-        &self,
-        vhost: &str,
-        name: &str,
-    ) -> Result<Option<(u64, u64)>, BrokerError> {
-        let path = format!("/api/queues/{}/{}", segment(vhost), segment(name));
-        Ok(self.get(&path).await?.and_then(|queue| {
-            Some((
-                queue["messages_ready"].as_u64()?,
-                queue["consumers"].as_u64()?,
-            ))
-        }))
-    }
-
     /// Stops and removes the shovel `name`. What it took from its source and had not
     /// yet had confirmed goes back to the source (it acknowledges only confirmed
     /// messages).
@@ -353,13 +332,9 @@ impl Client {
         declare_after: Option<&Value>,
         timeout: Duration,
     ) -> Result<Drained, BrokerError> {
+        let what = format!("queue.delete {name:?} in vhost {vhost:?}");
+        let failed = |error: &lapin::Error| amqp_error(&what, error);
         let connection = self.amqp_connection(vhost).await?;
-        let failed = |error: &lapin::Error| BrokerError::Api {
-            method: "AMQP".into(),
-            path: format!("queue.delete {name:?} in vhost {vhost:?}"),
-            status: reply_of(error).map_or(0, |(code, _)| code),
-            reason: error.to_string().into(),
-        };
         let outcome = async {
             let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
             let drained = drain_check(&channel, name, vhost, queue_type, &failed).await?;
@@ -370,13 +345,7 @@ impl Client {
                     true => channel,
                     false => connection.create_channel().await.map_err(|e| failed(&e))?,
                 };
-                let options = QueueDeclareOptions {
-                    durable: value["durable"].as_bool().unwrap_or(true),
-                    auto_delete: value["auto_delete"].as_bool().unwrap_or(false),
-                    ..Default::default()
-                };
-                channel
-                    .queue_declare(name.into(), options, field_table(&value["arguments"]))
+                declare_on(&channel, name, value)
                     .await
                     .map_err(|e| failed(&e))?;
             }
@@ -384,15 +353,47 @@ impl Client {
         };
         let result = match tokio::time::timeout(timeout, outcome).await {
             Ok(result) => result,
-            Err(_) => Err(BrokerError::Api {
-                method: "AMQP".into(),
-                path: format!("queue.delete {name:?} in vhost {vhost:?}"),
-                status: 0,
-                reason: format!("no answer within {} s", timeout.as_secs()).into(),
-            }),
+            Err(_) => Err(no_answer(&what, timeout)),
         };
         let _ = connection.close(200, "warren is done".into()).await;
         result
+    }
+}
+
+/// Declares queue `name` as `value` (normal form) says, on `channel`.
+async fn declare_on(
+    channel: &lapin::Channel,
+    name: &str,
+    value: &Value,
+) -> Result<(), lapin::Error> {
+    let options = QueueDeclareOptions {
+        durable: value["durable"].as_bool().unwrap_or(true),
+        auto_delete: value["auto_delete"].as_bool().unwrap_or(false),
+        ..Default::default()
+    };
+    channel
+        .queue_declare(name.into(), options, field_table(&value["arguments"]))
+        .await
+        .map(|_| ())
+}
+
+/// An AMQP method `what` that failed.
+fn amqp_error(what: &str, error: &lapin::Error) -> BrokerError {
+    BrokerError::Api {
+        method: "AMQP".into(),
+        path: what.to_string(),
+        status: reply_of(error).map_or(0, |(code, _)| code),
+        reason: error.to_string().into(),
+    }
+}
+
+/// An AMQP method `what` the broker did not answer within `timeout`.
+fn no_answer(what: &str, timeout: Duration) -> BrokerError {
+    BrokerError::Api {
+        method: "AMQP".into(),
+        path: what.to_string(),
+        status: 0,
+        reason: format!("no answer within {} s", timeout.as_secs()).into(),
     }
 }
 
@@ -405,52 +406,45 @@ async fn drain_check(
     queue_type: QueueType,
     failed: &dyn Fn(&lapin::Error) -> BrokerError,
 ) -> Result<Drained, BrokerError> {
+    let gone = |error: &lapin::Error| reply_of(error).map(|r| r.0) == Some(NOT_FOUND);
+    if queue_type != QueueType::Quorum {
+        let options = QueueDeleteOptions {
+            if_empty: true,
+            ..Default::default()
+        };
+        return match channel.queue_delete(name.into(), options).await {
+            Ok(_) => Ok(Drained::Deleted),
+            Err(error) if gone(&error) => Ok(Drained::Deleted),
+            Err(error) if reply_of(&error).map(|r| r.0) == Some(PRECONDITION_FAILED) => {
+                Ok(Drained::NotEmpty)
+            }
+            Err(error) => Err(failed(&error)),
+        };
+    }
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..Default::default()
+    };
+    match channel
+        .queue_declare(name.into(), passive, FieldTable::default())
+        .await
     {
-        {
-            if queue_type == QueueType::Quorum {
-                let passive = QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                };
-                match channel
-                    .queue_declare(name.into(), passive, FieldTable::default())
-                    .await
-                {
-                    Ok(state) if state.message_count() > 0 => return Ok(Drained::NotEmpty),
-                    Ok(_) => {}
-                    Err(error) if reply_of(&error).map(|r| r.0) == Some(NOT_FOUND) => {
-                        return Ok(Drained::Deleted);
-                    }
-                    Err(error) => return Err(failed(&error)),
-                }
-                return match channel
-                    .queue_delete(name.into(), QueueDeleteOptions::default())
-                    .await
-                {
-                    Ok(0) => Ok(Drained::Deleted),
-                    Ok(lost) => Err(BrokerError::LostInWindow {
-                        vhost: vhost.to_string(),
-                        queue: name.to_string(),
-                        messages: lost,
-                    }),
-                    Err(error) if reply_of(&error).map(|r| r.0) == Some(NOT_FOUND) => {
-                        Ok(Drained::Deleted)
-                    }
-                    Err(error) => Err(failed(&error)),
-                };
-            }
-            let options = QueueDeleteOptions {
-                if_empty: true,
-                ..Default::default()
-            };
-            match channel.queue_delete(name.into(), options).await {
-                Ok(_) => Ok(Drained::Deleted),
-                Err(error) => match reply_of(&error).map(|r| r.0) {
-                    Some(NOT_FOUND) => Ok(Drained::Deleted),
-                    Some(PRECONDITION_FAILED) => Ok(Drained::NotEmpty),
-                    _ => Err(failed(&error)),
-                },
-            }
-        }
+        Ok(state) if state.message_count() > 0 => return Ok(Drained::NotEmpty),
+        Ok(_) => {}
+        Err(error) if gone(&error) => return Ok(Drained::Deleted),
+        Err(error) => return Err(failed(&error)),
+    }
+    match channel
+        .queue_delete(name.into(), QueueDeleteOptions::default())
+        .await
+    {
+        Ok(0) => Ok(Drained::Deleted),
+        Ok(lost) => Err(BrokerError::LostInWindow {
+            vhost: vhost.to_string(),
+            queue: name.to_string(),
+            messages: lost,
+        }),
+        Err(error) if gone(&error) => Ok(Drained::Deleted),
+        Err(error) => Err(failed(&error)),
     }
 }

@@ -30,7 +30,7 @@ pub use endpoint::Endpoint;
 pub use guard::GuardedQueue;
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName};
-pub use migrate::{Drained, QueueBinding};
+pub use migrate::{Drained, QueueBinding, QueueCounts};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
