@@ -19,7 +19,8 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Parse a spec and check it; exit 0 when it compiles, 1 otherwise. Needs no secrets.
+    /// Check a spec: exit 0 when it compiles and passes the lint rules at the `deny` level,
+    /// 1 otherwise. Needs no secrets. `warren lint` also shows the warnings.
     Validate(SpecArgs),
     /// Print the definitions a spec compiles to (JSON), or its consumer contract.
     Compile {

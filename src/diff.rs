@@ -54,6 +54,12 @@ pub struct Change {
 }
 
 impl Change {
+    /// Whether this creates an unchanged object again because an object it hangs on is
+    /// replaced (a binding of a replaced queue): the only creates that carry a reason.
+    pub fn is_recreated(&self) -> bool {
+        self.action == Action::Create && self.reason.is_some()
+    }
+
     /// Whether applying this change loses messages, as far as the plan knows: a
     /// removed queue that held messages when planned, or any removed stream (it keeps
     /// its log). Apply checks again at the moment of deletion, whatever this says.
@@ -77,7 +83,7 @@ impl Change {
         if self.removes_stream() {
             "a stream's log".to_string()
         } else {
-            format!("{} messages", self.messages.unwrap_or(0))
+            crate::text::count(self.messages.unwrap_or(0), "message")
         }
     }
 }

@@ -35,3 +35,4 @@ pub mod render;
 pub mod schema;
 pub mod spec;
 pub mod suggest;
+pub mod text;

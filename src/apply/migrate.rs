@@ -158,8 +158,8 @@ impl Run<'_> {
                 .await?;
         }
         self.say(&format!(
-            "{} bindings copied to {temporary:?}",
-            bindings.len()
+            "{} copied to {temporary:?}",
+            crate::text::count(bindings.len(), "binding")
         ));
         for binding in &bindings {
             client.unbind_queue(&vhost, &queue, binding).await?;
@@ -212,8 +212,8 @@ impl Run<'_> {
             .bind_queue(&vhost, &temporary, &queue, "", &Value::Null)
             .await?;
         self.say(&format!(
-            "declared anew and bound ({} bindings)",
-            copied.len()
+            "declared anew and bound ({})",
+            crate::text::count(copied.len(), "binding")
         ));
         // Now that the queue receives everything, the temporary queue stops receiving.
         for binding in &bindings {
@@ -334,7 +334,8 @@ impl Run<'_> {
                 Some(count) => {
                     first_zero = None;
                     self.say(&format!(
-                        "waiting for consumers of {source:?} to acknowledge {count} messages"
+                        "waiting for consumers of {source:?} to acknowledge {}",
+                        crate::text::count(count, "message")
                     ));
                 }
             }

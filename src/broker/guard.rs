@@ -210,8 +210,8 @@ async fn delete_quorum_if_empty(
         return Err(refused(
             queue,
             format!(
-                "it has {} consumers, whose unacknowledged messages would be lost",
-                state.consumer_count()
+                "it has {}, whose unacknowledged messages would be lost",
+                crate::text::count(state.consumer_count(), "consumer")
             ),
         ));
     }

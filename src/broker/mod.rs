@@ -110,7 +110,7 @@ pub enum BrokerError {
     },
     /// A quorum queue was empty when checked, but messages arrived before its deletion.
     #[error(
-        "queue {queue:?} in vhost {vhost:?} was empty when checked, but {messages} messages arrived before it was deleted and were deleted with it"
+        "queue {queue:?} in vhost {vhost:?} was empty when checked, but {} arrived before it was deleted and {} deleted with it", crate::text::count(*messages, "message"), if *messages == 1 { "was" } else { "were" }
     )]
     LostInWindow {
         /// Vhost.

@@ -3,19 +3,22 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{EXIT_ERROR, EXIT_OK, load_spec, report};
+use super::{EXIT_ERROR, EXIT_OK, Effect, load_spec, report};
 use crate::cli::SpecArgs;
 use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;
+use crate::lint;
 use crate::model::redact::redact_uris;
+use crate::render;
 
 /// Loads and compiles, printing diagnostics; `None` when there were errors.
 fn load_and_compile(
     args: &SpecArgs,
     read_secrets: bool,
+    effect: Effect,
     stderr: &mut dyn Write,
 ) -> Option<Compiled> {
-    let file = load_spec(&args.spec, stderr)?;
+    let file = load_spec(&args.spec, effect, stderr)?;
     let options = if read_secrets {
         Options::reading_secrets(&file, args.target_version)
     } else {
@@ -26,31 +29,45 @@ fn load_and_compile(
     };
     match compile::compile(&file, &options) {
         Ok(compiled) => {
-            report(&file, &compiled.warnings, stderr);
+            report(&file, &compiled.warnings, effect, stderr);
             Some(compiled)
         }
         Err(found) => {
-            report(&file, &found, stderr);
+            report(&file, &found, effect, stderr);
             None
         }
     }
 }
 
-/// `warren validate SPEC`.
+/// `warren validate SPEC`: compiles, and passes the lint rules at the `deny` level.
 pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
-    match load_and_compile(args, false, stderr) {
-        Some(compiled) => {
-            let _ = writeln!(
-                stdout,
-                "{}: valid ({} objects for RabbitMQ {})",
-                args.spec.display(),
-                compiled.definitions.object_count(),
-                args.target_version
-            );
-            EXIT_OK
-        }
-        None => EXIT_ERROR,
-    }
+    let validation = lint::validate_spec_file(&args.spec, args.target_version);
+    let _ = render::diagnostics::render_with(
+        stderr,
+        &args.spec,
+        validation.source.as_deref(),
+        &validation.shown,
+        Effect::Reads.ending(),
+    );
+    let Some(objects) = validation.objects.filter(|_| validation.is_valid()) else {
+        return EXIT_ERROR;
+    };
+    let warnings = match validation.lint_warnings {
+        0 => String::new(),
+        n => format!(
+            "; `warren lint {}` shows {}",
+            args.spec.display(),
+            crate::text::count(n, "warning")
+        ),
+    };
+    let _ = writeln!(
+        stdout,
+        "{}: valid ({} for RabbitMQ {}){warnings}",
+        args.spec.display(),
+        crate::text::count(objects, "object"),
+        args.target_version
+    );
+    EXIT_OK
 }
 
 /// `warren compile SPEC [--contract]`.
@@ -60,7 +77,7 @@ pub fn compile(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let Some(compiled) = load_and_compile(args, true, stderr) else {
+    let Some(compiled) = load_and_compile(args, true, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let json = if contract {
@@ -85,7 +102,7 @@ pub fn export(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let Some(compiled) = load_and_compile(args, true, stderr) else {
+    let Some(compiled) = load_and_compile(args, true, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
     let text = definitions_file::to_json(&compiled.definitions, args.target_version);
@@ -99,9 +116,9 @@ pub fn export(
         Ok(()) => {
             let _ = writeln!(
                 stderr,
-                "wrote {} ({} objects, RabbitMQ {})",
+                "wrote {} ({}, RabbitMQ {})",
                 output.display(),
-                compiled.definitions.object_count(),
+                crate::text::count(compiled.definitions.object_count(), "object"),
                 args.target_version
             );
             EXIT_OK

@@ -82,9 +82,10 @@ pub fn import(
         .sum();
     let _ = writeln!(
         stderr,
-        "imported {} vhosts, {consumers} consumers with retry ladders, {} users",
-        spec.vhosts.len(),
-        spec.users.len()
+        "imported {}, {} with retry ladders, {}",
+        crate::text::count(spec.vhosts.len(), "vhost"),
+        crate::text::count(consumers, "consumer"),
+        crate::text::count(spec.users.len(), "user")
     );
     EXIT_OK
 }

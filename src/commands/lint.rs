@@ -57,7 +57,7 @@ pub fn lint(
                     if warnings == 0 {
                         "no problems found".to_string()
                     } else {
-                        format!("{warnings} warning{}", if warnings == 1 { "" } else { "s" })
+                        crate::text::count(warnings, "warning")
                     }
                 );
             }

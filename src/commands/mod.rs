@@ -44,7 +44,7 @@ pub fn run() -> ExitCode {
             });
         }
     };
-    let stdout = &mut std::io::stdout().lock();
+    let stdout = &mut ClosedPipeIsEnd::new(std::io::stdout().lock());
     let stderr = &mut std::io::stderr().lock();
     let code = match cli.command {
         Command::Validate(args) => compile::validate(&args, stdout, stderr),
@@ -137,6 +137,57 @@ pub fn run() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Standard output whose reader may stop reading early (`warren compile … | head`):
+/// a closed pipe is a normal end of the output, as in other command-line tools, not an
+/// error. Writes after the reader left are dropped, so the command finishes what it
+/// does (an apply is never cut short by its reader) and exits with its own code.
+struct ClosedPipeIsEnd<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> ClosedPipeIsEnd<W> {
+    fn new(inner: W) -> Self {
+        ClosedPipeIsEnd {
+            inner,
+            closed: false,
+        }
+    }
+
+    fn absorb(&mut self, result: std::io::Result<usize>, len: usize) -> std::io::Result<usize> {
+        match result {
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(len)
+            }
+            other => other,
+        }
+    }
+}
+
+impl<W: Write> Write for ClosedPipeIsEnd<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let result = self.inner.write(buf);
+        self.absorb(result, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.inner.flush() {
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
 /// The broker client for the connection flags: credentials from the flags, else from
 /// the URL, else from RabbitMQ's container variables, else guest/guest.
 fn client(args: &BrokerArgs) -> Result<Client, BrokerError> {
@@ -196,19 +247,49 @@ fn read_definitions(
     Ok(read)
 }
 
+/// What a command would have done had its spec been valid: said after the count of
+/// errors, so a user knows whether a failed run left anything behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// Only reads and prints (validate, compile, lint, plan, diff, state show).
+    Reads,
+    /// Writes a file (export).
+    Writes,
+    /// Changes the broker (apply, unlock, state repair).
+    Changes,
+}
+
+impl Effect {
+    /// The end of the error count line.
+    fn ending(self) -> &'static str {
+        match self {
+            Effect::Reads => "",
+            Effect::Writes => "; nothing was written",
+            Effect::Changes => "; nothing was changed on the broker",
+        }
+    }
+}
+
 /// Loads a spec, printing its diagnostics; `None` when it does not load.
-fn load_spec(path: &Path, stderr: &mut dyn Write) -> Option<SpecFile> {
+fn load_spec(path: &Path, effect: Effect, stderr: &mut dyn Write) -> Option<SpecFile> {
     match spec::load_file(path) {
         Ok(file) => Some(file),
         Err(found) => {
             let source = crate::spec::load::source_for_report(path);
-            let _ = diagnostics::render(stderr, path, source.as_deref(), &found);
+            let _ =
+                diagnostics::render_with(stderr, path, source.as_deref(), &found, effect.ending());
             None
         }
     }
 }
 
 /// Prints diagnostics about a loaded spec, with its source lines.
-fn report(file: &SpecFile, found: &[Diagnostic], stderr: &mut dyn Write) {
-    let _ = diagnostics::render(stderr, &file.path, Some(&file.source), found);
+fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dyn Write) {
+    let _ = diagnostics::render_with(
+        stderr,
+        &file.path,
+        Some(&file.source),
+        found,
+        effect.ending(),
+    );
 }

@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, client, fail, load_spec, read_definitions, report, runtime,
+    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, Effect, client, fail, load_spec, read_definitions, report,
+    runtime,
 };
 use crate::apply;
 use crate::broker::Client;
@@ -34,19 +35,20 @@ fn print_plan(plan: &Plan, format: Format, stdout: &mut dyn Write) -> std::io::R
 fn reported(
     file: &SpecFile,
     made: Result<Planned, PlanError>,
+    effect: Effect,
     stderr: &mut dyn Write,
 ) -> Option<Plan> {
     match made {
         Ok(Planned { plan, warnings }) => {
-            report(file, &warnings, stderr);
+            report(file, &warnings, effect, stderr);
             Some(plan)
         }
         Err(PlanError::Invalid(diagnostics)) => {
-            report(file, &diagnostics, stderr);
+            report(file, &diagnostics, effect, stderr);
             None
         }
         Err(PlanError::Broker { error, warnings }) => {
-            report(file, &warnings, stderr);
+            report(file, &warnings, effect, stderr);
             fail(stderr, &error.to_string());
             None
         }
@@ -60,16 +62,17 @@ fn plan_spec(
     client: &Client,
     spec: &Path,
     args: &PlanArgs,
+    effect: Effect,
     stderr: &mut dyn Write,
 ) -> Option<Plan> {
-    let file = Arc::new(load_spec(spec, stderr)?);
+    let file = Arc::new(load_spec(spec, effect, stderr)?);
     let made = runtime.block_on(plan::against_broker(
         client,
         Arc::clone(&file),
         args.target_version,
         args.prune_unmanaged,
     ));
-    reported(&file, made, stderr)
+    reported(&file, made, effect, stderr)
 }
 
 fn exit_for_plan(plan: &Plan) -> u8 {
@@ -95,7 +98,7 @@ pub fn plan(
         Ok(client) => client,
         Err(err) => return fail(stderr, &err.to_string()),
     };
-    let Some(plan) = plan_spec(&runtime(), &client, spec, args, stderr) else {
+    let Some(plan) = plan_spec(&runtime(), &client, spec, args, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     // For benchmarks (bench/run): how many HTTP requests the plan made.
@@ -218,7 +221,8 @@ pub fn apply(
         None => {
             // Plan, then take the locks that plan needs and plan again under them: what
             // is shown and confirmed is what nobody else can change until it is applied.
-            let Some(planned) = plan_spec(&runtime, &client, target, args, stderr) else {
+            let Some(planned) = plan_spec(&runtime, &client, target, args, Effect::Changes, stderr)
+            else {
                 return EXIT_ERROR;
             };
             let locked = if planned.refusal().is_none() && planned.has_changes() {
@@ -286,14 +290,17 @@ fn report_apply(
             let adopted = if plan.adopted.is_empty() {
                 String::new()
             } else {
-                format!(", {} existing objects adopted", plan.adopted.len())
+                format!(
+                    ", {} adopted",
+                    crate::text::count(plan.adopted.len(), "existing object")
+                )
             };
             let _ = writeln!(
                 stdout,
-                "Applied: {} changes to spec `{}`{adopted} ({} requests).",
-                report.done.len(),
+                "Applied: {} to spec `{}`{adopted} ({}).",
+                crate::text::count(report.done.len(), "change"),
                 plan.spec,
-                client.request_count()
+                crate::text::count(client.request_count(), "request")
             );
             EXIT_OK
         }
@@ -303,17 +310,22 @@ fn report_apply(
                     let _ = writeln!(stderr, "error: {error}");
                     let _ = writeln!(
                         stderr,
-                        "{} changes were made, {}{} were not; run `warren plan` and `warren apply` again to finish",
-                        report.done.len(),
+                        "{} made, {}{} not; run `warren plan` and `warren apply` again to finish",
+                        was_were(report.done.len(), "change", "was", "were"),
                         if report.unconfirmed.is_empty() {
                             String::new()
                         } else {
                             format!(
-                                "{} were sent but not confirmed (the broker may have made them), ",
-                                report.unconfirmed.len()
+                                "{} sent but not confirmed (the broker may have made {}), ",
+                                was_were(report.unconfirmed.len(), "change", "was", "were"),
+                                if report.unconfirmed.len() == 1 {
+                                    "it"
+                                } else {
+                                    "them"
+                                }
                             )
                         },
-                        report.not_done.len()
+                        was_were(report.not_done.len(), "change", "was", "were")
                     );
                     for item in report.unconfirmed.iter().take(20) {
                         let _ = writeln!(stderr, "  not confirmed: {item}");
@@ -388,7 +400,7 @@ pub fn diff(
         Ok(read) => read,
         Err(err) => return fail(stderr, &err),
     };
-    let Some(file) = load_spec(spec, stderr) else {
+    let Some(file) = load_spec(spec, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let made = plan::against_definitions(
@@ -397,7 +409,7 @@ pub fn diff(
         read.target.target,
         args.prune_unmanaged,
     );
-    let Some(plan) = reported(&file, made, stderr) else {
+    let Some(plan) = reported(&file, made, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     if print_plan(&plan, args.format, stdout).is_err() {
@@ -414,7 +426,7 @@ pub fn unlock(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let Some(file) = load_spec(spec, stderr) else {
+    let Some(file) = load_spec(spec, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {
@@ -436,4 +448,13 @@ pub fn unlock(
         }
         Err(err) => fail(stderr, &err.to_string()),
     }
+}
+
+/// `1 change was`, `3 changes were`.
+fn was_were(n: usize, noun: &str, one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        crate::text::count(n, noun),
+        if n == 1 { one } else { many }
+    )
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::plan::confirm;
-use super::{EXIT_ERROR, EXIT_OK, client, fail, load_spec, report, runtime};
+use super::{EXIT_ERROR, EXIT_OK, Effect, client, fail, load_spec, report, runtime};
 use crate::apply::repair::{self, PrepareError, RepairError};
 use crate::cli::BrokerArgs;
 use crate::plan::spec_name;
@@ -13,12 +13,16 @@ use crate::spec::SpecFile;
 
 /// A spec file when `argument` names one, else `None` (then it is a spec's name).
 /// `Err` after the file's diagnostics were printed.
-fn spec_file(argument: &str, stderr: &mut dyn Write) -> Result<Option<SpecFile>, ()> {
+fn spec_file(
+    argument: &str,
+    effect: Effect,
+    stderr: &mut dyn Write,
+) -> Result<Option<SpecFile>, ()> {
     let path = Path::new(argument);
     if !path.is_file() {
         return Ok(None);
     }
-    load_spec(path, stderr).map(Some).ok_or(())
+    load_spec(path, effect, stderr).map(Some).ok_or(())
 }
 
 /// `warren state show SPEC_OR_NAME`.
@@ -28,7 +32,7 @@ pub fn show(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let Ok(file) = spec_file(argument, stderr) else {
+    let Ok(file) = spec_file(argument, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let name = file
@@ -55,7 +59,7 @@ pub fn repair(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> u8 {
-    let Ok(file) = spec_file(argument, stderr) else {
+    let Ok(file) = spec_file(argument, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {
@@ -74,7 +78,7 @@ pub fn repair(
         Ok(prepared) => prepared,
         Err(PrepareError::Invalid(diagnostics)) => {
             if let Some(file) = &file {
-                report(file, &diagnostics, stderr);
+                report(file, &diagnostics, Effect::Changes, stderr);
             }
             return EXIT_ERROR;
         }
@@ -97,9 +101,9 @@ pub fn repair(
         Ok(record) => {
             let _ = writeln!(
                 stdout,
-                "Repaired: record of spec `{}` written with {} objects, serial {}.",
+                "Repaired: record of spec `{}` written with {}, serial {}.",
                 record.spec,
-                record.objects.len(),
+                crate::text::count(record.objects.len(), "object"),
                 record.serial
             );
             EXIT_OK

@@ -9,7 +9,7 @@ use super::consumer::ConsumerContext;
 use super::naming::{PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::retry::RetryObjects;
-use crate::spec::{OnExhausted, RetryMode};
+use crate::spec::{OnExhausted, RetryMode, SpecPath};
 
 /// Header carrying how many retries a message has had, in `publish` mode. Consumers set
 /// it when they re-publish; brokers from 4.0 on ignore a re-published `x-death`, so the
@@ -195,6 +195,10 @@ pub struct RetryStep {
     pub routing_key: String,
     /// The delay queue.
     pub queue: String,
+    /// Where the delay is written: the consumer's own `retry`, a named ladder or a
+    /// `defaults` block that it inherits. Lint reports a delay there, once.
+    #[serde(skip)]
+    pub delay_path: SpecPath,
 }
 
 /// The end of the ladder.
@@ -249,6 +253,7 @@ impl Contract {
                     delay: ladder.delays[tier].to_string(),
                     routing_key: delay_routing_key(delay_index),
                     queue: objects.delay_queues[delay_index].clone(),
+                    delay_path: ladder.delays_path.index(tier),
                 }
             })
             .collect();

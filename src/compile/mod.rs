@@ -180,7 +180,7 @@ pub fn resolve_locations(file: &SpecFile, mut diagnostics: Vec<Diagnostic>) -> V
     }
     diagnostics.sort_by_key(|d| (d.location, d.severity));
     diagnostics.dedup();
-    diagnostics
+    crate::spec::diagnostic::merge_affected(diagnostics)
 }
 
 /// A queue the compiler made, with what the policy stage needs to know about it.

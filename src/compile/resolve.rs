@@ -23,6 +23,21 @@ pub struct Layered {
     pub delivery_limit: Option<DeliveryLimit>,
     /// A `ladder:` reference did not resolve (already reported): no further checks.
     pub unresolved_ladder: bool,
+    /// Where each retry setting other than `delays` was last set, by key
+    /// (`max_retries`, `attempts_per_tier`, `mode`, `return_via`, `queue_type`): a
+    /// mistake in an inherited value is reported there, once.
+    pub retry_paths: Vec<(&'static str, SpecPath)>,
+}
+
+impl Layered {
+    /// Where the retry setting `key` was written, if some scope wrote it.
+    fn retry_path_of(&self, key: &str) -> Option<&SpecPath> {
+        self.retry_paths
+            .iter()
+            .rev()
+            .find(|(at, _)| *at == key)
+            .map(|(_, path)| path)
+    }
 }
 
 impl Layered {
@@ -100,6 +115,17 @@ impl Layered {
             self.delays_origin = Some(origin.to_string());
             self.delays_path = Some(path.key("delays"));
         }
+        for (key, set) in [
+            ("max_retries", retry.max_retries.is_some()),
+            ("attempts_per_tier", retry.attempts_per_tier.is_some()),
+            ("mode", retry.mode.is_some()),
+            ("return_via", retry.return_via.is_some()),
+            ("queue_type", retry.queue_type.is_some()),
+        ] {
+            if set {
+                self.retry_paths.push((key, path.key(key)));
+            }
+        }
         self.retry = Some(Retry {
             // Writing delays at a level turns retries on there, even under an inherited
             // `enabled: false`.
@@ -156,18 +182,52 @@ pub struct Ladder {
     pub delays_path: SpecPath,
 }
 
+/// Where a ladder's mistakes are reported: at the setting where it is written, naming
+/// the consumer when the setting is inherited (from `defaults` or a named ladder).
+struct Report<'a> {
+    layered: &'a Layered,
+    retry_path: &'a SpecPath,
+    consumer: Option<&'a str>,
+}
+
+impl Report<'_> {
+    /// `diagnostic` about the retry setting `key`, placed where `key` is written.
+    fn about(&self, key: &str, diagnostic: Diagnostic) -> Diagnostic {
+        let own = self.retry_path.key(key);
+        let at = self.layered.retry_path_of(key).cloned().unwrap_or(own);
+        self.placed(at, diagnostic)
+    }
+
+    /// `diagnostic` placed at `at`, naming the consumer when `at` is not its own.
+    fn placed(&self, at: SpecPath, diagnostic: Diagnostic) -> Diagnostic {
+        let inherited = !at.starts_with(self.retry_path);
+        let diagnostic = diagnostic.at(at);
+        match self.consumer {
+            Some(consumer) if inherited => diagnostic.affecting(consumer),
+            _ => diagnostic,
+        }
+    }
+}
+
 /// Turns layered retry settings into a ladder, or `None` when the consumer has no
-/// retries. `retry_path` is where the consumer's `retry` block is (or would be).
+/// retries. `retry_path` is where the consumer's `retry` block is (or would be);
+/// `consumer` names it (`service.consumer`) in reports about inherited settings.
 pub fn ladder(
     layered: &Layered,
     work_queue_type: QueueType,
     retry_path: &SpecPath,
+    consumer: Option<&str>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Ladder> {
     let retry = layered.retry.as_ref()?;
     if retry.enabled == Some(false) || layered.unresolved_ladder {
         return None;
     }
+    let report = Report {
+        layered,
+        retry_path,
+        consumer,
+    };
     let retry_path = retry_path.clone();
     let Some(delays) = retry.delays.clone() else {
         diagnostics.push(
@@ -180,26 +240,29 @@ pub fn ladder(
     let delays_path = layered.delays_path.clone().unwrap_or(retry_path.clone());
     if delays.is_empty() {
         diagnostics.push(
-            Diagnostic::error("invalid-value", "retry ladder has an empty `delays` list")
-                .at(delays_path)
-                .help("give at least one delay, e.g. `[30s]`, or set `enabled: false`"),
+            report.placed(
+                delays_path,
+                Diagnostic::error("invalid-value", "retry ladder has an empty `delays` list")
+                    .help("give at least one delay, e.g. `[30s]`, or set `enabled: false`"),
+            ),
         );
         return None;
     }
     for (index, delay) in delays.iter().enumerate() {
         if delay.as_millis() > crate::spec::duration::MAX_TTL_MS {
-            diagnostics.push(
+            diagnostics.push(report.placed(
+                delays_path.index(index),
                 Diagnostic::error(
                     "invalid-value",
                     format!("delay {delay} is longer than RabbitMQ's TTL limit of 10 years"),
-                )
-                .at(delays_path.index(index)),
-            );
+                ),
+            ));
         }
     }
     let mode = retry.mode.unwrap_or(RetryMode::Publish);
     if mode == RetryMode::Reject && delays.len() > 1 {
-        diagnostics.push(
+        diagnostics.push(report.placed(
+            delays_path.clone(),
             Diagnostic::error(
                 "invalid-value",
                 format!(
@@ -207,16 +270,17 @@ pub fn ladder(
                     delays.len()
                 ),
             )
-            .at(delays_path.clone())
             .help("a rejected message always goes to the same tier: use `mode: publish` or `mode: reject-chain` for a ladder"),
-        );
+        ));
     }
     let per_tier = retry.attempts_per_tier.unwrap_or(1);
     if per_tier == 0 {
         diagnostics.push(
-            Diagnostic::error("invalid-value", "`attempts_per_tier` must be at least 1")
-                .at(retry_path.key("attempts_per_tier"))
-                .help("remove it (the default is 1)"),
+            report.about(
+                "attempts_per_tier",
+                Diagnostic::error("invalid-value", "`attempts_per_tier` must be at least 1")
+                    .help("remove it (the default is 1)"),
+            ),
         );
         return None;
     }
@@ -225,25 +289,32 @@ pub fn ladder(
         .unwrap_or(per_tier.saturating_mul(delays.len() as u32));
     if max_retries == 0 {
         diagnostics.push(
-            Diagnostic::error("invalid-value", "`max_retries: 0` leaves nothing to retry")
-                .at(retry_path.key("max_retries"))
-                .help("remove the retry block or set `enabled: false`"),
+            report.about(
+                "max_retries",
+                Diagnostic::error("invalid-value", "`max_retries: 0` leaves nothing to retry")
+                    .help("remove the retry block or set `enabled: false`"),
+            ),
         );
         return None;
     }
     let reachable_tiers = (max_retries as usize).div_ceil(per_tier as usize);
     if mode != RetryMode::RejectChain && reachable_tiers < delays.len() {
         diagnostics.push(
-            Diagnostic::warning(
-                "unreachable-tier",
-                format!(
-                    "`max_retries: {max_retries}` never reaches the last {} of the {} tiers",
-                    delays.len() - reachable_tiers,
-                    delays.len()
-                ),
-            )
-            .at(retry_path.key("max_retries"))
-            .help("remove the unused delays, or raise `max_retries`"),
+            report.about(
+                "max_retries",
+                Diagnostic::warning(
+                    "unreachable-tier",
+                    format!(
+                        "`max_retries: {max_retries}` never reaches {} of the {}",
+                        match delays.len() - reachable_tiers {
+                            1 => "the last tier".to_string(),
+                            unused => format!("the last {unused} tiers"),
+                        },
+                        crate::text::count(delays.len(), "tier")
+                    ),
+                )
+                .help("remove the unused delays, or raise `max_retries`"),
+            ),
         );
     }
     let schedule = (0..max_retries)
@@ -251,28 +322,28 @@ pub fn ladder(
         .collect();
     let return_via = retry.return_via.unwrap_or(ReturnVia::WorkQueue);
     if mode == RetryMode::RejectChain && return_via == ReturnVia::InnerExchange {
-        diagnostics.push(
+        diagnostics.push(report.about(
+            "return_via",
             Diagnostic::error(
                 "invalid-value",
                 "`mode: reject-chain` returns each retry to its own attempt queue, not through the inner exchange",
             )
-            .at(retry_path.key("return_via"))
             .help("remove `return_via`"),
-        );
+        ));
     }
     let queue_type = retry.queue_type.unwrap_or(match work_queue_type {
         QueueType::Stream => QueueType::Quorum,
         other => other,
     });
     if queue_type == QueueType::Stream {
-        diagnostics.push(
+        diagnostics.push(report.about(
+            "queue_type",
             Diagnostic::error(
                 "invalid-value",
                 "retry tiers cannot be streams: streams cannot dead-letter, so a message would never leave its tier",
             )
-            .at(retry_path.key("queue_type"))
             .help("use `quorum` or `classic`"),
-        );
+        ));
     }
     Some(Ladder {
         delays,

@@ -368,9 +368,9 @@ fn check_name_overrides(ladder: &Ladder, retry_path: &SpecPath, out: &mut Emitte
             out.error(
                 "invalid-value",
                 format!(
-                    "`names.attempts` has {} names, but the ladder makes {} retries",
-                    attempts.len(),
-                    ladder.schedule.len()
+                    "`names.attempts` has {}, but the ladder makes {}",
+                    crate::text::count(attempts.len(), "name"),
+                    crate::text::count(ladder.schedule.len(), "retry")
                 ),
                 names_path.key("attempts"),
             );

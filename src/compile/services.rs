@@ -78,7 +78,7 @@ fn check_named_ladders(spec: &Spec, out: &mut Emitter) {
         };
         let mut found = Vec::new();
         // Consumers re-check with their own paths; keep only what is wrong in the ladder itself.
-        resolve::ladder(&layered, QueueType::Quorum, &path, &mut found);
+        resolve::ladder(&layered, QueueType::Quorum, &path, None, &mut found);
         out.diagnostics.extend(found);
     }
 }
@@ -238,6 +238,7 @@ fn emit_service(
             &layered,
             work_type,
             &consumer_path.key("retry"),
+            Some(&format!("{service_name}.{consumer_name}")),
             &mut out.diagnostics,
         )
         .filter(|ladder| retry::generated_names_fit(&context, ladder, out));

@@ -11,18 +11,75 @@ use crate::spec::diagnostic::Diagnostic;
 /// Loads, compiles and lints a spec file; load and compile errors are reported like
 /// findings. Returns the source (for showing lines) and the findings.
 pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
+    let checked = check_spec_file(path, target);
+    (checked.source, checked.diagnostics)
+}
+
+/// What `warren validate` reports about a spec file.
+pub struct Validation {
+    /// The file's text, for showing lines.
+    pub source: Option<String>,
+    /// What to show: load and compile errors and warnings, and the findings of
+    /// rules at the `deny` level (a spec that fails `warren lint` is not valid).
+    pub shown: Vec<Diagnostic>,
+    /// Findings of rules at the `warn` level, left to `warren lint` to show.
+    pub lint_warnings: usize,
+    /// Objects the spec compiles to; `None` when it does not compile.
+    pub objects: Option<usize>,
+}
+
+impl Validation {
+    /// Whether the spec is valid: it compiles and no rule at the `deny` level fails.
+    pub fn is_valid(&self) -> bool {
+        self.objects.is_some() && !self.shown.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Validates a spec file: it must compile for `target` and pass every rule at the
+/// `deny` level, the same gate `warren lint` applies, so `validate` never calls
+/// valid what `lint` fails. Needs no secrets.
+pub fn validate_spec_file(path: &Path, target: TargetVersion) -> Validation {
+    let checked = check_spec_file(path, target);
+    let (lint_warnings, shown): (Vec<Diagnostic>, Vec<Diagnostic>) = checked
+        .diagnostics
+        .into_iter()
+        .partition(|d| !d.is_error() && super::rule(d.code).is_some());
+    Validation {
+        source: checked.source,
+        shown,
+        lint_warnings: lint_warnings.len(),
+        objects: checked.objects,
+    }
+}
+
+/// A spec file loaded, compiled and linted.
+struct Checked {
+    source: Option<String>,
+    diagnostics: Vec<Diagnostic>,
+    objects: Option<usize>,
+}
+
+fn check_spec_file(path: &Path, target: TargetVersion) -> Checked {
     let file = match crate::spec::load_file(path) {
         Ok(file) => file,
-        Err(diagnostics) => return (crate::spec::load::source_for_report(path), diagnostics),
+        Err(diagnostics) => {
+            return Checked {
+                source: crate::spec::load::source_for_report(path),
+                diagnostics,
+                objects: None,
+            };
+        }
     };
     let options = compile::Options {
         target,
         // Linting needs no secrets.
         secrets: None,
     };
+    let mut objects = None;
     let diagnostics = match compile::compile(&file, &options) {
         Err(diagnostics) => diagnostics,
         Ok(compiled) => {
+            objects = Some(compiled.definitions.object_count());
             let context = Context::for_spec(&file.spec, &compiled, target);
             let mut found = compiled.warnings.clone();
             found.extend(run(&context));
@@ -35,7 +92,11 @@ pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Option<String>, Ve
             diagnostics
         }
     };
-    (Some(file.source), diagnostics)
+    Checked {
+        source: Some(file.source),
+        diagnostics,
+        objects,
+    }
 }
 
 /// Lints a definitions file's content for `target` (see

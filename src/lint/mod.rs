@@ -9,7 +9,7 @@ pub mod facts;
 mod inputs;
 mod rules;
 
-pub use inputs::{lint_definitions, lint_spec_file};
+pub use inputs::{Validation, lint_definitions, lint_spec_file, validate_spec_file};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -66,6 +66,11 @@ pub struct Finding {
     pub path: Option<SpecPath>,
     /// How to fix it.
     pub help: Option<String>,
+    /// For a finding reported once at a setting many objects inherit (a `defaults`
+    /// delay): each of them, as a name and its place in the spec. They are listed in
+    /// the message, and an inline `lint: { allow: [...] }` at one of those places takes
+    /// it off the list (the finding goes when none is left).
+    pub affects: Vec<(String, SpecPath)>,
 }
 
 impl Finding {
@@ -76,6 +81,7 @@ impl Finding {
             object: Some(object),
             path: None,
             help: None,
+            affects: Vec::new(),
         }
     }
 
@@ -86,7 +92,14 @@ impl Finding {
             object: None,
             path: Some(path),
             help: None,
+            affects: Vec::new(),
         }
+    }
+
+    /// Names the objects that inherit the setting the finding is about.
+    pub fn affecting(mut self, affects: Vec<(String, SpecPath)>) -> Finding {
+        self.affects = affects;
+        self
     }
 
     /// Adds a fix hint.
@@ -288,10 +301,24 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
             {
                 continue;
             }
+            let affected: Vec<&str> = finding
+                .affects
+                .iter()
+                .filter(|(_, at_object)| {
+                    !allows
+                        .iter()
+                        .any(|(at, id)| id == rule.id && is_within(at_object, at))
+                })
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if !finding.affects.is_empty() && affected.is_empty() {
+                continue;
+            }
             let message = match (&finding.object, &path) {
                 (Some(object), None) => format!("{} ({object})", finding.message),
                 _ => finding.message.clone(),
             };
+            let affects = affected.into_iter().map(str::to_string).collect();
             diagnostics.push(Diagnostic {
                 severity: if level == Level::Deny {
                     Severity::Error
@@ -303,6 +330,7 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
                 path,
                 location: None,
                 help: finding.help.clone(),
+                affects,
             });
         }
     }

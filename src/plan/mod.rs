@@ -115,7 +115,7 @@ pub struct Conflict {
 /// Counts of a plan's changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
-    /// Objects created.
+    /// Objects created (not counting those in `recreate`).
     pub create: usize,
     /// Objects updated in place.
     pub update: usize,
@@ -132,6 +132,9 @@ pub struct Summary {
     /// Existing objects recorded as the spec's, unchanged.
     #[serde(default)]
     pub adopt: usize,
+    /// Unchanged bindings created again because an object they hang on is replaced.
+    #[serde(default)]
+    pub recreate: usize,
 }
 
 impl Plan {
@@ -187,6 +190,7 @@ impl Plan {
         let mut summary = Summary::default();
         for change in &self.changes {
             match change.action {
+                Action::Create if change.is_recreated() => summary.recreate += 1,
                 Action::Create => summary.create += 1,
                 Action::Update => summary.update += 1,
                 Action::Replace => summary.replace += 1,

@@ -116,15 +116,15 @@ pub fn recheck(
         let mut parts = Vec::new();
         if !extra.is_empty() {
             parts.push(format!(
-                "the plan has {} changes a fresh plan would not make (e.g. {})",
-                extra.len(),
+                "the plan has {} a fresh plan would not make (e.g. {})",
+                crate::text::count(extra.len(), "change"),
                 extra[0]
             ));
         }
         if !missing.is_empty() {
             parts.push(format!(
-                "a fresh plan needs {} changes the plan does not have (e.g. {})",
-                missing.len(),
+                "a fresh plan needs {} the plan does not have (e.g. {})",
+                crate::text::count(missing.len(), "change"),
                 missing[0]
             ));
         }
@@ -244,7 +244,7 @@ mod tests {
         saved.changes.push(smuggled);
         let refused = recheck(&saved, &live, None).unwrap_err().to_string();
         assert!(
-            refused.contains("1 changes a fresh plan would not make")
+            refused.contains("1 change a fresh plan would not make")
                 && refused.contains("handmade_msgs"),
             "{refused}"
         );

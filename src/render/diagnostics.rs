@@ -13,18 +13,8 @@ pub const EXCERPT_WIDTH: usize = 120;
 /// Most characters of the `at:` path (its keys come from the spec).
 const MAX_PATH: usize = 200;
 
-/// Writes every diagnostic, then a one-line summary ending in "; nothing was written"
-/// when there are errors (what every command that writes something says).
-pub fn render(
-    out: &mut dyn Write,
-    file: &Path,
-    source: Option<&str>,
-    diagnostics: &[Diagnostic],
-) -> io::Result<()> {
-    render_with(out, file, source, diagnostics, "; nothing was written")
-}
-
-/// Like [`render`], with the given ending for the summary line.
+/// Writes every diagnostic, then, when there are errors, a one-line count of them
+/// followed by `ending` (what the command did not do, e.g. "; nothing was written").
 pub fn render_with(
     out: &mut dyn Write,
     file: &Path,
@@ -43,21 +33,17 @@ pub fn render_with(
     if errors > 0 {
         writeln!(
             out,
-            "{}: {errors} error{}{}{ending}",
+            "{}: {}{}{ending}",
             file.display(),
-            plural(errors),
+            crate::text::count(errors, "error"),
             if warnings > 0 {
-                format!(", {warnings} warning{}", plural(warnings))
+                format!(", {}", crate::text::count(warnings, "warning"))
             } else {
                 String::new()
             }
         )?;
     }
     Ok(())
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn render_one(
@@ -109,8 +95,20 @@ fn render_one(
             shorten::middle(&path.to_string(), MAX_PATH)
         )?;
     }
+    if !diagnostic.affects.is_empty() {
+        writeln!(
+            out,
+            "  = affects: {}",
+            crate::spec::diagnostic::affects_text(&diagnostic.affects)
+        )?;
+    }
     if let Some(help) = &diagnostic.help {
-        writeln!(out, "  = help: {help}")?;
+        // A help of several lines (an example to copy) keeps its lines under the first.
+        let mut lines = help.lines();
+        writeln!(out, "  = help: {}", lines.next().unwrap_or_default())?;
+        for line in lines {
+            writeln!(out, "          {line}")?;
+        }
     }
     writeln!(out)
 }

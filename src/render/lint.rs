@@ -17,10 +17,17 @@ fn severity(diagnostic: &Diagnostic) -> &'static str {
 }
 
 fn full_message(diagnostic: &Diagnostic) -> String {
-    match &diagnostic.help {
-        Some(help) => format!("{} (help: {help})", diagnostic.message),
-        None => diagnostic.message.clone(),
+    let mut message = diagnostic.message.clone();
+    if !diagnostic.affects.is_empty() {
+        message.push_str(&format!(
+            " (affects {})",
+            crate::spec::diagnostic::affects_text(&diagnostic.affects)
+        ));
     }
+    if let Some(help) = &diagnostic.help {
+        message.push_str(&format!(" (help: {help})"));
+    }
+    message
 }
 
 /// Escapes per GitHub's workflow-command rules.
@@ -74,6 +81,7 @@ pub fn json_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
             "line": d.location.map(|l| l.line),
             "column": d.location.map(|l| l.column),
             "help": d.help,
+            "affects": d.affects,
         })).collect::<Vec<_>>(),
         "summary": {"errors": errors, "warnings": diagnostics.len() - errors},
     })

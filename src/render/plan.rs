@@ -237,8 +237,8 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         writeln!(out)?;
         writeln!(
             out,
-            "{dim}Not managed by any spec, left alone ({} objects; `--prune-unmanaged` deletes them):{reset}",
-            plan.unmanaged.len()
+            "{dim}Not managed by any spec, left alone ({}; `--prune-unmanaged` deletes them):{reset}",
+            crate::text::count(plan.unmanaged.len(), "object")
         )?;
         for id in plan.unmanaged.iter().take(20) {
             writeln!(out, "  {dim}? {}{reset}", describe_id(id))?;
@@ -260,18 +260,29 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         String::new()
     };
     let loss = if summary.data_loss > 0 {
-        format!(", {red}{bold}{} losing messages{reset}", summary.data_loss)
+        format!(", {red}{bold}{} with data loss{reset}", summary.data_loss)
     } else {
         String::new()
     };
     let adopt = if summary.adopt > 0 {
-        format!(", {} existing objects adopted", summary.adopt)
+        format!(
+            ", {} adopted",
+            crate::text::count(summary.adopt, "existing object")
+        )
     } else {
         String::new()
     };
+    let recreate = match summary.recreate {
+        0 => String::new(),
+        n => format!(
+            " ({} re-created with {})",
+            crate::text::count(n, "binding"),
+            if summary.replace == 1 { "it" } else { "them" }
+        ),
+    };
     writeln!(
         out,
-        "{bold}Plan:{reset} {} to create, {} to update, {} to replace, {} to delete{migrate}{adopt}{loss}.",
+        "{bold}Plan:{reset} {} to create, {} to update, {} to replace{recreate}, {} to delete{migrate}{adopt}{loss}.",
         summary.create, summary.update, summary.replace, summary.delete
     )?;
     Ok(())

@@ -6,7 +6,11 @@ use crate::apply::repair::{RecordState, Repair};
 use crate::model::record::{Record, in_words, now};
 
 fn objects(out: &mut dyn Write, record: &Record) -> io::Result<()> {
-    writeln!(out, "Manages {} objects:", record.objects.len())?;
+    writeln!(
+        out,
+        "Manages {}:",
+        crate::text::count(record.objects.len(), "object")
+    )?;
     for id in record.object_ids() {
         writeln!(out, "  {id}")?;
     }
@@ -61,10 +65,10 @@ pub fn render_repair(out: &mut dyn Write, repair: &Repair) -> io::Result<()> {
     writeln!(out, "Damage: {}.", repair.damage.reason)?;
     writeln!(
         out,
-        "Repair keeps {} object entries that read, adopts {} objects the spec declares and finds on the broker, and drops {} entries that do not read and {} that other specs claim.",
-        repair.kept,
-        repair.adopted.len(),
-        repair.unreadable.len(),
+        "Repair keeps {} that read, adopts {} the spec declares and finds on the broker, and drops {} that do not read and {} that other specs claim.",
+        crate::text::count(repair.kept, "object entry"),
+        crate::text::count(repair.adopted.len(), "object"),
+        crate::text::count(repair.unreadable.len(), "entry"),
         repair.claimed_by_others.len()
     )?;
     for entry in &repair.unreadable {

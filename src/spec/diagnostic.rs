@@ -8,7 +8,7 @@ use super::{Location, SpecPath};
 use crate::model::redact::{self, MaskedLine};
 
 /// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// The spec cannot be compiled as written.
@@ -38,6 +38,11 @@ pub struct Diagnostic {
     /// How to fix it, when that is clear.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    /// What inherits the setting at `path` and is affected by it (consumers that take a
+    /// delay from `defaults`): one diagnostic at the line that sets the value, naming
+    /// them all, instead of one per consumer at a place the file does not have.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub affects: Vec<String>,
 }
 
 fn path_as_string<S: serde::Serializer>(path: &Option<SpecPath>, s: S) -> Result<S::Ok, S::Error> {
@@ -57,6 +62,7 @@ impl Diagnostic {
             path: None,
             location: None,
             help: None,
+            affects: Vec::new(),
         }
     }
 
@@ -74,9 +80,24 @@ impl Diagnostic {
         self
     }
 
+    /// Names what inherits the setting this diagnostic is about (see
+    /// [`Diagnostic::affects`]).
+    pub fn affecting(mut self, name: impl Into<String>) -> Self {
+        self.affects.push(name.into());
+        self
+    }
+
     /// Attaches a fix hint.
     pub fn help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(crate::model::shorten::message(&help.into()));
+        self
+    }
+
+    /// Sets a fix hint of several lines (an example to copy). Only warren's own text,
+    /// which is why it is `'static`: text from a spec goes through [`Self::help`],
+    /// which shortens it and escapes line breaks.
+    pub fn help_lines(mut self, help: &'static str) -> Self {
+        self.help = Some(help.to_string());
         self
     }
 
@@ -136,4 +157,57 @@ impl Diagnostic {
         self.help = self.help.map(|help| redact::hide_values(&help, &hidden));
         self
     }
+}
+
+/// Most names a diagnostic's `affects` line shows; the rest are counted.
+pub const MAX_AFFECTED_SHOWN: usize = 5;
+
+/// The `affects` list as text: `` `a`, `b` and 3 more ``.
+pub fn affects_text(names: &[String]) -> String {
+    let shown: Vec<String> = names
+        .iter()
+        .take(MAX_AFFECTED_SHOWN)
+        .map(|name| format!("`{name}`"))
+        .collect();
+    match names.len().saturating_sub(MAX_AFFECTED_SHOWN) {
+        0 => shown.join(", "),
+        rest => format!("{} and {rest} more", shown.join(", ")),
+    }
+}
+
+/// Merges diagnostics that say the same thing at the same place and differ only in
+/// what they affect: an inherited setting is checked once per consumer that inherits
+/// it, and reported once. Keeps the order of first appearance.
+pub fn merge_affected(diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let mut merged: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
+    let mut index: std::collections::HashMap<
+        (Severity, &'static str, String, Option<SpecPath>),
+        usize,
+    > = std::collections::HashMap::new();
+    for diagnostic in diagnostics {
+        if diagnostic.affects.is_empty() {
+            merged.push(diagnostic);
+            continue;
+        }
+        let key = (
+            diagnostic.severity,
+            diagnostic.code,
+            diagnostic.message.clone(),
+            diagnostic.path.clone(),
+        );
+        match index.get(&key) {
+            Some(&at) => {
+                for name in diagnostic.affects {
+                    if !merged[at].affects.contains(&name) {
+                        merged[at].affects.push(name);
+                    }
+                }
+            }
+            None => {
+                index.insert(key, merged.len());
+                merged.push(diagnostic);
+            }
+        }
+    }
+    merged
 }

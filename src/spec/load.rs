@@ -108,6 +108,20 @@ fn location_of_byte(bytes: &[u8], offset: usize) -> Location {
     }
 }
 
+/// The help for an empty spec: how a spec starts, and the smallest one that builds
+/// something (one consumer with the default retry ladder), ready to copy.
+const SMALLEST_SPEC_HELP: &str =
+    "a spec is a map of keys that starts with `version: 1`; the smallest useful one:
+  version: 1
+  vhosts:
+    shop:
+      services:
+        orders:
+          consumers:
+            email:
+              routing_keys: [order.paid]
+(docs/spec.md describes every key)";
+
 /// Parses `source` as the spec of the file `path`.
 pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>> {
     if source.len() > limits::MAX_BYTES {
@@ -124,7 +138,7 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
             let mut diagnostic = yaml_error_diagnostic(&err);
             if is_empty_document(&source) {
                 diagnostic = Diagnostic::error("empty-spec", "the spec is empty: it holds no YAML")
-                    .help("a spec is a map of keys that starts with `version: 1`");
+                    .help_lines(SMALLEST_SPEC_HELP);
                 diagnostic.location = Some(Location { line: 1, column: 1 });
                 return Err(vec![diagnostic]);
             }

@@ -226,7 +226,7 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
     assert!(
         refused
             .stderr
-            .contains("1 changes a fresh plan would not make")
+            .contains("1 change a fresh plan would not make")
             && refused.stderr.contains("handmade_msgs"),
         "{}",
         refused.stderr

@@ -167,11 +167,12 @@ impl Tally {
 /// Checks a rendered diagnostic list: it renders, and no line is unbounded.
 fn check_rendering(source: &str, diagnostics: &[Diagnostic]) -> Result<(), String> {
     let mut out = Vec::new();
-    warren::render::diagnostics::render(
+    warren::render::diagnostics::render_with(
         &mut out,
         Path::new("fuzz.yaml"),
         Some(source),
         diagnostics,
+        "",
     )
     .map_err(|e| e.to_string())?;
     let text = String::from_utf8(out).map_err(|_| "rendered diagnostics are not UTF-8")?;

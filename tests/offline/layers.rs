@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("model", 0),
     ("suggest", 0),
+    ("text", 0),
     ("spec", 1),
     ("broker", 1),
     ("definitions_file", 1),

@@ -140,8 +140,19 @@ fn legal_but_risky_plain_objects_compile_and_are_lint_findings() {
     let file = dir.path().join("risky.yaml");
     std::fs::write(&file, text).unwrap();
     let file = file.to_str().unwrap();
+    // It compiles (the broker would accept it) ...
+    let compiled = warren(&["compile", file]);
+    assert_eq!(compiled.code, Some(0), "{}", compiled.stderr);
+    // ... but `validate` applies the rules at the `deny` level, as `lint` does: a spec
+    // `lint` fails is never called valid.
     let validated = warren(&["validate", file]);
-    assert_eq!(validated.code, Some(0), "{}", validated.stderr);
+    assert_eq!(validated.code, Some(1), "{}", validated.stdout);
+    assert!(
+        validated.stderr.contains("[alternate-exchange-missing]")
+            && !validated.stdout.contains("valid"),
+        "{}",
+        validated.stderr
+    );
     let linted = warren(&["lint", file]);
     assert_eq!(linted.code, Some(1), "{}", linted.stdout);
     assert!(

@@ -1,7 +1,9 @@
 //! Rules on the delays of retry ladders, read from the consumer contract.
 
+use indexmap::IndexMap;
+
 use crate::lint::{Context, Finding, Level, Rule};
-use crate::model::{ObjectId, ObjectKind};
+use crate::spec::SpecPath;
 
 /// A week: longer delays are almost always a unit mistake.
 const SENSIBLE_MAX_MS: u64 = 7 * 24 * 3_600_000;
@@ -36,8 +38,20 @@ pub const TOO_LONG: Rule = Rule {
     check: check_too_long,
 };
 
-/// One consumer's ladder: its vhost, and (delay, tier queue) in tier order.
-type Ladder<'c> = (&'c str, Vec<(u64, &'c str)>);
+/// One tier of one consumer's ladder, with where its delay is written.
+struct Tier<'c> {
+    delay_ms: u64,
+    /// The delay as the spec writes it (`5m`, not `300000 ms`).
+    delay: &'c str,
+    delay_path: &'c SpecPath,
+}
+
+/// One consumer's ladder: the consumer's name and place, and its tiers in order.
+struct Ladder<'c> {
+    consumer: String,
+    path: SpecPath,
+    tiers: Vec<Tier<'c>>,
+}
 
 /// Every consumer's ladder.
 fn ladders<'c>(context: &'c Context) -> Vec<Ladder<'c>> {
@@ -49,83 +63,122 @@ fn ladders<'c>(context: &'c Context) -> Vec<Ladder<'c>> {
         .iter()
         .filter_map(|consumer| {
             let retry = consumer.retry.as_ref()?;
-            let mut tiers: Vec<(usize, u64, &str)> = retry
-                .schedule
-                .iter()
-                .map(|step| (step.tier, step.delay_ms, step.queue.as_str()))
-                .collect();
-            tiers.sort();
-            tiers.dedup_by_key(|t| t.0);
-            Some((
-                consumer.vhost.as_str(),
-                tiers
+            let mut steps: Vec<_> = retry.schedule.iter().collect();
+            steps.sort_by_key(|step| step.tier);
+            steps.dedup_by_key(|step| step.tier);
+            Some(Ladder {
+                consumer: format!("{}.{}", consumer.service, consumer.consumer),
+                path: SpecPath::root()
+                    .key("vhosts")
+                    .key(consumer.vhost.as_str())
+                    .key("services")
+                    .key(consumer.service.as_str())
+                    .key("consumers")
+                    .key(consumer.consumer.as_str()),
+                tiers: steps
                     .into_iter()
-                    .map(|(_, delay, queue)| (delay, queue))
+                    .map(|step| Tier {
+                        delay_ms: step.delay_ms,
+                        delay: &step.delay,
+                        delay_path: &step.delay_path,
+                    })
                     .collect(),
-            ))
+            })
         })
         .collect()
 }
 
-fn tier(vhost: &str, queue: &str) -> ObjectId {
-    ObjectId {
-        kind: ObjectKind::Queue,
-        vhost: Some(vhost.to_string()),
-        name: queue.to_string(),
+/// One finding per place in the spec: a delay written once in `defaults` or a named
+/// ladder is reported there once, naming every consumer that inherits it, instead of
+/// once per consumer at a place the file does not have.
+struct ByPlace<'c> {
+    found: IndexMap<&'c SpecPath, (String, Affected)>,
+}
+
+/// Consumers a finding affects: name and place in the spec.
+type Affected = Vec<(String, SpecPath)>;
+
+impl<'c> ByPlace<'c> {
+    fn new() -> Self {
+        ByPlace {
+            found: IndexMap::new(),
+        }
+    }
+
+    fn add(&mut self, at: &'c SpecPath, message: String, ladder: &Ladder) {
+        self.found
+            .entry(at)
+            .or_insert_with(|| (message, Vec::new()))
+            .1
+            .push((ladder.consumer.clone(), ladder.path.clone()));
+    }
+
+    fn findings(self, help: &str) -> Vec<Finding> {
+        self.found
+            .into_iter()
+            .map(|(at, (message, affects))| {
+                let finding = Finding::at(at.clone(), message).help(help);
+                // A consumer's own delay needs no list: the place names the consumer.
+                match affects.as_slice() {
+                    [(_, consumer)] if at.starts_with(consumer) => finding,
+                    _ => finding.affecting(affects),
+                }
+            })
+            .collect()
     }
 }
 
 fn check_not_increasing(context: &Context) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for (vhost, tiers) in ladders(context) {
-        for pair in tiers.windows(2) {
-            let ((before, _), (after, queue)) = (pair[0], pair[1]);
-            if after <= before {
-                findings.push(
-                    Finding::on(
-                        tier(vhost, queue),
-                        format!("tier `{queue}` waits {after} ms, not longer than the tier before it ({before} ms)"),
-                    )
-                    .help("order the delays from shortest to longest, e.g. `[30s, 5m, 30m]`"),
+    let ladders = ladders(context);
+    let mut found = ByPlace::new();
+    for ladder in &ladders {
+        for pair in ladder.tiers.windows(2) {
+            let (before, after) = (&pair[0], &pair[1]);
+            if after.delay_ms <= before.delay_ms {
+                found.add(
+                    after.delay_path,
+                    format!(
+                        "delay `{}` is not longer than the delay before it (`{}`)",
+                        after.delay, before.delay
+                    ),
+                    ladder,
                 );
             }
         }
     }
-    findings
+    found.findings("order the delays from shortest to longest, e.g. `[30s, 5m, 30m]`")
 }
 
 fn check_zero(context: &Context) -> Vec<Finding> {
-    ladders(context)
-        .into_iter()
-        .flat_map(|(vhost, tiers)| {
-            tiers
-                .into_iter()
-                .filter(|(delay, _)| *delay == 0)
-                .map(move |(_, queue)| {
-                    Finding::on(
-                        tier(vhost, queue),
-                        format!("tier `{queue}` has a delay of 0: it retries at once"),
-                    )
-                    .help("give the tier a real delay, e.g. `30s`")
-                })
-        })
-        .collect()
+    let ladders = ladders(context);
+    let mut found = ByPlace::new();
+    for ladder in &ladders {
+        for tier in ladder.tiers.iter().filter(|tier| tier.delay_ms == 0) {
+            found.add(
+                tier.delay_path,
+                "a delay of 0 retries at once".to_string(),
+                ladder,
+            );
+        }
+    }
+    found.findings("give the tier a real delay, e.g. `30s`")
 }
 
 fn check_too_long(context: &Context) -> Vec<Finding> {
-    ladders(context)
-        .into_iter()
-        .flat_map(|(vhost, tiers)| {
-            tiers
-                .into_iter()
-                .filter(|(delay, _)| *delay > SENSIBLE_MAX_MS)
-                .map(move |(delay, queue)| {
-                    Finding::on(
-                        tier(vhost, queue),
-                        format!("tier `{queue}` waits {} days", delay / 86_400_000),
-                    )
-                    .help("check the unit (`30m`, not `30d`), or park the message and replay it by hand")
-                })
-        })
-        .collect()
+    let ladders = ladders(context);
+    let mut found = ByPlace::new();
+    for ladder in &ladders {
+        for tier in ladder
+            .tiers
+            .iter()
+            .filter(|tier| tier.delay_ms > SENSIBLE_MAX_MS)
+        {
+            found.add(
+                tier.delay_path,
+                format!("delay `{}` is longer than a week", tier.delay),
+                ladder,
+            );
+        }
+    }
+    found.findings("check the unit (`30m`, not `30d`), or park the message and replay it by hand")
 }

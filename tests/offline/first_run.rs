@@ -1,0 +1,198 @@
+//! What a new user meets in the first ten minutes without a broker: output piped into
+//! `head`, messages about empty files, counted nouns, `validate` against `lint`, shell
+//! completions and the man page.
+
+use std::io::Read;
+use std::process::Stdio;
+
+use crate::support::{self, Capture};
+
+/// A spec with `consumers` consumers: its compiled JSON is far larger than a pipe's
+/// buffer, so a reader that stops early closes the pipe while warren still writes.
+fn large_spec(consumers: usize) -> tempfile::NamedTempFile {
+    let mut text = String::from(
+        "version: 1\nname: big\ndefaults:\n  retry:\n    delays: [30s, 5m, 30m]\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n",
+    );
+    for n in 0..consumers {
+        text.push_str(&format!(
+            "          c{n}:\n            routing_keys: [\"k.{n}\"]\n"
+        ));
+    }
+    let file = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+#[test]
+fn a_reader_that_stops_early_is_a_normal_end_not_an_error() {
+    let spec = large_spec(500);
+    let path = spec.path().to_str().unwrap();
+    for args in [vec!["compile", path], vec!["schema"]] {
+        let mut child = support::warren(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, as `head -c 1` does, then close the pipe.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(stderr, "", "{args:?}: nothing to say about a closed pipe");
+    }
+}
+
+/// A spec file in a temporary directory.
+fn spec_file(text: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::Builder::new().suffix(".yaml").tempfile().unwrap();
+    std::fs::write(file.path(), text).unwrap();
+    file
+}
+
+const INHERITED_DELAYS: &str = "version: 1\ndefaults:\n  retry:\n    delays: [30s, 5m, 2m]\nvhosts:\n  shop:\n    services:\n      orders:\n        consumers:\n          email:\n            routing_keys: [order.paid]\n          invoicing:\n            routing_keys: [order.paid]\n            lint: { allow: [ladder-delays-not-increasing] }\n          refunds:\n            routing_keys: [order.refunded]\n";
+
+#[test]
+fn an_inherited_delay_is_reported_once_where_it_is_written_naming_who_inherits_it() {
+    let spec = spec_file(INHERITED_DELAYS);
+    let path = spec.path().to_str().unwrap();
+    let run = support::warren(&["lint", path]).run().expect(0);
+    assert_eq!(
+        run.stdout
+            .matches("warning[ladder-delays-not-increasing]")
+            .count(),
+        1,
+        "{}",
+        run.stdout
+    );
+    // At the line and column of `2m` in `defaults`, written as the spec writes it.
+    assert!(
+        run.stdout.contains(&format!("--> {path}:4:23")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("delay `2m` is not longer than the delay before it (`5m`)"),
+        "{}",
+        run.stdout
+    );
+    // The consumers that inherit it, except the one that allows the rule.
+    assert!(
+        run.stdout
+            .contains("= affects: `orders.email`, `orders.refunds`"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("ms"),
+        "durations as written: {}",
+        run.stdout
+    );
+
+    let json = support::warren(&["lint", path, "--format", "json"])
+        .run()
+        .expect(0);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        document["diagnostics"][0]["affects"],
+        serde_json::json!(["orders.email", "orders.refunds"])
+    );
+}
+
+#[test]
+fn validate_fails_what_lint_fails_and_points_at_lint_for_warnings() {
+    let spec = spec_file(INHERITED_DELAYS);
+    let path = spec.path().to_str().unwrap();
+    let run = support::warren(&["validate", path]).run().expect(0);
+    assert!(
+        run.stdout.contains(&format!(
+            "valid (40 objects for RabbitMQ 4.1); `warren lint {path}` shows 1 warning"
+        )),
+        "{}",
+        run.stdout
+    );
+    let zero = spec_file(&INHERITED_DELAYS.replace("[30s, 5m, 2m]", "[0s, 5m]"));
+    let path = zero.path().to_str().unwrap();
+    let run = support::warren(&["validate", path]).run().expect(1);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains("error[ladder-delay-zero]"),
+        "{}",
+        run.stderr
+    );
+    let lint = support::warren(&["lint", path]).run().expect(1);
+    assert!(
+        lint.stdout.contains("error[ladder-delay-zero]"),
+        "{}",
+        lint.stdout
+    );
+}
+
+#[test]
+fn counts_are_singular_for_one() {
+    let spec = spec_file("version: 1\nvhosts:\n  shop: {}\n");
+    let run = support::warren(&["validate", spec.path().to_str().unwrap()])
+        .run()
+        .expect(0);
+    assert!(
+        run.stdout.contains("(1 object for RabbitMQ"),
+        "{}",
+        run.stdout
+    );
+    let bad = spec_file("version: 1\nvhosts:\n  shop:\n    queus: {}\n");
+    let run = support::warren(&["validate", bad.path().to_str().unwrap()])
+        .run()
+        .expect(1);
+    assert!(
+        run.stderr.ends_with(": 1 error\n"),
+        "validate writes nothing, so says nothing about writing: {}",
+        run.stderr
+    );
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("d.json");
+    let run = support::warren(&[
+        "export",
+        bad.path().to_str().unwrap(),
+        "-o",
+        target.to_str().unwrap(),
+    ])
+    .run()
+    .expect(1);
+    assert!(
+        run.stderr.ends_with(": 1 error; nothing was written\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The bundled examples are what a new user runs first, against the bundled broker
+/// (RabbitMQ 3.10 from Debian): none of them may warn there, or on the newest target.
+#[test]
+fn no_example_warns_on_the_bundled_broker() {
+    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
+        for target in ["3.10", "4.1"] {
+            let run = support::run_with_shop_passwords(&[
+                "validate",
+                &format!("examples/{example}.yaml"),
+                "--target-version",
+                target,
+            ])
+            .expect(0);
+            assert_eq!(run.stderr, "", "{example} on {target}");
+            assert!(
+                !run.stdout.contains("warning"),
+                "{example} on {target}: {}",
+                run.stdout
+            );
+        }
+    }
+}
