@@ -166,6 +166,20 @@ pub enum Command {
         #[command(flatten)]
         plan: PlanArgs,
     },
+    /// Print a shell completion script, e.g. `warren completions bash >
+    /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print warren's man page (roff: `warren man | man -l -`), or write one page per
+    /// command into a directory (`warren.1`, `warren-plan.1`, …).
+    Man {
+        /// Write `warren.1` and a page per command into this directory.
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+    },
 }
 
 /// How to reach the broker.
@@ -216,7 +230,8 @@ pub struct BrokerArgs {
 /// Options shared by plan, apply and diff.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
-    /// RabbitMQ version to compile for (default: the broker's own version).
+    /// RabbitMQ version to compile for (default: the broker's own version; for `diff`,
+    /// the `rabbitmq_version` of the definitions file, else 4.1).
     #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
     /// Also delete objects in the spec's vhosts that no spec manages.

@@ -80,9 +80,14 @@ pub fn import(
         .flat_map(|v| v.services.values())
         .map(|s| s.consumers.len())
         .sum();
+    let written_to = if output == Path::new("-") {
+        String::new()
+    } else {
+        format!("wrote {}: ", output.display())
+    };
     let _ = writeln!(
         stderr,
-        "imported {}, {} with retry ladders, {}",
+        "{written_to}imported {}, {} with retry ladders, {}",
         crate::text::count(spec.vhosts.len(), "vhost"),
         crate::text::count(consumers, "consumer"),
         crate::text::count(spec.users.len(), "user")

@@ -7,6 +7,7 @@ mod import;
 mod lint;
 mod plan;
 mod schema;
+mod shell;
 mod state;
 
 use std::io::Write;
@@ -124,6 +125,8 @@ pub fn run() -> ExitCode {
             vhost,
             plan,
         } => plan::diff(&spec, &against, vhost.as_deref(), &plan, stdout, stderr),
+        Command::Completions { shell } => shell::completions(shell, stdout),
+        Command::Man { output_dir } => shell::man(output_dir.as_deref(), stdout, stderr),
         Command::State { action } => match action {
             StateAction::Show { spec, broker } => state::show(&spec, &broker, stdout, stderr),
             StateAction::Repair {

@@ -436,6 +436,16 @@ mod tests {
         );
         replace.reason = Some("arguments.x-queue-type: \"classic\" → \"quorum\"".into());
         replace.messages = Some(12);
+        // A binding of the replaced queue, unchanged: deleted with it and created again.
+        let mut recreated = change(
+            Action::Create,
+            id(ObjectKind::Binding, Some("shop"), "audit-binding"),
+            None,
+            Some(
+                json!({"source": "orders", "destination": "audit", "destination_type": "queue", "routing_key": "#", "arguments": {}}),
+            ),
+        );
+        recreated.reason = Some("`audit` is replaced, which removes this binding".into());
         let mut plan = Plan {
             format: PLAN_FORMAT.into(),
             spec: "shop".into(),
@@ -469,6 +479,7 @@ mod tests {
                     None,
                     Some(json!({})),
                 ),
+                recreated,
             ],
             unmanaged: vec![id(ObjectKind::Queue, Some("shop"), "handmade")],
             conflicts: vec![],
@@ -478,6 +489,7 @@ mod tests {
             summary: Summary::default(),
         };
         plan.summarize();
+        assert_eq!((plan.summary.create, plan.summary.recreate), (1, 1));
         let mut out = Vec::new();
         render_text(&mut out, &plan, Style::new(false)).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -475,7 +475,9 @@ fn sigint_stops_at_a_safe_point_and_releases_the_lock(version: Version) {
         assert_eq!(output.code, Some(1), "{stderr}");
         assert!(
             stderr.contains("apply stopped before it finished: interrupted by a signal")
-                && stderr.contains(&format!("{count} changes were made, {count} changes were not"))
+                && stderr.contains(&format!(
+                    "{count} changes were made, {count} changes were not"
+                ))
                 && stderr.contains("not done: delete queue \"q0\""),
             "{stderr}"
         );

@@ -196,3 +196,126 @@ fn no_example_warns_on_the_bundled_broker() {
         }
     }
 }
+
+/// Every subcommand a user can type, as `warren --help` lists them.
+const SUBCOMMANDS: &[&str] = &[
+    "validate",
+    "compile",
+    "export",
+    "schema",
+    "plan",
+    "apply",
+    "lint",
+    "import",
+    "rules",
+    "unlock",
+    "state",
+    "diff",
+    "completions",
+    "man",
+];
+
+#[test]
+fn completions_cover_every_subcommand_in_every_shell() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let run = support::warren(&["completions", shell]).run().expect(0);
+        for subcommand in SUBCOMMANDS {
+            assert!(
+                run.stdout.contains(subcommand),
+                "{shell} completions lack `{subcommand}`"
+            );
+        }
+        assert!(run.stdout.contains("prune-unmanaged"), "{shell}: flags too");
+        if shell == "bash" {
+            let dir = tempfile::tempdir().unwrap();
+            let script = dir.path().join("warren.bash");
+            std::fs::write(&script, &run.stdout).unwrap();
+            let syntax = std::process::Command::new("bash")
+                .arg("-n")
+                .arg(&script)
+                .output()
+                .unwrap();
+            assert!(
+                syntax.status.success(),
+                "{}",
+                String::from_utf8_lossy(&syntax.stderr)
+            );
+        }
+    }
+    let unknown = support::warren(&["completions", "tcsh"]).run().expect(1);
+    assert!(
+        unknown.stderr.contains("possible values"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn man_pages_are_generated_from_the_command_line_definition() {
+    let run = support::warren(&["man"]).run().expect(0);
+    assert!(run.stdout.contains(".TH warren 1"), "{}", run.stdout);
+    for subcommand in SUBCOMMANDS {
+        assert!(
+            run.stdout.contains(&format!("warren\\-{subcommand}(1)")),
+            "the page lists `{subcommand}`"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    support::warren(&["man", "--output-dir", out.to_str().unwrap()])
+        .run()
+        .expect(0);
+    for subcommand in SUBCOMMANDS {
+        let page = std::fs::read_to_string(out.join(format!("warren-{subcommand}.1"))).unwrap();
+        assert!(
+            page.contains(&format!(".TH warren-{subcommand} 1")),
+            "{page}"
+        );
+    }
+    let plan = std::fs::read_to_string(out.join("warren-plan.1")).unwrap();
+    assert!(plan.contains("prune\\-unmanaged"), "{plan}");
+}
+
+#[test]
+fn diff_help_names_its_own_default_target_version() {
+    let run = support::warren(&["diff", "--help"]).run().expect(0);
+    let words = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("for `diff`, the `rabbitmq_version` of the definitions file, else 4.1"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn import_says_which_file_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let definitions = dir.path().join("ladder.json");
+    let spec = dir.path().join("ladder.yaml");
+    support::warren(&[
+        "export",
+        "examples/ladder.yaml",
+        "-o",
+        definitions.to_str().unwrap(),
+    ])
+    .run()
+    .expect(0);
+    let run = support::warren(&[
+        "import",
+        "--from",
+        definitions.to_str().unwrap(),
+        "-o",
+        spec.to_str().unwrap(),
+    ])
+    .run()
+    .expect(0);
+    assert!(
+        run.stderr.contains(&format!(
+            "wrote {}: imported 1 vhost, 2 consumers with retry ladders, 0 users",
+            spec.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(spec.exists());
+}
