@@ -106,7 +106,9 @@ fn check(context: &Context) -> Vec<Finding> {
                 let ttl = policy
                     .definition
                     .get("message-ttl")
-                    .map(|ttl| format!(" ({ttl} ms)"))
+                    .and_then(serde_json::Value::as_u64)
+                    // The TTL of a generated tier is a delay the spec writes as `30s`.
+                    .map(|ttl| format!(" ({})", crate::spec::Duration::from_millis(ttl)))
                     .unwrap_or_default();
                 (
                     "the delay queues of a retry tier",
