@@ -219,7 +219,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         }
         if change.loses_data() && migration.is_some() {
             line.push_str(&format!(
-                " {magenta}{bold}{} move with --migrate{reset}",
+                " {magenta}{bold}{}: moved with --migrate{reset}",
                 change.loss()
             ));
         } else if change.loses_data() {
@@ -320,7 +320,11 @@ fn render_migrations(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Resu
         match migration.stage {
             Stage::MoveOut => {
                 let held = match replace.and_then(|c| c.messages) {
-                    Some(count) => format!("{} messages when planned", grouped(count)),
+                    Some(count) => format!(
+                        "{} {} when planned",
+                        grouped(count),
+                        if count == 1 { "message" } else { "messages" }
+                    ),
                     None => "message count unknown".to_string(),
                 };
                 writeln!(
@@ -343,7 +347,15 @@ fn render_migrations(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Resu
             }
             Stage::MoveBack => {
                 let held = match migration.temporary_messages {
-                    Some(count) => format!("{} messages wait in `{temporary}`", grouped(count)),
+                    Some(count) => format!(
+                        "{} {} in `{temporary}`",
+                        grouped(count),
+                        if count == 1 {
+                            "message waits"
+                        } else {
+                            "messages wait"
+                        }
+                    ),
                     None => format!("messages wait in `{temporary}`"),
                 };
                 writeln!(

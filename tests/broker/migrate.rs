@@ -365,7 +365,7 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
     let plan = node.warren(&["plan", spec.arg()]).run().expect(2);
     assert!(
         plan.stdout.contains("~> work (migrate: ")
-            && plan.stdout.contains("3 messages move with --migrate")
+            && plan.stdout.contains("3 messages: moved with --migrate")
             && plan.stdout.contains("Migrations")
             && plan
                 .stdout

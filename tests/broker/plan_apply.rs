@@ -308,7 +308,7 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
     let text = warren(node, &["plan", spec.arg()]).expect(2).stdout;
     // A queue replace that can be migrated: the plan says how to keep the message.
     assert!(text.contains("~> audit (migrate: "), "{text}");
-    assert!(text.contains("1 messages move with --migrate"), "{text}");
+    assert!(text.contains("1 message: moved with --migrate"), "{text}");
     assert!(
         text.contains("x-queue-type: \"classic\" → \"quorum\""),
         "{text}"
