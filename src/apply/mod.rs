@@ -181,10 +181,10 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
         .iter()
         .filter(|c| c.loses_data() && !(options.migrate && plan.migration_of(c).is_some()))
         .map(|c| {
-            let hint = if plan.migration_of(c).is_some() {
-                " (--migrate moves them)"
-            } else {
-                ""
+            let hint = match (plan.migration_of(c).is_some(), c.messages) {
+                (false, _) => "",
+                (true, Some(1)) => " (--migrate moves it)",
+                (true, _) => " (--migrate moves them)",
             };
             format!("{} holds {}{hint}", c.id, c.loss())
         })

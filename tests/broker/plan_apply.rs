@@ -321,7 +321,9 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
         refused.stderr
     );
     assert!(
-        refused.stderr.contains("holds 1 messages"),
+        refused
+            .stderr
+            .contains("holds 1 message (--migrate moves it)"),
         "{}",
         refused.stderr
     );
