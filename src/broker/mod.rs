@@ -200,7 +200,7 @@ pub enum BrokerError {
     /// The password is right, but the user has no tag that opens the management API
     /// (RabbitMQ answers 401 "Not management user", as it does to a wrong password).
     #[error(
-        "RabbitMQ accepted the password of user `{user}` but answered \"{reason}\": the user has no tag that opens the management API. {NEEDED_TAG}"
+        "RabbitMQ accepted the password of user `{user}` but answered \"{reason}\": the user has no tag that opens the management API. {NEEDED_TAG} (rabbitmqctl set_user_tags {user} administrator)"
     )]
     NotManagementUser {
         /// The user.
@@ -676,7 +676,8 @@ impl Client {
 
 /// What `plan`, `apply` and `import` need, said wherever a refusal names a tag: they
 /// read users, permissions and topic permissions, which RabbitMQ shows only to
-/// administrators (README, "Broker permissions").
+/// administrators (README, "The broker login warren needs"; docs/plan-format.md,
+/// "Connecting to a broker").
 const NEEDED_TAG: &str = "warren's plan, apply and import need the `administrator` tag";
 
 /// An HTTP answer as it came.

@@ -123,6 +123,21 @@ fn https_against_a_plain_http_port_suggests_http() {
 }
 
 #[test]
+fn http_against_a_tls_port_suggests_https() {
+    // A TLS alert record: what a TLS server answers a plain HTTP request with.
+    let port = server(b"\x15\x03\x03\x00\x02\x02\x32");
+    let (run, waited) = plan(&format!("http://127.0.0.1:{port}"));
+    assert_error(
+        &run,
+        waited,
+        &[
+            "the server there speaks HTTPS (TLS)",
+            &format!("did you mean https://127.0.0.1:{port}/?"),
+        ],
+    );
+}
+
+#[test]
 fn a_web_server_that_is_not_the_management_api_is_named() {
     let not_found = server(
         b"HTTP/1.1 404 Not Found\r\nServer: nginx/1.24.0\r\nContent-Type: text/html\r\nContent-Length: 34\r\nConnection: close\r\n\r\n<html><h1>404 Not Found</h1></html>",
