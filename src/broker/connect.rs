@@ -35,8 +35,15 @@ pub(super) enum Failure {
 }
 
 /// Classifies a transport error of a request to `url`, a path on the node `base` (the
-/// URL as the user gave it, which the messages name).
-pub(super) async fn classify(err: &reqwest::Error, base: &Url, url: &Url) -> Failure {
+/// URL as the user gave it, which the messages name); a look at the port takes at
+/// most `wait`.
+pub(super) async fn classify(
+    err: &reqwest::Error,
+    base: &Url,
+    url: &Url,
+    wait: Duration,
+) -> Failure {
+    let wait = wait.min(PROBE_WAIT);
     if err.is_timeout() {
         return Failure::TimedOut;
     }
@@ -56,7 +63,7 @@ pub(super) async fn classify(err: &reqwest::Error, base: &Url, url: &Url) -> Fai
                 hint: "the broker's certificate is not trusted: give the CA that signed it with --ca-cert FILE or WARREN_CA_CERT".into(),
             }),
             // The bytes that came back were not TLS at all.
-            rustls::Error::InvalidMessage(_) => not_tls(base, url, shown, tls.to_string()).await,
+            rustls::Error::InvalidMessage(_) => not_tls(base, url, shown, tls.to_string(), wait).await,
             other => Failure::Permanent(BrokerError::Tls {
                 url: shown,
                 reason: other.to_string().into(),
@@ -65,7 +72,14 @@ pub(super) async fn classify(err: &reqwest::Error, base: &Url, url: &Url) -> Fai
         };
     }
     if url.scheme() == "https" && handshake_cut_short(err) {
-        return not_tls(base, url, shown, "the server closed the connection".into()).await;
+        return not_tls(
+            base,
+            url,
+            shown,
+            "the server closed the connection".into(),
+            wait,
+        )
+        .await;
     }
     if connection_refused(err) {
         return Failure::Refused(refused_text(url));
@@ -75,7 +89,7 @@ pub(super) async fn classify(err: &reqwest::Error, base: &Url, url: &Url) -> Fai
     }
     // An answer that is not HTTP (hyper: "invalid HTTP version parsed"), or a
     // connection that closed or reset before the answer: look at what speaks there.
-    match what_answers(url).await {
+    match what_answers(url, wait).await {
         Speaks::Amqp(header) => Failure::Permanent(amqp_port(base, shown, header)),
         Speaks::Tls if url.scheme() == "http" => Failure::Permanent(BrokerError::WrongScheme {
             url: shown,
@@ -88,8 +102,8 @@ pub(super) async fn classify(err: &reqwest::Error, base: &Url, url: &Url) -> Fai
 
 /// A TLS handshake that failed because the server does not speak TLS: tell what it
 /// speaks instead when that is HTTP or AMQP.
-async fn not_tls(base: &Url, url: &Url, shown: String, reason: String) -> Failure {
-    match what_answers(url).await {
+async fn not_tls(base: &Url, url: &Url, shown: String, reason: String, wait: Duration) -> Failure {
+    match what_answers(url, wait).await {
         Speaks::Amqp(header) => Failure::Permanent(amqp_port(base, shown, header)),
         Speaks::Http => Failure::Permanent(BrokerError::WrongScheme {
             url: shown,
@@ -216,7 +230,7 @@ enum Speaks {
     Unknown,
 }
 
-async fn what_answers(url: &Url) -> Speaks {
+async fn what_answers(url: &Url, wait: Duration) -> Speaks {
     let Some(port) = url.port_or_known_default() else {
         return Speaks::Unknown;
     };
@@ -239,7 +253,7 @@ async fn what_answers(url: &Url) -> Speaks {
         let read = stream.read(&mut first).await.ok()?;
         Some(first[..read].to_vec())
     };
-    let Ok(Some(bytes)) = tokio::time::timeout(PROBE_WAIT, look).await else {
+    let Ok(Some(bytes)) = tokio::time::timeout(wait, look).await else {
         return Speaks::Unknown;
     };
     if bytes.starts_with(b"AMQP") {

@@ -169,13 +169,16 @@ pub enum BrokerError {
     },
     /// The AMQP connection for the checks at deletion could not be made.
     #[error(
-        "cannot check over AMQP at {url} that queues are empty before deleting them: {reason} (give --amqp-url, or --allow-data-loss to delete without the check)"
+        "cannot check over AMQP at {url} that queues are empty before deleting them: {reason} ({}, or --allow-data-loss to delete without the check)", amqp_hint(denied_vhost.as_deref())
     )]
     Amqp {
         /// The AMQP URL (without credentials).
         url: String,
         /// What went wrong.
         reason: Reason,
+        /// The vhost, when the broker refused the user access to it: the fix is a
+        /// permission, not another URL.
+        denied_vhost: Option<String>,
     },
     /// No node answered within `--timeout`, the whole wait for one request.
     #[error(
@@ -439,7 +442,7 @@ impl Client {
                     request = request.json(body);
                 }
                 match request.send().await {
-                    Err(err) => match connect::classify(&err, base, &url).await {
+                    Err(err) => match connect::classify(&err, base, &url, remaining).await {
                         connect::Failure::TimedOut => {
                             last_error = "timed out".into();
                             timed_out_at.push(without_credentials(&url));
@@ -751,6 +754,16 @@ fn missing_tag(status: StatusCode, path: &str, reason: &str) -> Option<Tag> {
             Some(Tag::Policymaker)
         }
         _ => None,
+    }
+}
+
+/// What to do when the AMQP connection for the emptiness checks fails.
+fn amqp_hint(denied_vhost: Option<&str>) -> String {
+    match denied_vhost {
+        Some(vhost) => format!(
+            "the user needs permissions on vhost `{vhost}`: rabbitmqctl set_permissions -p {vhost} USER '.*' '.*' '.*'"
+        ),
+        None => "give --amqp-url".into(),
     }
 }
 

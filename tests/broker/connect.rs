@@ -97,7 +97,9 @@ fn a_user_without_tags(version: Version) {
             &run,
             waited,
             &[
-                &format!("RabbitMQ accepted the password of user `{user}` but answered \"Not management user\""),
+                &format!(
+                    "RabbitMQ accepted the password of user `{user}` but answered \"Not management user\""
+                ),
                 "need the `administrator` tag",
             ],
         );
@@ -137,9 +139,51 @@ fn users_with_too_few_tags(version: Version) {
     }
 }
 
+/// An administrator plans and applies without permissions on a vhost, but the check
+/// that a queue is empty before it is replaced connects to that vhost over AMQP: the
+/// refusal names the permission, not `--amqp-url`.
+fn an_administrator_without_permissions_on_the_vhost(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unique_vhost("noperm-admin");
+    let user = format!("{vhost}-admin");
+    node.put(
+        &format!("/api/users/{}", pct(&user)),
+        &json!({"password": PASSWORD, "tags": "administrator"}),
+    );
+    let spec_text = |kind: &str| {
+        format!(
+            "version: 1\nname: {user}\nvhosts:\n  {vhost}:\n    queues:\n      audit: {{ type: {kind} }}\n"
+        )
+    };
+    let spec = Spec::new(&spec_text("classic"));
+    let (run, _) = warren(
+        &["apply", spec.arg(), "--auto-approve"],
+        &node.mgmt_url,
+        &user,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    spec.write(&spec_text("quorum"));
+    let (run, _) = warren(
+        &["apply", spec.arg(), "--auto-approve"],
+        &node.mgmt_url,
+        &user,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let first = run.stderr.lines().next().unwrap_or_default();
+    for part in [
+        "cannot check over AMQP",
+        &format!("the user needs permissions on vhost `{vhost}`"),
+        "or --allow-data-loss",
+    ] {
+        assert!(first.contains(part), "no `{part}` in: {}", run.stderr);
+    }
+    assert!(!run.stderr.contains(PASSWORD), "{}", run.stderr);
+}
+
 per_version!(
     https_against_the_management_port,
     the_amqp_port_as_url,
     a_user_without_tags,
     users_with_too_few_tags,
+    an_administrator_without_permissions_on_the_vhost,
 );
