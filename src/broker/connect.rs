@@ -19,6 +19,13 @@ use super::{BrokerError, without_credentials};
 /// How long the look at a port that did not answer HTTP may take.
 const PROBE_WAIT: Duration = Duration::from_secs(2);
 
+/// What to do about a certificate rustls does not trust.
+const UNTRUSTED: &str = "the broker's certificate is not trusted: give the CA that signed it with --ca-cert FILE or WARREN_CA_CERT";
+/// What to do about another TLS failure.
+const OTHER_TLS: &str = "check that the port serves HTTPS, and --ca-cert";
+/// What to do when the server does not speak TLS, nor HTTP or AMQP either.
+const NOT_TLS: &str = "the server at that port does not speak TLS; check the port and the scheme";
+
 /// What a failed request means for the retry loop.
 pub(super) enum Failure {
     /// No answer within the time left.
@@ -60,14 +67,16 @@ pub(super) async fn classify(
             rustls::Error::InvalidCertificate(_) => Failure::Permanent(BrokerError::Tls {
                 url: shown,
                 reason: tls.to_string().into(),
-                hint: "the broker's certificate is not trusted: give the CA that signed it with --ca-cert FILE or WARREN_CA_CERT".into(),
+                hint: UNTRUSTED,
             }),
             // The bytes that came back were not TLS at all.
-            rustls::Error::InvalidMessage(_) => not_tls(base, url, shown, tls.to_string(), wait).await,
+            rustls::Error::InvalidMessage(_) => {
+                not_tls(base, url, shown, tls.to_string(), wait).await
+            }
             other => Failure::Permanent(BrokerError::Tls {
                 url: shown,
                 reason: other.to_string().into(),
-                hint: "check that the port serves HTTPS, and --ca-cert".into(),
+                hint: OTHER_TLS,
             }),
         };
     }
@@ -113,8 +122,7 @@ async fn not_tls(base: &Url, url: &Url, shown: String, reason: String, wait: Dur
         _ => Failure::Permanent(BrokerError::Tls {
             url: shown,
             reason: reason.into(),
-            hint: "the server at that port does not speak TLS; check the port and the scheme"
-                .into(),
+            hint: NOT_TLS,
         }),
     }
 }

@@ -141,7 +141,7 @@ pub enum BrokerError {
         /// rustls's words.
         reason: Reason,
         /// What to do.
-        hint: String,
+        hint: &'static str,
     },
     /// The broker found a queue not empty (or in use) at the moment of deletion.
     #[error(
@@ -643,8 +643,9 @@ impl Client {
         match answer.status {
             StatusCode::OK if json.as_ref().is_some_and(|v| v["name"].is_string()) => {}
             // RabbitMQ's refusals are JSON with a reason: a wrong password or an unknown
-            // user reads "Not_Authorized" (4.0) or "Login failed"; a right password
-            // without a management tag reads "Not management user".
+            // user reads "Not_Authorized" on 4.0; a right password without a tag that
+            // opens the management API reads "Not management user" on 3.10 and 4.0.
+            // Anything else (an HTML 401 of a proxy) did not come from RabbitMQ.
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
                 if json.as_ref().is_some_and(|v| v["reason"].is_string()) =>
             {
