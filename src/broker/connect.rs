@@ -101,8 +101,9 @@ pub(super) async fn classify(
     match what_answers(url, wait).await {
         Speaks::Amqp(header) => Failure::Permanent(amqp_port(base, shown, header)),
         Speaks::Tls if url.scheme() == "http" => Failure::Permanent(BrokerError::WrongScheme {
+            failed: "HTTP request to",
             url: shown,
-            speaks: "HTTPS (TLS)".into(),
+            speaks: "HTTPS (TLS), not plain HTTP".into(),
             suggestion: with_scheme(base, "https"),
         }),
         _ => Failure::Transient(chain(err)),
@@ -115,8 +116,9 @@ async fn not_tls(base: &Url, url: &Url, shown: String, reason: String, wait: Dur
     match what_answers(url, wait).await {
         Speaks::Amqp(header) => Failure::Permanent(amqp_port(base, shown, header)),
         Speaks::Http => Failure::Permanent(BrokerError::WrongScheme {
+            failed: "TLS handshake with",
             url: shown,
-            speaks: "plain HTTP, not HTTPS: the TLS handshake failed".into(),
+            speaks: "plain HTTP, not HTTPS".into(),
             suggestion: with_scheme(base, "http"),
         }),
         _ => Failure::Permanent(BrokerError::Tls {

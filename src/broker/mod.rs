@@ -112,8 +112,10 @@ pub enum BrokerError {
         reason: Reason,
     },
     /// The port speaks another protocol than the URL's scheme says.
-    #[error("{url}: the server there speaks {speaks} (did you mean {suggestion}?)")]
+    #[error("{failed} {url} failed: the server there speaks {speaks} (did you mean {suggestion}?)")]
     WrongScheme {
+        /// What failed: `TLS handshake with`, `HTTP request to`.
+        failed: &'static str,
         /// The URL (without credentials).
         url: String,
         /// What the server speaks, in words.

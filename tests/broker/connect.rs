@@ -59,7 +59,9 @@ fn https_against_the_management_port(version: Version) {
         &run,
         waited,
         &[
-            "speaks plain HTTP, not HTTPS: the TLS handshake failed",
+            &format!(
+                "TLS handshake with {https}/ failed: the server there speaks plain HTTP, not HTTPS"
+            ),
             &format!("did you mean {}/?", node.mgmt_url),
         ],
     );

@@ -116,7 +116,9 @@ fn https_against_a_plain_http_port_suggests_http() {
         &run,
         waited,
         &[
-            "speaks plain HTTP, not HTTPS: the TLS handshake failed",
+            &format!(
+                "TLS handshake with https://127.0.0.1:{port}/ failed: the server there speaks plain HTTP, not HTTPS"
+            ),
             &format!("did you mean http://127.0.0.1:{port}/?"),
         ],
     );
@@ -131,7 +133,9 @@ fn http_against_a_tls_port_suggests_https() {
         &run,
         waited,
         &[
-            "the server there speaks HTTPS (TLS)",
+            &format!(
+                "HTTP request to http://127.0.0.1:{port}/ failed: the server there speaks HTTPS (TLS), not plain HTTP"
+            ),
             &format!("did you mean https://127.0.0.1:{port}/?"),
         ],
     );
