@@ -19,8 +19,9 @@ use super::{BrokerError, without_credentials};
 /// How long the look at a port that did not answer HTTP may take.
 const PROBE_WAIT: Duration = Duration::from_secs(2);
 
-/// What to do about a certificate rustls does not trust.
-const UNTRUSTED: &str = "the broker's certificate is not trusted: give the CA that signed it with --ca-cert FILE or WARREN_CA_CERT";
+/// What to do about a certificate rustls does not accept (an unknown issuer, another
+/// host name, a CA certificate used as the server's own).
+const UNTRUSTED: &str = "the broker's certificate was not accepted: give the CA that signed it with --ca-cert FILE or WARREN_CA_CERT, and check that the certificate names the host of --url";
 /// What to do about another TLS failure.
 const OTHER_TLS: &str = "check that the port serves HTTPS, and --ca-cert";
 /// What to do when the server does not speak TLS, nor HTTP or AMQP either.
@@ -106,6 +107,13 @@ pub(super) async fn classify(
             speaks: "HTTPS (TLS), not plain HTTP".into(),
             suggestion: with_scheme(base, "https"),
         }),
+        // Closed without a byte: what some TLS servers do with a plain request. Still
+        // worth a retry (a node that is restarting does the same), with the hint.
+        Speaks::Nothing if url.scheme() == "http" => Failure::Transient(format!(
+            "{}; the server closed the connection without answering (if that port serves HTTPS, use {})",
+            chain(err),
+            with_scheme(base, "https")
+        )),
         _ => Failure::Transient(chain(err)),
     }
 }
@@ -236,6 +244,8 @@ enum Speaks {
     Tls,
     /// An HTTP answer.
     Http,
+    /// The connection closed without a byte.
+    Nothing,
     /// Nothing, or something else.
     Unknown,
 }
@@ -266,7 +276,9 @@ async fn what_answers(url: &Url, wait: Duration) -> Speaks {
     let Ok(Some(bytes)) = tokio::time::timeout(wait, look).await else {
         return Speaks::Unknown;
     };
-    if bytes.starts_with(b"AMQP") {
+    if bytes.is_empty() {
+        Speaks::Nothing
+    } else if bytes.starts_with(b"AMQP") {
         Speaks::Amqp(printable(&bytes[..bytes.len().min(8)]))
     } else if bytes.starts_with(b"HTTP/") {
         Speaks::Http

@@ -141,6 +141,22 @@ fn http_against_a_tls_port_suggests_https() {
     );
 }
 
+/// Some TLS servers close a plain connection without a byte, as a restarting node
+/// may: still retried, and the error says what to try.
+#[test]
+fn http_against_a_server_that_closes_at_once_mentions_https() {
+    let port = server(b"");
+    let (run, waited) = plan(&format!("http://127.0.0.1:{port}"));
+    assert_error(
+        &run,
+        waited,
+        &[
+            "the server closed the connection without answering",
+            &format!("if that port serves HTTPS, use https://127.0.0.1:{port}/"),
+        ],
+    );
+}
+
 #[test]
 fn a_web_server_that_is_not_the_management_api_is_named() {
     let not_found = server(
