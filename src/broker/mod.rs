@@ -409,8 +409,9 @@ impl Client {
         // each node gets an equal share of what is left when its turn comes, so one
         // node that accepts connections and never answers cannot use up the rest.
         let deadline = tokio::time::Instant::now() + wait;
-        // What went wrong at each node that did not answer, to say it for all of them.
-        let mut failures: Vec<(String, String)> = Vec::new();
+        // What went wrong at each node that did not answer, to say it for all of them
+        // (a permanent error names its URL itself).
+        let mut failures: Vec<String> = Vec::new();
         let mut permanent: Vec<BrokerError> = Vec::new();
         let mut timed_out_at: Vec<String> = Vec::new();
         for offset in 0..nodes {
@@ -421,6 +422,7 @@ impl Client {
                 / (nodes - offset) as u32;
             let node_deadline = tokio::time::Instant::now() + share;
             let mut last_error = String::new();
+            let mut names_its_url = false;
             for attempt in 0..ATTEMPTS_PER_NODE {
                 if attempt > 0 {
                     let pause = Duration::from_millis(200 * 2u64.pow(attempt - 1));
@@ -459,6 +461,7 @@ impl Client {
                             // No retry changes this: the answer at once, next node.
                             last_error = error.to_string();
                             permanent.push(error);
+                            names_its_url = true;
                             break;
                         }
                     },
@@ -496,7 +499,11 @@ impl Client {
                     }
                 }
             }
-            failures.push((without_credentials(&url), last_error));
+            failures.push(if names_its_url || nodes == 1 {
+                last_error
+            } else {
+                format!("{}: {last_error}", without_credentials(base))
+            });
         }
         if !timed_out_at.is_empty() {
             return Err(BrokerError::TimedOut {
@@ -508,14 +515,7 @@ impl Client {
         if let ([error], 1) = (permanent.as_slice(), nodes) {
             return Err(error.clone());
         }
-        let reason = match failures.as_slice() {
-            [(_, only)] => only.clone(),
-            several => several
-                .iter()
-                .map(|(url, error)| format!("{url}: {error}"))
-                .collect::<Vec<_>>()
-                .join("; "),
-        };
+        let reason = failures.join("; ");
         let note = if self.endpoint.url_defaulted {
             format!(
                 ". {DEFAULT_URL} is the default, used because neither --url nor WARREN_URL was given: {WHERE_TO_CONFIGURE}"

@@ -233,3 +233,28 @@ fn nothing_configured_says_where_the_url_goes() {
         run.stderr
     );
 }
+
+/// With several nodes, the error says what went wrong at each, once per URL.
+#[test]
+fn every_node_of_a_cluster_list_gets_its_own_reason() {
+    let amqp = server(b"AMQP\x00\x00\x09\x01");
+    let (run, waited) = plan(&format!(
+        "http://nonexistent.invalid:15672,http://127.0.0.1:{amqp}"
+    ));
+    assert_error(
+        &run,
+        waited,
+        &[
+            "cannot resolve host name `nonexistent.invalid`",
+            &format!("; http://127.0.0.1:{amqp}/ is RabbitMQ's AMQP port"),
+        ],
+    );
+    assert_eq!(
+        run.stderr
+            .matches("http://nonexistent.invalid:15672/")
+            .count(),
+        2,
+        "the list of URLs, then the reason: {}",
+        run.stderr
+    );
+}
