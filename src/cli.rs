@@ -186,15 +186,17 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct BrokerArgs {
     /// Management API URL; repeat (or separate with commas) for the nodes of a cluster,
-    /// tried in order. `http://user:password@host:15672` works too.
-    // Every variable that may carry credentials hides its value in `--help`.
+    /// tried in order. `http://user:password@host:15672` works too. Default:
+    /// http://localhost:15672.
+    // Every variable that may carry credentials hides its value in `--help`. The
+    // default is applied by `broker::Endpoint`, not here, so that an error reaching it
+    // can say that no URL was given.
     #[arg(
         long = "url",
         value_name = "URL",
         env = "WARREN_URL",
         hide_env_values = true,
-        value_delimiter = ',',
-        default_value = "http://localhost:15672"
+        value_delimiter = ','
     )]
     pub urls: Vec<String>,
     /// User name (default: from the URL, else `RABBITMQ_DEFAULT_USER`, else `guest`).

@@ -9,6 +9,14 @@ use reqwest::Url;
 use super::BrokerError;
 use crate::model::redact::redact_url;
 
+/// The management API URL used when neither `--url` nor `WARREN_URL` gives one: a
+/// broker on this machine with RabbitMQ's default management port.
+pub const DEFAULT_URL: &str = "http://localhost:15672";
+
+/// What every "say where the broker is" message ends with: the flags and variables
+/// warren reads, and an example. One text, so the messages cannot drift apart.
+pub const WHERE_TO_CONFIGURE: &str = "give the management API's URL with --url or WARREN_URL, and the login with --user/--password or WARREN_USER/WARREN_PASSWORD (else RABBITMQ_DEFAULT_USER/RABBITMQ_DEFAULT_PASS, else guest/guest), e.g. --url http://rabbit.example.com:15672 --user ops";
+
 /// Where and how to reach the broker.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -25,12 +33,16 @@ pub struct Endpoint {
     pub amqp_url: Option<Url>,
     /// Timeout of one request.
     pub timeout: Duration,
+    /// Whether `urls` is [`DEFAULT_URL`] because no URL was given: an error reaching
+    /// it then says so, since the user may not know warren tried anything at all.
+    pub url_defaulted: bool,
 }
 
 impl Endpoint {
-    /// An endpoint from the URLs as given (blank ones are skipped). Credentials in a URL
-    /// are taken out of it; `user` and `password`, when given, win over them, and
-    /// `default_credentials` gives what neither says.
+    /// An endpoint from the URLs as given (blank ones are skipped; none at all means
+    /// [`DEFAULT_URL`]). Credentials in a URL are taken out of it; `user` and
+    /// `password`, when given, win over them, and `default_credentials` gives what
+    /// neither says.
     pub fn from_urls(
         urls: &[String],
         user: Option<String>,
@@ -39,6 +51,9 @@ impl Endpoint {
         ca_cert: Option<PathBuf>,
         timeout: Duration,
     ) -> Result<Endpoint, BrokerError> {
+        let url_defaulted = urls.is_empty();
+        let default = [DEFAULT_URL.to_string()];
+        let urls = if url_defaulted { &default[..] } else { urls };
         let mut parsed = Vec::new();
         let mut url_user = None;
         let mut url_password = None;
@@ -47,18 +62,7 @@ impl Endpoint {
             if text.is_empty() {
                 continue;
             }
-            let mut url = Url::parse(text).map_err(|err| {
-                BrokerError::Setup(format!("invalid --url `{}`: {err}", redact_url(text)).into())
-            })?;
-            if !matches!(url.scheme(), "http" | "https") {
-                return Err(BrokerError::Setup(
-                    format!(
-                        "invalid --url `{}`: use http:// or https://",
-                        redact_url(text)
-                    )
-                    .into(),
-                ));
-            }
+            let mut url = parse_management_url(text)?;
             if !url.username().is_empty() {
                 url_user = Some(percent_decode(url.username()));
                 url_password = url.password().map(percent_decode);
@@ -86,8 +90,55 @@ impl Endpoint {
             amqp_url: None,
             ca_cert,
             timeout,
+            url_defaulted,
         })
     }
+}
+
+/// One `--url`, or an error that says what to write instead. The usual slips are a
+/// URL without its scheme (`127.0.0.1:15672` does not parse at all, `localhost:15672`
+/// parses as scheme `localhost`) and the AMQP URL an application uses.
+fn parse_management_url(text: &str) -> Result<Url, BrokerError> {
+    let invalid = |what: String| {
+        BrokerError::Setup(format!("invalid --url `{}`: {what}", redact_url(text)).into())
+    };
+    // `127.0.0.1:15672` does not parse; `localhost:15672` reads as scheme `localhost`
+    // and path `15672`. Both mean what they say with `http://` in front.
+    let with_http = format!("http://{text}");
+    let without_scheme = !text.contains("://")
+        && Url::parse(&with_http).is_ok_and(|url| url.host_str().is_some())
+        && text
+            .split_once(':')
+            .is_none_or(|(_, rest)| looks_like_a_port(rest));
+    let url = match Url::parse(text) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => return Ok(url),
+        _ if without_scheme => {
+            return Err(invalid(format!(
+                "it has no scheme (did you mean {}?)",
+                redact_url(&with_http)
+            )));
+        }
+        Ok(url) => url,
+        Err(err) => return Err(invalid(err.to_string())),
+    };
+    if matches!(url.scheme(), "amqp" | "amqps") {
+        let host = url.host_str().unwrap_or("localhost");
+        let scheme = if url.scheme() == "amqps" {
+            "https"
+        } else {
+            "http"
+        };
+        return Err(invalid(format!(
+            "that is an AMQP URL, which applications use; --url is the management API, usually {scheme}://{host}:15672 (warren's own AMQP URL, when the one the broker reports is wrong, goes in --amqp-url)"
+        )));
+    }
+    Err(invalid("use http:// or https://".into()))
+}
+
+/// Whether what follows `host:` is a port (`15672`, `15672/api`).
+fn looks_like_a_port(rest: &str) -> bool {
+    let port = rest.split('/').next().unwrap_or_default();
+    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl Endpoint {
@@ -163,5 +214,39 @@ mod tests {
             refused.contains("use http://") && !refused.contains("s3cret"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn no_url_at_all_is_the_default_and_says_so() {
+        let endpoint = Endpoint::from_urls(
+            &[],
+            None,
+            None,
+            || ("guest".into(), "guest".into()),
+            None,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert!(endpoint.url_defaulted);
+        assert_eq!(endpoint.urls[0].as_str(), "http://localhost:15672/");
+    }
+
+    #[test]
+    fn a_host_and_port_without_a_scheme_is_refused_with_the_url_meant() {
+        for (given, meant) in [
+            ("127.0.0.1:15672", "http://127.0.0.1:15672"),
+            ("localhost:15672/api", "http://localhost:15672/api"),
+            ("rabbit.internal", "http://rabbit.internal"),
+        ] {
+            let refused = parse_management_url(given).unwrap_err().to_string();
+            assert!(
+                refused.contains(&format!("did you mean {meant}?")),
+                "{refused}"
+            );
+        }
+        let refused = parse_management_url("mailto:ops@example.com")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("use http://"), "{refused}");
     }
 }

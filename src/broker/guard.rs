@@ -104,19 +104,27 @@ impl Client {
             .map_err(|NoAmqp { url, reason }| BrokerError::Amqp {
                 url,
                 reason: reason.into(),
+                denied_vhost: None,
             })?;
         let shown = redact_uri(url.as_str());
         let with_login = self.amqp_login(&url, vhost);
         let connect = Connection::connect(with_login.as_str(), ConnectionProperties::default());
         match tokio::time::timeout(self.endpoint.timeout, connect).await {
             Ok(Ok(connection)) => Ok(connection),
-            Ok(Err(error)) => Err(BrokerError::Amqp {
-                url: shown,
-                reason: error.to_string().into(),
-            }),
+            Ok(Err(error)) => {
+                let reason = error.to_string();
+                // RabbitMQ: "NOT_ALLOWED - access to vhost 'v' refused for user 'u'".
+                let denied = reason.contains("access to vhost");
+                Err(BrokerError::Amqp {
+                    url: shown,
+                    reason: reason.into(),
+                    denied_vhost: denied.then(|| vhost.to_string()),
+                })
+            }
             Err(_) => Err(BrokerError::Amqp {
                 url: shown,
                 reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()).into(),
+                denied_vhost: None,
             }),
         }
     }

@@ -8,6 +8,7 @@
 //! commands can report how many they made.
 
 mod amqp;
+mod connect;
 mod endpoint;
 mod guard;
 mod live;
@@ -26,7 +27,7 @@ use serde_json::Value;
 use crate::model::record::DamagedRecord;
 use crate::model::redact::redact_text;
 
-pub use endpoint::Endpoint;
+pub use endpoint::{DEFAULT_URL, Endpoint, WHERE_TO_CONFIGURE};
 pub use guard::GuardedQueue;
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName};
@@ -89,12 +90,60 @@ impl std::fmt::Display for Reason {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BrokerError {
     /// No node answered.
-    #[error("cannot reach RabbitMQ at {urls}: {reason}")]
+    #[error("cannot reach RabbitMQ at {urls}: {reason}{note}")]
     Unreachable {
         /// The URLs tried (without credentials).
         urls: String,
-        /// The last error.
+        /// What went wrong at each.
         reason: Reason,
+        /// Empty, or where the URL came from when the user gave none.
+        note: String,
+    },
+    /// The host name of a URL does not resolve: no retry will change that.
+    #[error(
+        "cannot resolve host name `{host}` of {url}: {reason} (DNS: check the host name in --url or WARREN_URL)"
+    )]
+    UnknownHost {
+        /// The host name.
+        host: String,
+        /// The URL (without credentials).
+        url: String,
+        /// What the resolver said.
+        reason: Reason,
+    },
+    /// The port speaks another protocol than the URL's scheme says.
+    #[error("{failed} {url} failed: the server there speaks {speaks} (did you mean {suggestion}?)")]
+    WrongScheme {
+        /// What failed: `TLS handshake with`, `HTTP request to`.
+        failed: &'static str,
+        /// The URL (without credentials).
+        url: String,
+        /// What the server speaks, in words.
+        speaks: String,
+        /// The URL with the other scheme.
+        suggestion: String,
+    },
+    /// The URL is RabbitMQ's AMQP port, not its management API.
+    #[error(
+        "{url} is RabbitMQ's AMQP port, not its management API: the server answered with the AMQP protocol header `{header}`. The management API usually listens on port 15672 (did you mean {suggestion}?); if nothing listens there, `rabbitmq-plugins enable rabbitmq_management`"
+    )]
+    AmqpPort {
+        /// The URL (without credentials).
+        url: String,
+        /// The bytes the server sent, printable.
+        header: Reason,
+        /// The URL with the management port.
+        suggestion: String,
+    },
+    /// The TLS handshake failed for another reason than the port speaking plain HTTP.
+    #[error("TLS handshake with {url} failed: {reason} ({hint})")]
+    Tls {
+        /// The URL (without credentials).
+        url: String,
+        /// rustls's words.
+        reason: Reason,
+        /// What to do.
+        hint: &'static str,
     },
     /// The broker found a queue not empty (or in use) at the moment of deletion.
     #[error(
@@ -122,13 +171,16 @@ pub enum BrokerError {
     },
     /// The AMQP connection for the checks at deletion could not be made.
     #[error(
-        "cannot check over AMQP at {url} that queues are empty before deleting them: {reason} (give --amqp-url, or --allow-data-loss to delete without the check)"
+        "cannot check over AMQP at {url} that queues are empty before deleting them: {reason} ({}, or --allow-data-loss to delete without the check)", amqp_hint(denied_vhost.as_deref())
     )]
     Amqp {
         /// The AMQP URL (without credentials).
         url: String,
         /// What went wrong.
         reason: Reason,
+        /// The vhost, when the broker refused the user access to it: the fix is a
+        /// permission, not another URL.
+        denied_vhost: Option<String>,
     },
     /// No node answered within `--timeout`, the whole wait for one request.
     #[error(
@@ -150,17 +202,28 @@ pub enum BrokerError {
         /// The user.
         user: String,
     },
+    /// The password is right, but the user has no tag that opens the management API
+    /// (RabbitMQ answers 401 "Not management user", as it does to a wrong password).
+    #[error(
+        "RabbitMQ accepted the password of user `{user}` but answered \"{reason}\": the user has no tag that opens the management API. {NEEDED_TAG} (rabbitmqctl set_user_tags {user} administrator)"
+    )]
+    NotManagementUser {
+        /// The user.
+        user: String,
+        /// The broker's reason.
+        reason: Reason,
+    },
     /// The user may not do this.
-    #[error("user `{user}` is not allowed to {method} {path} ({reason})")]
+    #[error("user `{user}` is not allowed to {request} ({reason}){}", tag_hint(user, *tag))]
     Forbidden {
         /// The user.
         user: String,
-        /// HTTP method.
-        method: String,
-        /// API path.
-        path: String,
+        /// HTTP method and API path.
+        request: String,
         /// The broker's reason.
         reason: Reason,
+        /// The tag the request takes, when the reason says (see [`missing_tag`]).
+        tag: Option<Tag>,
     },
     /// The broker rejected a request.
     #[error("{method} {path} failed: {status} {reason}")]
@@ -177,21 +240,23 @@ pub enum BrokerError {
     /// The client could not be set up (bad CA file, …).
     #[error("{0}")]
     Setup(Reason),
-    /// A success answer that is not JSON at all: something other than the management
-    /// API answered (a proxy's login page, a web server at the wrong port). Reading it
-    /// as "no objects" would make a plan create or delete everything.
+    /// Something other than the management API answered (a proxy's login page, a web
+    /// server at the wrong port): a success that is not JSON, or a first answer without
+    /// the shape of RabbitMQ's. Reading it as "no objects" would make a plan create or
+    /// delete everything.
     #[error(
-        "{method} {url} answered {status} with {content_type}, not JSON: is the URL the RabbitMQ management API, with no proxy or login page in front of it?"
+        "{method} {url} answered {status} with {what}, which is not RabbitMQ's management API: check that --url is the management API (usually port 15672), with no proxy or login page in front of it"
     )]
-    NotJson {
+    NotManagementApi {
         /// HTTP method.
         method: String,
         /// The URL (without credentials).
         url: String,
         /// HTTP status.
         status: u16,
-        /// The answer's content type.
-        content_type: String,
+        /// The answer's content type, and its `Server` header when it has one
+        /// (`text/html (Server: nginx)`).
+        what: Reason,
     },
     /// A spec's ownership record does not read as one.
     #[error(transparent)]
@@ -252,7 +317,10 @@ impl Client {
     pub fn new(endpoint: Endpoint) -> Result<Client, BrokerError> {
         if endpoint.urls.is_empty() {
             return Err(BrokerError::Setup(
-                "no broker URL: give --url or set WARREN_URL".into(),
+                format!(
+                    "no broker URL: --url or WARREN_URL is given but empty; {WHERE_TO_CONFIGURE}"
+                )
+                .into(),
             ));
         }
         let mut builder = reqwest::Client::builder()
@@ -322,13 +390,29 @@ impl Client {
         body: Option<&Value>,
         wait: Duration,
     ) -> Result<(StatusCode, Value), BrokerError> {
+        let (url, answer) = self.send_within(method.clone(), path, body, wait).await?;
+        self.interpret(method, &url, path, &answer)
+    }
+
+    /// Sends a request to the first node that answers, within `wait`, and returns its
+    /// answer as it came, whatever the status (5xx aside, which is retried).
+    async fn send_within(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        wait: Duration,
+    ) -> Result<(Url, Answer), BrokerError> {
         let nodes = self.endpoint.urls.len();
         let start = self.current.load(Ordering::Relaxed);
         // `--timeout` is the whole wait for this request, retries and failover included:
         // each node gets an equal share of what is left when its turn comes, so one
         // node that accepts connections and never answers cannot use up the rest.
         let deadline = tokio::time::Instant::now() + wait;
-        let mut last_error = String::new();
+        // What went wrong at each node that did not answer, to say it for all of them
+        // (a permanent error names its URL itself).
+        let mut failures: Vec<String> = Vec::new();
+        let mut permanent: Vec<BrokerError> = Vec::new();
         let mut timed_out_at: Vec<String> = Vec::new();
         for offset in 0..nodes {
             let index = (start + offset) % nodes;
@@ -337,6 +421,8 @@ impl Client {
             let share = deadline.saturating_duration_since(tokio::time::Instant::now())
                 / (nodes - offset) as u32;
             let node_deadline = tokio::time::Instant::now() + share;
+            let mut last_error = String::new();
+            let mut names_its_url = false;
             for attempt in 0..ATTEMPTS_PER_NODE {
                 if attempt > 0 {
                     let pause = Duration::from_millis(200 * 2u64.pow(attempt - 1));
@@ -360,24 +446,36 @@ impl Client {
                     request = request.json(body);
                 }
                 match request.send().await {
-                    Err(err) => {
-                        last_error = describe_transport_error(&err);
-                        if err.is_timeout() {
+                    Err(err) => match connect::classify(&err, base, &url, remaining).await {
+                        connect::Failure::TimedOut => {
+                            last_error = "timed out".into();
                             timed_out_at.push(without_credentials(&url));
                             break; // this node does not answer in time: next node
                         }
-                        if err.is_connect() {
+                        connect::Failure::Refused(text) => {
+                            last_error = text;
                             break; // this node is down: next node
                         }
-                    }
+                        connect::Failure::Transient(text) => last_error = text,
+                        connect::Failure::Permanent(error) => {
+                            // No retry changes this: the answer at once, next node.
+                            last_error = error.to_string();
+                            permanent.push(error);
+                            names_its_url = true;
+                            break;
+                        }
+                    },
                     Ok(response) => {
                         let status = response.status();
-                        let content_type = response
-                            .headers()
-                            .get(reqwest::header::CONTENT_TYPE)
-                            .and_then(|value| value.to_str().ok())
-                            .unwrap_or("no content type")
-                            .to_string();
+                        let header = |name| {
+                            response
+                                .headers()
+                                .get(name)
+                                .and_then(|value| value.to_str().ok())
+                                .map(str::to_string)
+                        };
+                        let content_type = header(reqwest::header::CONTENT_TYPE);
+                        let server = header(reqwest::header::SERVER);
                         let text = match tokio::time::timeout(remaining, response.text()).await {
                             Ok(text) => text.unwrap_or_default(),
                             Err(_) => {
@@ -391,10 +489,21 @@ impl Client {
                             continue;
                         }
                         self.current.store(index, Ordering::Relaxed);
-                        return self.interpret(method, &url, path, status, &content_type, &text);
+                        let answer = Answer {
+                            status,
+                            content_type,
+                            server,
+                            text,
+                        };
+                        return Ok((url, answer));
                     }
                 }
             }
+            failures.push(if names_its_url || nodes == 1 {
+                last_error
+            } else {
+                format!("{}: {last_error}", without_credentials(base))
+            });
         }
         if !timed_out_at.is_empty() {
             return Err(BrokerError::TimedOut {
@@ -403,9 +512,21 @@ impl Client {
                 seconds: wait.as_secs_f64(),
             });
         }
+        if let ([error], 1) = (permanent.as_slice(), nodes) {
+            return Err(error.clone());
+        }
+        let reason = failures.join("; ");
+        let note = if self.endpoint.url_defaulted {
+            format!(
+                ". {DEFAULT_URL} is the default, used because neither --url nor WARREN_URL was given: {WHERE_TO_CONFIGURE}"
+            )
+        } else {
+            String::new()
+        };
         Err(BrokerError::Unreachable {
             urls: self.urls_for_messages(),
-            reason: last_error.into(),
+            reason: reason.into(),
+            note,
         })
     }
 
@@ -414,10 +535,10 @@ impl Client {
         method: Method,
         url: &Url,
         path: &str,
-        status: StatusCode,
-        content_type: &str,
-        text: &str,
+        answer: &Answer,
     ) -> Result<(StatusCode, Value), BrokerError> {
+        let status = answer.status;
+        let text = &answer.text;
         if status.is_success() || status == StatusCode::NOT_FOUND {
             let value = if text.trim().is_empty() {
                 Value::Null
@@ -426,14 +547,7 @@ impl Client {
                     Ok(value) => value,
                     // A 404's body only explains the 404.
                     Err(_) if status == StatusCode::NOT_FOUND => Value::Null,
-                    Err(_) => {
-                        return Err(BrokerError::NotJson {
-                            method: method.to_string(),
-                            url: without_credentials(url),
-                            status: status.as_u16(),
-                            content_type: content_type.to_string(),
-                        });
-                    }
+                    Err(_) => return Err(answer.not_management_api(&method, url)),
                 }
             };
             return Ok((status, value));
@@ -442,8 +556,8 @@ impl Client {
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             return Err(BrokerError::Forbidden {
                 user: self.endpoint.user.clone(),
-                method: method.to_string(),
-                path: path.to_string(),
+                request: format!("{method} {path}"),
+                tag: missing_tag(status, path, reason.as_str()),
                 reason,
             });
         }
@@ -518,16 +632,37 @@ impl Client {
         Ok(())
     }
 
-    /// Checks the credentials and returns the broker's version.
+    /// Checks the credentials and returns the broker's version. The first request
+    /// a command makes: its answer also tells whether the URL is RabbitMQ's management
+    /// API at all, and a refused login whether the password or the user's tags are
+    /// wrong.
     pub async fn version(&self) -> Result<String, BrokerError> {
-        match self.request(Method::GET, "/api/whoami", None).await {
-            Err(BrokerError::Forbidden { .. }) => {
+        let path = "/api/whoami";
+        let (url, answer) = self
+            .send_within(Method::GET, path, None, self.endpoint.timeout)
+            .await?;
+        let json = serde_json::from_str::<Value>(&answer.text).ok();
+        match answer.status {
+            StatusCode::OK if json.as_ref().is_some_and(|v| v["name"].is_string()) => {}
+            // RabbitMQ's refusals are JSON with a reason: a wrong password or an unknown
+            // user reads "Not_Authorized" on 4.0; a right password without a tag that
+            // opens the management API reads "Not management user" on 3.10 and 4.0.
+            // Anything else (an HTML 401 of a proxy) did not come from RabbitMQ.
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+                if json.as_ref().is_some_and(|v| v["reason"].is_string()) =>
+            {
+                let reason = reason_of(&answer.text);
+                if reason.as_str().starts_with("Not management user") {
+                    return Err(BrokerError::NotManagementUser {
+                        user: self.endpoint.user.clone(),
+                        reason,
+                    });
+                }
                 return Err(BrokerError::BadCredentials {
                     user: self.endpoint.user.clone(),
                 });
             }
-            Err(other) => return Err(other),
-            Ok(_) => {}
+            _ => return Err(answer.not_management_api(&Method::GET, &url)),
         }
         // Without statistics the overview costs the broker ~2 ms instead of a pass over
         // every queue's stats (~22 ms at 5,000 queues on 3.10); it still has the version.
@@ -542,6 +677,106 @@ impl Client {
                 path: OVERVIEW_WITHOUT_STATISTICS.into(),
                 reason: "no rabbitmq_version".into(),
             })
+    }
+}
+
+/// What `plan`, `apply` and `import` need, said wherever a refusal names a tag: they
+/// read users, permissions and topic permissions, which RabbitMQ shows only to
+/// administrators (README, "The broker login warren needs"; docs/plan-format.md,
+/// "Connecting to a broker").
+const NEEDED_TAG: &str = "warren's plan, apply and import need the `administrator` tag";
+
+/// An HTTP answer as it came.
+struct Answer {
+    status: StatusCode,
+    content_type: Option<String>,
+    server: Option<String>,
+    text: String,
+}
+
+impl Answer {
+    /// The error for an answer that did not come from the management API: what
+    /// answered, never the body (a login page may echo what was sent).
+    fn not_management_api(&self, method: &Method, url: &Url) -> BrokerError {
+        let content_type = self.content_type.as_deref().unwrap_or("no content type");
+        BrokerError::NotManagementApi {
+            method: method.to_string(),
+            url: without_credentials(url),
+            status: self.status.as_u16(),
+            what: match &self.server {
+                Some(server) => format!("{content_type} (Server: {server})"),
+                None => content_type.to_string(),
+            }
+            .into(),
+        }
+    }
+}
+
+/// A user tag of RabbitMQ's management API that a refused request takes (a byte, so
+/// that [`BrokerError`] stays small).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// Any tag that opens the management API.
+    Management,
+    /// `monitoring`, or `administrator`.
+    Monitoring,
+    /// `policymaker`, or `administrator`.
+    Policymaker,
+    /// `administrator` alone.
+    Administrator,
+}
+
+impl std::fmt::Display for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Tag::Management => "`management` tag (or `monitoring`, `policymaker`, `administrator`)",
+            Tag::Monitoring => "`monitoring` tag (or `administrator`)",
+            Tag::Policymaker => "`policymaker` tag (or `administrator`)",
+            Tag::Administrator => "`administrator` tag",
+        })
+    }
+}
+
+/// The tag a refused request takes, from RabbitMQ's reason (3.10 and 4.0 say the
+/// same): "Not administrator user", "Not management user", "Not monitor user", and
+/// "User not authorised to access object" for the parameters only policymakers and
+/// administrators see (other paths answer that to a user without permissions on a
+/// vhost, so only these are read as a missing tag).
+fn missing_tag(status: StatusCode, path: &str, reason: &str) -> Option<Tag> {
+    if status != StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    match reason {
+        "Not administrator user" => Some(Tag::Administrator),
+        "Not management user" => Some(Tag::Management),
+        "Not monitor user" => Some(Tag::Monitoring),
+        "User not authorised to access object"
+            if path.starts_with("/api/global-parameters")
+                || path.starts_with("/api/parameters") =>
+        {
+            Some(Tag::Policymaker)
+        }
+        _ => None,
+    }
+}
+
+/// What to do when the AMQP connection for the emptiness checks fails.
+fn amqp_hint(denied_vhost: Option<&str>) -> String {
+    match denied_vhost {
+        Some(vhost) => format!(
+            "the user needs permissions on vhost `{vhost}`: rabbitmqctl set_permissions -p {vhost} USER '.*' '.*' '.*'"
+        ),
+        None => "give --amqp-url".into(),
+    }
+}
+
+/// The end of a [`BrokerError::Forbidden`] message that names the missing tag.
+fn tag_hint(user: &str, tag: Option<Tag>) -> String {
+    match tag {
+        Some(tag) => format!(
+            ": this request takes the {tag}. {NEEDED_TAG} (rabbitmqctl set_user_tags {user} administrator)"
+        ),
+        None => String::new(),
     }
 }
 
@@ -572,23 +807,6 @@ fn reason_of(text: &str) -> Reason {
         .and_then(|v| v["reason"].as_str().map(str::to_string))
         .unwrap_or_else(|| text.chars().take(200).collect());
     Reason::new(&reason)
-}
-
-fn describe_transport_error(err: &reqwest::Error) -> String {
-    if err.is_timeout() {
-        "timed out".to_string()
-    } else if err.is_connect() {
-        "connection refused or host unreachable".to_string()
-    } else {
-        // reqwest errors carry the URL, which holds no credentials (they go in a header).
-        let mut text = err.to_string();
-        let mut source = std::error::Error::source(err);
-        while let Some(inner) = source {
-            text = format!("{text}: {inner}");
-            source = inner.source();
-        }
-        text
-    }
 }
 
 #[cfg(test)]

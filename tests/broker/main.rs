@@ -38,6 +38,7 @@ mod spec;
 mod apply_safety;
 mod boot_definitions;
 mod cluster;
+mod connect;
 mod corpus;
 mod crash;
 mod faults;

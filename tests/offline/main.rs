@@ -10,6 +10,7 @@ mod support;
 
 mod bad_specs;
 mod cli;
+mod connect;
 mod first_run;
 mod fuzz;
 mod import;
