@@ -6,7 +6,10 @@
 //! * [`Version::V3_10`]: the host's Debian bookworm `rabbitmq-server` (3.10.x);
 //! * [`Version::V4_0`]: Debian trixie's `rabbitmq-server` (4.0.x) inside a
 //!   debootstrapped root (`$WARREN_RABBITMQ_4_ROOT`, default
-//!   `/var/cache/warren/trixie-rootfs`), started through `chroot`.
+//!   `/var/cache/warren/trixie-rootfs`), started through `chroot` in a mount
+//!   namespace of its own (see [`chroot_command`]): the root's `/proc` and `/dev`
+//!   are mounted there only, and vanish with the node, so nothing stays mounted
+//!   on the host under the root.
 //!
 //! Each node gets free ports, a unique node name and its own data directory,
 //! so several test binaries can run at once. Nodes never outlive the test
@@ -21,7 +24,6 @@ use std::fmt;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,6 +44,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Attempts when a port picked as free was taken before the node bound it.
 const START_ATTEMPTS: usize = 3;
 const SERVER_SCRIPT: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+const UNSHARE: &str = "/usr/bin/unshare";
+const CHROOT: &str = "/usr/sbin/chroot";
 const DEFAULT_V4_ROOT: &str = "/var/cache/warren/trixie-rootfs";
 const DIR_PREFIX: &str = "warren-node-";
 const INSTALL_HINT: &str = "run `sudo scripts/install-brokers` to install the test brokers";
@@ -74,7 +78,7 @@ impl Version {
     }
 
     /// The root the broker runs in: `None` for the host.
-    fn root(self) -> Option<PathBuf> {
+    pub fn root(self) -> Option<PathBuf> {
         match self {
             Version::V3_10 => None,
             Version::V4_0 => Some(
@@ -155,11 +159,7 @@ impl Launch {
             .open(dir.join("console.out"))
             .map_err(|e| e.to_string())?;
         let mut cmd = match &self.root {
-            Some(root) => {
-                let mut c = Command::new("/usr/sbin/chroot");
-                c.arg(root).arg(SERVER_SCRIPT);
-                c
-            }
+            Some(root) => chroot_command(root, SERVER_SCRIPT),
             None => Command::new(SERVER_SCRIPT),
         };
         let g = |sub: &str| self.guest_dir.join(sub).display().to_string();
@@ -462,11 +462,7 @@ impl Node {
         let ctl = "/usr/lib/rabbitmq/bin/rabbitmqctl";
         let home = self.launch.guest_dir.join("home");
         let mut command = match &self.launch.root {
-            Some(root) => {
-                let mut c = Command::new("/usr/sbin/chroot");
-                c.arg(root).arg(ctl);
-                c
-            }
+            Some(root) => chroot_command(root, ctl),
             None => Command::new(ctl),
         };
         let output = command
@@ -494,6 +490,12 @@ impl Node {
         self.ctl(&["join_cluster", &first.node_name]);
         self.ctl(&["start_app"]);
         self.ctl(&["await_startup"]);
+    }
+
+    /// The process id of the node's server (the Erlang VM), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        child.as_ref().map(Child::id)
     }
 
     /// Kills the node's process group (kill -9) and reaps it.
@@ -755,8 +757,8 @@ pub fn pct(s: &str) -> String {
 
 static NODE_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-/// Checks that the broker is installed (and, for a chrooted one, that the
-/// root has /proc and /dev mounted, mounting them if a reboot dropped them).
+/// Checks that the broker is installed and, for a chrooted one, that the
+/// tools [`chroot_command`] runs it with are there.
 fn preflight(version: Version, root: Option<&Path>) -> Result<(), String> {
     let script = match root {
         Some(root) => root.join(SERVER_SCRIPT.trim_start_matches('/')),
@@ -768,40 +770,51 @@ fn preflight(version: Version, root: Option<&Path>) -> Result<(), String> {
             script.display()
         ));
     }
-    let Some(root) = root else { return Ok(()) };
-    static MOUNTS: Mutex<()> = Mutex::new(());
-    let _guard = MOUNTS.lock().unwrap_or_else(|e| e.into_inner());
-    if !root.join("proc/self").exists() {
-        run_mount(&["-t", "proc", "proc"], &root.join("proc"))?;
-    }
-    let dev_null = fs::metadata(root.join("dev/null"));
-    if !dev_null
-        .map(|m| m.file_type().is_char_device())
-        .unwrap_or(false)
-        || !root.join("dev/urandom").exists()
-    {
-        run_mount(&["--bind", "/dev"], &root.join("dev"))?;
+    if root.is_some() {
+        for tool in [UNSHARE, CHROOT] {
+            if !Path::new(tool).exists() {
+                return Err(format!("{version} needs {tool}, which is missing"));
+            }
+        }
     }
     Ok(())
 }
 
-fn run_mount(args: &[&str], target: &Path) -> Result<(), String> {
-    let out = Command::new("mount")
-        .args(args)
-        .arg(target)
-        .output()
-        .map_err(|e| format!("cannot run mount: {e}"))?;
-    // Another test binary may have mounted it at the same time: accept that.
-    if out.status.success() || target.join("self").exists() || target.join("null").exists() {
-        Ok(())
-    } else {
-        Err(format!(
-            "mount {} {} failed (the tests must run as root): {}; {INSTALL_HINT}",
-            args.join(" "),
-            target.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+/// `program` (a path inside `root`) run chrooted in `root`, in a private mount
+/// namespace of its own in which the root's `/proc` and `/dev` are mounted first.
+/// Arguments added to the command go to `program`.
+///
+/// The mounts exist only in that namespace: the host never sees them, and they
+/// vanish when the last process in it exits, so a node killed at any point (or a
+/// test process that dies) leaves nothing mounted under the root, and deleting the
+/// root can never walk into the host's `/dev`. `unshare` and `sh` `exec` into
+/// `chroot`, which `exec`s the program: the command's process is the program's, so
+/// its parent-death signal and process group still reach it. Needs root.
+pub fn chroot_command(root: &Path, program: &str) -> Command {
+    const MOUNT_THEN_CHROOT: &str = r#"root=$1; shift
+mount -t proc proc "$root/proc" && mount --bind /dev "$root/dev" && exec /usr/sbin/chroot "$root" "$@""#;
+    let mut command = Command::new(UNSHARE);
+    command
+        .args(["--mount", "--propagation", "private", "--"])
+        .args(["/bin/sh", "-c", MOUNT_THEN_CHROOT, "sh"])
+        .arg(root)
+        .arg(program);
+    command
+}
+
+/// The mount points under `root` in this process's mount table
+/// (`/proc/self/mountinfo`), which a chrooted node must never add to.
+pub fn host_mounts_under(root: &Path) -> Vec<String> {
+    let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let root = root.to_string_lossy().into_owned();
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo");
+    mountinfo
+        .lines()
+        // Field 5 is the mount point, with spaces and the like octal-escaped.
+        .filter_map(|line| line.split(' ').nth(4))
+        .filter(|point| *point == root || point.starts_with(&format!("{root}/")))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Three distinct free loopback ports (AMQP, management, distribution),

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::node::{Node, NodeOptions, Version, pct, rabbit_password_hash};
+use crate::node::{Node, NodeOptions, Version, host_mounts_under, pct, rabbit_password_hash};
 
 fn shared_node_reports_its_version(version: Version) {
     let started = Instant::now();
@@ -171,4 +171,47 @@ fn versions_have_targets() {
     assert_eq!(Version::all().map(Version::target), ["3.10", "4.0"]);
     assert_eq!(Version::V4_0.to_string(), "RabbitMQ 4.0");
     assert_eq!(pct("/"), "%2F");
+}
+
+/// A chrooted node (4.0) gets its `/proc` and `/dev` in a mount namespace of its own:
+/// they are mounted for the node and for `rabbitmqctl`, never on the host, so the
+/// root holds no mount while the node runs nor after it is gone (deleting the root
+/// must not walk into the host's `/dev`). Other tests may run 4.0 nodes at the same
+/// time: none of them may add a mount on the host either.
+#[test]
+fn chrooted_node_leaves_nothing_mounted_on_the_host() {
+    let version = Version::V4_0;
+    let root = version.root().expect("4.0 runs in a root");
+    let node = Node::start(version, NodeOptions::default());
+    assert_eq!(
+        host_mounts_under(&root),
+        Vec::<String>::new(),
+        "mounts under {} on the host while a {version} node runs",
+        root.display()
+    );
+
+    // Inside, the node sees both (mount points relative to its root).
+    let pid = node.pid().expect("the node runs");
+    let inside = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap();
+    let points: Vec<&str> = inside
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .collect();
+    for point in ["/proc", "/dev"] {
+        assert!(
+            points.contains(&point),
+            "the {version} node does not see {point} mounted: {points:?}"
+        );
+    }
+    // rabbitmqctl runs chrooted the same way.
+    assert!(node.ctl(&["status"]).contains("RabbitMQ version"));
+
+    node.kill();
+    drop(node);
+    assert_eq!(
+        host_mounts_under(&root),
+        Vec::<String>::new(),
+        "mounts left under {} after a {version} node stopped",
+        root.display()
+    );
 }
