@@ -252,7 +252,7 @@ mod tests {
         dropped.changes.retain(|c| c.action != Action::Create);
         let refused = recheck(&dropped, &live, None).unwrap_err().to_string();
         assert!(
-            refused.contains("a fresh plan needs 1 changes"),
+            refused.contains("a fresh plan needs 1 change "),
             "{refused}"
         );
     }
