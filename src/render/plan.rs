@@ -285,6 +285,13 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         "{bold}Plan:{reset} {} to create, {} to update, {} to replace{recreate}, {} to delete{migrate}{adopt}{loss}.",
         summary.create, summary.update, summary.replace, summary.delete
     )?;
+    // The counts alone read like a plan ready to go: the last line says when it is not.
+    if plan.refusal().is_some() {
+        writeln!(
+            out,
+            "{red}{bold}This plan cannot be applied:{reset} see the objects marked `!` above."
+        )?;
+    }
     Ok(())
 }
 
@@ -510,6 +517,19 @@ mod tests {
             "{text}"
         );
         insta::assert_snapshot!(text);
+        assert!(!text.contains("cannot be applied"), "{text}");
+        let mut refused = plan.clone();
+        refused.conflicts.push(crate::plan::Conflict {
+            id: id(ObjectKind::Queue, Some("shop"), "orders.email"),
+            owner: "other".into(),
+        });
+        let mut out = Vec::new();
+        render_text(&mut out, &refused, Style::new(false)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with("This plan cannot be applied: see the objects marked `!` above.\n"),
+            "{text}"
+        );
         let json = redacted_json(&plan).to_string();
         assert!(!json.contains("\"old\"") && json.contains("(redacted)"));
         plan.desired.push(crate::plan::DesiredObject {
