@@ -177,21 +177,26 @@ fn percent_decode(text: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn credentials_come_out_of_the_url_and_never_stay_in_it() {
-        let urls = vec![
-            "http://ops:s%40cret@node1:15672".to_string(),
-            "http://node2:15672".to_string(),
-        ];
-        let endpoint = Endpoint::from_urls(
-            &urls,
+    /// The URLs as given, with no user, password or CA flag and guest/guest as the
+    /// default login.
+    fn from_urls(urls: &[String]) -> Result<Endpoint, BrokerError> {
+        Endpoint::from_urls(
+            urls,
             None,
             None,
             || ("guest".into(), "guest".into()),
             None,
             Duration::from_secs(5),
         )
-        .unwrap();
+    }
+
+    #[test]
+    fn credentials_come_out_of_the_url_and_never_stay_in_it() {
+        let urls = vec![
+            "http://ops:s%40cret@node1:15672".to_string(),
+            "http://node2:15672".to_string(),
+        ];
+        let endpoint = from_urls(&urls).unwrap();
         assert_eq!(endpoint.user, "ops");
         assert_eq!(endpoint.password, "s@cret");
         assert_eq!(endpoint.urls[0].as_str(), "http://node1:15672/");
@@ -200,16 +205,9 @@ mod tests {
 
     #[test]
     fn a_bad_url_is_refused_without_its_password() {
-        let refused = Endpoint::from_urls(
-            &["ftp://ops:s3cret@h:1/".to_string()],
-            None,
-            None,
-            || ("guest".into(), "guest".into()),
-            None,
-            Duration::from_secs(5),
-        )
-        .unwrap_err()
-        .to_string();
+        let refused = from_urls(&["ftp://ops:s3cret@h:1/".to_string()])
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains("use http://") && !refused.contains("s3cret"),
             "{refused}"
@@ -218,15 +216,7 @@ mod tests {
 
     #[test]
     fn no_url_at_all_is_the_default_and_says_so() {
-        let endpoint = Endpoint::from_urls(
-            &[],
-            None,
-            None,
-            || ("guest".into(), "guest".into()),
-            None,
-            Duration::from_secs(5),
-        )
-        .unwrap();
+        let endpoint = from_urls(&[]).unwrap();
         assert!(endpoint.url_defaulted);
         assert_eq!(endpoint.urls[0].as_str(), "http://localhost:15672/");
     }

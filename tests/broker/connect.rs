@@ -23,13 +23,7 @@ fn warren(args: &[&str], url: &str, user: &str) -> (Run, Duration) {
 
 #[track_caller]
 fn assert_error(run: &Run, waited: Duration, parts: &[&str]) {
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    for part in parts {
-        assert!(run.stderr.contains(part), "no `{part}` in: {}", run.stderr);
-    }
-    assert!(!run.stderr.contains(PASSWORD), "{}", run.stderr);
-    assert!(waited < Duration::from_secs(5), "took {waited:?}");
+    support::assert_connection_error(run, waited, parts, PASSWORD);
 }
 
 /// A user with `tags` and every permission on a fresh vhost, and a spec for a queue

@@ -27,18 +27,10 @@ fn plan(url: &str) -> (Run, Duration) {
     (run, started.elapsed())
 }
 
-/// Asserts a one-line error, exit code 1, without the password, containing each of
-/// `parts`; and that it came within `fast`.
+/// [`support::assert_connection_error`] with this file's password.
 #[track_caller]
 fn assert_error(run: &Run, waited: Duration, parts: &[&str]) {
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    for part in parts {
-        assert!(run.stderr.contains(part), "no `{part}` in: {}", run.stderr);
-    }
-    assert!(!run.stderr.contains(PASSWORD), "{}", run.stderr);
-    // Nothing here heals by waiting: no retries until --timeout (60 s).
-    assert!(waited < Duration::from_secs(5), "took {waited:?}");
+    support::assert_connection_error(run, waited, parts, PASSWORD);
 }
 
 /// A server on 127.0.0.1 that reads what a client sends first and answers `answer`,

@@ -272,3 +272,25 @@ pub fn summary(run: &Run) -> String {
     }
     text
 }
+
+/// Asserts the shape every connection error has: exit code 1, one line, each of
+/// `parts`, never `password`, and at once (under 5 s): nothing of the kind heals by
+/// retrying until `--timeout` (60 s).
+#[track_caller]
+pub fn assert_connection_error(
+    run: &Run,
+    waited: std::time::Duration,
+    parts: &[&str],
+    password: &str,
+) {
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    for part in parts {
+        assert!(run.stderr.contains(part), "no `{part}` in: {}", run.stderr);
+    }
+    assert!(!run.stderr.contains(password), "{}", run.stderr);
+    assert!(
+        waited < std::time::Duration::from_secs(5),
+        "took {waited:?}"
+    );
+}
