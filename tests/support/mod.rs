@@ -274,8 +274,9 @@ pub fn summary(run: &Run) -> String {
 }
 
 /// Asserts the shape every connection error has: exit code 1, one line, each of
-/// `parts`, never `password`, and at once (under 5 s): nothing of the kind heals by
-/// retrying until `--timeout` (60 s).
+/// `parts`, never `password`, and well before `--timeout` (60 s): nothing of the kind
+/// heals by retrying. The bound is 20 s, not less: a name that does not resolve can
+/// take the system resolver its own timeout (5 s per attempt, two attempts).
 #[track_caller]
 pub fn assert_connection_error(
     run: &Run,
@@ -290,7 +291,7 @@ pub fn assert_connection_error(
     }
     assert!(!run.stderr.contains(password), "{}", run.stderr);
     assert!(
-        waited < std::time::Duration::from_secs(5),
+        waited < std::time::Duration::from_secs(20),
         "took {waited:?}"
     );
 }
