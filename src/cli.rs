@@ -14,6 +14,21 @@ pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// Colors in text output: `auto` colors a terminal unless `NO_COLOR` is set
+    /// (`CLICOLOR_FORCE` colors a pipe too).
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, global = true)]
+    pub color: ColorWhen,
+}
+
+/// When text output has colors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// On a terminal, unless `NO_COLOR` is set; also on a pipe with `CLICOLOR_FORCE`.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// Subcommands.
@@ -40,8 +55,9 @@ pub enum Command {
     },
     /// Print the JSON Schema of the spec format.
     Schema,
-    /// Show what applying a spec would change on a broker; exit 0 = no changes,
-    /// 2 = changes, 1 = error.
+    /// Show what applying a spec would change on a broker; exit 0 on success (with
+    /// --detailed-exitcode: 0 = no changes, 2 = changes), other codes on errors
+    /// (docs/exit-codes.md).
     Plan {
         /// The spec file.
         #[arg(value_name = "SPEC")]
@@ -53,6 +69,9 @@ pub enum Command {
         /// Save the plan to this file, for `warren apply FILE`.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Exit 2 when the plan has changes, 0 when it has none (Terraform's convention).
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
     /// Apply a saved plan, or plan a spec, show it, ask, and apply it.
     Apply {
@@ -165,6 +184,9 @@ pub enum Command {
         vhost: Option<String>,
         #[command(flatten)]
         plan: PlanArgs,
+        /// Exit 2 when the plan has changes, 0 when it has none (Terraform's convention).
+        #[arg(long)]
+        detailed_exitcode: bool,
     },
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
@@ -267,7 +289,7 @@ pub enum Deny {
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// For people (colored on a terminal unless NO_COLOR is set).
+    /// For people (colored as --color says).
     Text,
     /// Stable JSON (docs/plan-format.md); password hashes redacted.
     Json,

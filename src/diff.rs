@@ -309,10 +309,17 @@ fn collect_changes(prefix: &str, before: &Value, after: &Value, out: &mut Vec<St
 }
 
 /// When the live hash is the desired password under the live salt, the password did
-/// not change: use the live hash so the user compares equal.
+/// not change: use the live hash so the user compares equal. A password not known
+/// while planning is not compared: the live hash stands in for it.
 fn same_password_as_live(user: &str, want: &Value, have: &Value, passwords: &Passwords) -> Value {
     let mut want = want.clone();
-    let Some(password) = passwords.0.get(user) else {
+    if passwords.unknown.contains_key(user) {
+        for key in ["password_hash", "hashing_algorithm"] {
+            want[key] = have[key].clone();
+        }
+        return want;
+    }
+    let Some(password) = passwords.clear.get(user) else {
         return want;
     };
     let Some(live_hash) = have["password_hash"].as_str() else {
@@ -462,13 +469,13 @@ mod tests {
             json!({"password_hash": broker_hash, "hashing_algorithm": algorithm}),
         )]
         .into();
-        let secrets = Passwords([("u".to_string(), "pw".to_string())].into());
+        let secrets = Passwords::known([("u".to_string(), "pw".to_string())].into());
         assert!(
             diff(&desired, &live, &Ownership::default(), &secrets, false)
                 .changes
                 .is_empty()
         );
-        let changed = Passwords([("u".to_string(), "new".to_string())].into());
+        let changed = Passwords::known([("u".to_string(), "new".to_string())].into());
         let desired_new: Objects = [(user.clone(), json!({"password_hash": crate::model::password::hash_password("u", "new", HashingAlgorithm::Sha256), "hashing_algorithm": algorithm}))].into();
         assert_eq!(
             diff(&desired_new, &live, &Ownership::default(), &changed, false).changes[0].action,

@@ -28,6 +28,12 @@ pub enum ApplyError {
     /// Changes would lose messages and `--allow-data-loss` was not given.
     #[error("refusing to lose messages: {0} (re-run with --allow-data-loss to accept)")]
     DataLoss(String),
+    /// The plan was made without some users' passwords (`plan` without the
+    /// applications' secrets): it cannot create or keep those users right.
+    #[error(
+        "this plan was made without the passwords of {0}: plan again where they are set (`warren apply SPEC` reads them itself)"
+    )]
+    UnknownPasswords(String),
     /// The plan wants objects another spec manages.
     #[error("refusing to take over objects managed by another spec: {0}")]
     Conflict(String),
@@ -160,6 +166,14 @@ fn describe(change: &Change) -> String {
 
 /// Refuses plans that lose data without permission or take over others' objects.
 pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
+    if !plan.unknown_passwords.is_empty() {
+        let list: Vec<String> = plan
+            .unknown_passwords
+            .iter()
+            .map(|(user, missing)| format!("user `{user}` ({missing})"))
+            .collect();
+        return Err(ApplyError::UnknownPasswords(list.join(", ")));
+    }
     if !plan.conflicts.is_empty() {
         let list: Vec<String> = plan
             .conflicts

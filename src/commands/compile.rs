@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, load_spec, report};
+use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, load_spec, report};
 use crate::cli::SpecArgs;
 use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;
@@ -16,7 +16,7 @@ fn load_and_compile(
     args: &SpecArgs,
     read_secrets: bool,
     effect: Effect,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> Option<Compiled> {
     let file = load_spec(&args.spec, effect, stderr)?;
     let options = if read_secrets {
@@ -40,7 +40,7 @@ fn load_and_compile(
 }
 
 /// `warren validate SPEC`: compiles, and passes the lint rules at the `deny` level.
-pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let validation = lint::validate_spec_file(&args.spec, args.target_version);
     let _ = render::diagnostics::render_with(
         stderr,
@@ -75,7 +75,7 @@ pub fn compile(
     args: &SpecArgs,
     contract: bool,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let Some(compiled) = load_and_compile(args, true, Effect::Reads, stderr) else {
         return EXIT_ERROR;
@@ -100,7 +100,7 @@ pub fn export(
     args: &SpecArgs,
     output: &Path,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let Some(compiled) = load_and_compile(args, true, Effect::Writes, stderr) else {
         return EXIT_ERROR;

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{EXIT_OK, client, fail, runtime};
+use super::{EXIT_OK, ErrorLog, broker_failed, client, fail, runtime};
 use crate::cli::BrokerArgs;
 use crate::model::version::TargetVersion;
 
@@ -17,7 +17,7 @@ pub fn import(
     target: Option<TargetVersion>,
     output: &Path,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let mut options = crate::import::Options {
         name: name.to_string(),
@@ -45,13 +45,13 @@ pub fn import(
         None => {
             let client = match client(connection) {
                 Ok(client) => client,
-                Err(err) => return fail(stderr, &err.to_string()),
+                Err(err) => return broker_failed(stderr, &err),
             };
             options.source = "a live broker".to_string();
             options.login_user = Some(client.user().to_string());
             match runtime().block_on(client.read_definitions(vhosts)) {
                 Ok(definitions) => definitions,
-                Err(err) => return fail(stderr, &err.to_string()),
+                Err(err) => return broker_failed(stderr, &err),
             }
         }
     };

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{EXIT_ERROR, EXIT_OK};
+use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail};
 use crate::cli::LintFormat;
 use crate::lint::{self, Level, RULES};
 use crate::model::version::TargetVersion;
@@ -19,7 +19,7 @@ pub fn lint(
     deny_warnings: bool,
     target: Option<TargetVersion>,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let (file, source, diagnostics) = match (spec, definitions) {
         (Some(path), _) => {
@@ -33,15 +33,9 @@ pub fn lint(
                 None,
                 lint::lint_definitions(&read.definitions, read.target.target),
             ),
-            Err(message) => {
-                let _ = writeln!(stderr, "error: {message}");
-                return EXIT_ERROR;
-            }
+            Err(message) => return fail(stderr, &message),
         },
-        (None, None) => {
-            let _ = writeln!(stderr, "error: give a spec file or --definitions FILE");
-            return EXIT_ERROR;
-        }
+        (None, None) => return fail(stderr, "give a spec file or --definitions FILE"),
     };
     let written = match format {
         LintFormat::Human => {
@@ -85,7 +79,7 @@ pub fn lint(
 }
 
 /// `warren rules [ID]`.
-pub fn rules(id: Option<&str>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+pub fn rules(id: Option<&str>, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let level = |level: Level| match level {
         Level::Deny => "error",
         Level::Warn => "warning",

@@ -3,6 +3,7 @@
 //! loads a spec for a command and prints diagnostics.
 
 mod compile;
+pub mod exit;
 mod import;
 mod lint;
 mod plan;
@@ -11,7 +12,7 @@ mod shell;
 mod state;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -24,12 +25,7 @@ use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{self, SpecFile};
 
-/// Exit code: success (and, for `plan`, no changes).
-pub const EXIT_OK: u8 = 0;
-/// Exit code: bad input, a failed check, or any error.
-pub const EXIT_ERROR: u8 = 1;
-/// Exit code of `plan` and `diff`: there are changes to apply.
-pub const EXIT_CHANGES: u8 = 2;
+pub use exit::{CHANGES as EXIT_CHANGES, ERROR as EXIT_ERROR, OK as EXIT_OK};
 
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
@@ -46,7 +42,8 @@ pub fn run() -> ExitCode {
         }
     };
     let stdout = &mut ClosedPipeIsEnd::new(std::io::stdout().lock());
-    let stderr = &mut std::io::stderr().lock();
+    let stderr = &mut Stderr::new(std::io::stderr().lock());
+    let json = cli.command.prints_json();
     let code = match cli.command {
         Command::Validate(args) => compile::validate(&args, stdout, stderr),
         Command::Compile { spec, contract } => compile::compile(&spec, contract, stdout, stderr),
@@ -57,7 +54,17 @@ pub fn run() -> ExitCode {
             broker: connection,
             plan,
             output,
-        } => plan::plan(&spec, &connection, &plan, output.as_deref(), stdout, stderr),
+            detailed_exitcode,
+        } => plan::plan(
+            &spec,
+            &connection,
+            &plan,
+            output.as_deref(),
+            detailed_exitcode,
+            cli.color,
+            stdout,
+            stderr,
+        ),
         Command::Apply {
             target,
             broker: connection,
@@ -76,6 +83,7 @@ pub fn run() -> ExitCode {
                 migrate,
                 lock_timeout,
             },
+            cli.color,
             stdout,
             stderr,
         ),
@@ -124,7 +132,17 @@ pub fn run() -> ExitCode {
             against,
             vhost,
             plan,
-        } => plan::diff(&spec, &against, vhost.as_deref(), &plan, stdout, stderr),
+            detailed_exitcode,
+        } => plan::diff(
+            &spec,
+            &against,
+            vhost.as_deref(),
+            &plan,
+            detailed_exitcode,
+            cli.color,
+            stdout,
+            stderr,
+        ),
         Command::Completions { shell } => shell::completions(shell, stdout),
         Command::Man { output_dir } => shell::man(output_dir.as_deref(), stdout, stderr),
         Command::State { action } => match action {
@@ -136,8 +154,101 @@ pub fn run() -> ExitCode {
             } => state::repair(&spec, &broker, auto_approve, stdout, stderr),
         },
     };
+    // A command whose output is JSON says why it failed in JSON too, when it printed
+    // no document of its own (`apply --format json` puts its error in its document).
+    if json && code != EXIT_OK && code != EXIT_CHANGES && !stdout.wrote {
+        let document = crate::render::errors::error_document(
+            code,
+            exit::class(code),
+            &stderr.said.messages,
+            &stderr.said.diagnostics,
+        );
+        let _ = writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&document).expect("JSON")
+        );
+    }
     let _ = stdout.flush();
     ExitCode::from(code)
+}
+
+impl Command {
+    /// Whether the command was asked for JSON on stdout.
+    fn prints_json(&self) -> bool {
+        use crate::cli::{Format, LintFormat};
+        match self {
+            Command::Plan { plan, .. }
+            | Command::Apply { plan, .. }
+            | Command::Diff { plan, .. } => plan.format == Format::Json,
+            Command::Lint { format, .. } => *format == LintFormat::Json,
+            _ => false,
+        }
+    }
+}
+
+/// Standard error, remembering the errors said on it: a command asked for JSON repeats
+/// them in the one JSON document it prints on stdout when it fails.
+pub(crate) struct Stderr<W> {
+    inner: W,
+    said: Said,
+}
+
+/// The errors a command said.
+#[derive(Debug, Default)]
+pub(crate) struct Said {
+    /// `error:` lines, without the prefix.
+    pub messages: Vec<String>,
+    /// Error diagnostics about a file, with the file.
+    pub diagnostics: Vec<(PathBuf, Diagnostic)>,
+}
+
+impl<W: Write> Stderr<W> {
+    fn new(inner: W) -> Self {
+        Stderr {
+            inner,
+            said: Said::default(),
+        }
+    }
+}
+
+/// What the commands write their logs and errors to.
+pub(crate) trait ErrorLog: Write {
+    /// Remembers an error line (already written).
+    fn said(&mut self, message: &str);
+    /// Remembers error diagnostics about `file` (already written).
+    fn said_diagnostics(&mut self, file: &Path, diagnostics: &[Diagnostic]);
+    /// Everything remembered.
+    fn errors(&self) -> &Said;
+}
+
+impl<W: Write> ErrorLog for Stderr<W> {
+    fn said(&mut self, message: &str) {
+        self.said.messages.push(message.to_string());
+    }
+
+    fn said_diagnostics(&mut self, file: &Path, diagnostics: &[Diagnostic]) {
+        self.said.diagnostics.extend(
+            diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| (file.to_path_buf(), d.clone())),
+        );
+    }
+
+    fn errors(&self) -> &Said {
+        &self.said
+    }
+}
+
+impl<W: Write> Write for Stderr<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Standard output whose reader may stop reading early (`warren compile … | head`):
@@ -147,6 +258,8 @@ pub fn run() -> ExitCode {
 struct ClosedPipeIsEnd<W> {
     inner: W,
     closed: bool,
+    /// Whether anything was written (a command's own document, or part of one).
+    wrote: bool,
 }
 
 impl<W: Write> ClosedPipeIsEnd<W> {
@@ -154,6 +267,7 @@ impl<W: Write> ClosedPipeIsEnd<W> {
         ClosedPipeIsEnd {
             inner,
             closed: false,
+            wrote: false,
         }
     }
 
@@ -170,6 +284,7 @@ impl<W: Write> ClosedPipeIsEnd<W> {
 
 impl<W: Write> Write for ClosedPipeIsEnd<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.wrote |= !buf.is_empty();
         if self.closed {
             return Ok(buf.len());
         }
@@ -212,6 +327,18 @@ fn client(args: &BrokerArgs) -> Result<Client, BrokerError> {
     Client::new(endpoint)
 }
 
+/// Whether text written to `stream` gets colors: `--color always|never`, else as
+/// `anstream` decides for the stream (a terminal, `NO_COLOR`, `CLICOLOR_FORCE`,
+/// `CLICOLOR`, `TERM=dumb`), the conventions other command-line tools follow.
+fn colors<S: anstream::stream::RawStream>(when: crate::cli::ColorWhen, stream: &S) -> bool {
+    use crate::cli::ColorWhen;
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never,
+    }
+}
+
 /// The runtime the broker commands run on.
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -222,9 +349,20 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Prints an error line; the exit code of a failure.
-fn fail(stderr: &mut dyn Write, message: &str) -> u8 {
+fn fail(stderr: &mut dyn ErrorLog, message: &str) -> u8 {
+    fail_with(stderr, EXIT_ERROR, message)
+}
+
+/// Prints an error line; `code`.
+fn fail_with(stderr: &mut dyn ErrorLog, code: u8, message: &str) -> u8 {
     let _ = writeln!(stderr, "error: {message}");
-    EXIT_ERROR
+    stderr.said(message);
+    code
+}
+
+/// Prints a broker error; its exit code ([`exit::of_broker`]).
+fn broker_failed(stderr: &mut dyn ErrorLog, error: &BrokerError) -> u8 {
+    fail_with(stderr, exit::of_broker(error), &error.to_string())
 }
 
 /// Reads the definitions file of `diff --against` or `lint --definitions`; `vhost`
@@ -234,7 +372,7 @@ fn read_definitions(
     path: &Path,
     vhost: Option<&str>,
     target: Option<TargetVersion>,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> Result<crate::definitions_file::Read, String> {
     let read = crate::definitions_file::read(path, vhost, target)?;
     if let (Some(vhost), None) = (vhost, &read.scoped_to) {
@@ -274,20 +412,21 @@ impl Effect {
 }
 
 /// Loads a spec, printing its diagnostics; `None` when it does not load.
-fn load_spec(path: &Path, effect: Effect, stderr: &mut dyn Write) -> Option<SpecFile> {
+fn load_spec(path: &Path, effect: Effect, stderr: &mut dyn ErrorLog) -> Option<SpecFile> {
     match spec::load_file(path) {
         Ok(file) => Some(file),
         Err(found) => {
             let source = crate::spec::load::source_for_report(path);
             let _ =
                 diagnostics::render_with(stderr, path, source.as_deref(), &found, effect.ending());
+            stderr.said_diagnostics(path, &found);
             None
         }
     }
 }
 
 /// Prints diagnostics about a loaded spec, with its source lines.
-fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dyn Write) {
+fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dyn ErrorLog) {
     let _ = diagnostics::render_with(
         stderr,
         &file.path,
@@ -295,4 +434,5 @@ fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dy
         found,
         effect.ending(),
     );
+    stderr.said_diagnostics(&file.path, found);
 }

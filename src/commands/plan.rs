@@ -5,24 +5,36 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, Effect, client, fail, load_spec, read_definitions, report,
-    runtime,
+    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail,
+    fail_with, load_spec, read_definitions, report, runtime,
 };
 use crate::apply;
 use crate::broker::Client;
-use crate::cli::{BrokerArgs, Format, PlanArgs};
+use crate::cli::{BrokerArgs, ColorWhen, Format, PlanArgs};
+use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
-use crate::render::plan::{Style, redacted_json, render_text};
+use crate::render::plan::{Applied, Style, apply_document, redacted_json, render_text};
 use crate::spec::SpecFile;
 
-fn color_for(stream_is_terminal: bool) -> Style {
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    Style::new(stream_is_terminal && !no_color)
+/// How a plan command prints: the format, and whether its text has colors.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// `--format`.
+    pub format: Format,
+    /// `--color`.
+    pub color: ColorWhen,
 }
 
-fn print_plan(plan: &Plan, format: Format, stdout: &mut dyn Write) -> std::io::Result<()> {
-    match format {
-        Format::Text => render_text(stdout, plan, color_for(std::io::stdout().is_terminal())),
+impl Output {
+    /// The style of text on stdout.
+    fn style(self) -> Style {
+        Style::new(super::colors(self.color, &std::io::stdout()))
+    }
+}
+
+fn print_plan(plan: &Plan, output: Output, stdout: &mut dyn Write) -> std::io::Result<()> {
+    match output.format {
+        Format::Text => render_text(stdout, plan, output.style()),
         Format::Json => writeln!(
             stdout,
             "{}",
@@ -31,54 +43,62 @@ fn print_plan(plan: &Plan, format: Format, stdout: &mut dyn Write) -> std::io::R
     }
 }
 
-/// Prints a planning result's diagnostics; the plan, or `None` after an error.
+/// Prints a planning result's diagnostics; the plan, or the exit code of the error.
 fn reported(
     file: &SpecFile,
     made: Result<Planned, PlanError>,
     effect: Effect,
-    stderr: &mut dyn Write,
-) -> Option<Plan> {
+    stderr: &mut dyn ErrorLog,
+) -> Result<Plan, u8> {
     match made {
         Ok(Planned { plan, warnings }) => {
             report(file, &warnings, effect, stderr);
-            Some(plan)
+            Ok(plan)
         }
         Err(PlanError::Invalid(diagnostics)) => {
             report(file, &diagnostics, effect, stderr);
-            None
+            Err(EXIT_ERROR)
         }
         Err(PlanError::Broker { error, warnings }) => {
             report(file, &warnings, effect, stderr);
-            fail(stderr, &error.to_string());
-            None
+            Err(broker_failed(stderr, &error))
         }
     }
 }
 
-/// Loads a spec and plans it against the broker, printing diagnostics; `None` after an
-/// error.
+/// Loads a spec and plans it against the broker, printing diagnostics; the exit code
+/// after an error.
 fn plan_spec(
     runtime: &tokio::runtime::Runtime,
     client: &Client,
     spec: &Path,
     args: &PlanArgs,
     effect: Effect,
-    stderr: &mut dyn Write,
-) -> Option<Plan> {
-    let file = Arc::new(load_spec(spec, effect, stderr)?);
+    stderr: &mut dyn ErrorLog,
+) -> Result<Plan, u8> {
+    let file = Arc::new(load_spec(spec, effect, stderr).ok_or(EXIT_ERROR)?);
+    // `plan` shows what it can without the applications' passwords; `apply` needs
+    // them.
+    let missing = match effect {
+        Effect::Changes => MissingPassword::Error,
+        Effect::Reads | Effect::Writes => MissingPassword::Unknown,
+    };
     let made = runtime.block_on(plan::against_broker(
         client,
         Arc::clone(&file),
         args.target_version,
         args.prune_unmanaged,
+        missing,
     ));
     reported(&file, made, effect, stderr)
 }
 
-fn exit_for_plan(plan: &Plan) -> u8 {
+/// The exit code of `plan` and `diff`: a plan `apply` would refuse is a refusal; with
+/// `--detailed-exitcode`, changes are [`EXIT_CHANGES`].
+fn exit_for_plan(plan: &Plan, detailed_exitcode: bool) -> u8 {
     if plan.refusal().is_some() {
-        EXIT_ERROR
-    } else if plan.has_changes() {
+        exit::REFUSED
+    } else if detailed_exitcode && plan.has_changes() {
         EXIT_CHANGES
     } else {
         EXIT_OK
@@ -86,26 +106,34 @@ fn exit_for_plan(plan: &Plan) -> u8 {
 }
 
 /// `warren plan SPEC`.
+#[allow(clippy::too_many_arguments)]
 pub fn plan(
     spec: &Path,
     connection: &BrokerArgs,
     args: &PlanArgs,
     output: Option<&Path>,
+    detailed_exitcode: bool,
+    color: ColorWhen,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let client = match client(connection) {
         Ok(client) => client,
-        Err(err) => return fail(stderr, &err.to_string()),
+        Err(err) => return broker_failed(stderr, &err),
     };
-    let Some(plan) = plan_spec(&runtime(), &client, spec, args, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
+    let plan = match plan_spec(&runtime(), &client, spec, args, Effect::Reads, stderr) {
+        Ok(plan) => plan,
+        Err(code) => return code,
+    };
+    let shown = Output {
+        format: args.format,
+        color,
     };
     // For benchmarks (bench/run): how many HTTP requests the plan made.
     if std::env::var_os("WARREN_REQUEST_COUNT").is_some_and(|v| v == "1") {
         let _ = writeln!(stderr, "requests: {}", client.request_count());
     }
-    if print_plan(&plan, args.format, stdout).is_err() {
+    if print_plan(&plan, shown, stdout).is_err() {
         return EXIT_ERROR;
     }
     if let Some(output) = output {
@@ -120,7 +148,7 @@ pub fn plan(
             output.display()
         );
     }
-    exit_for_plan(&plan)
+    exit_for_plan(&plan, detailed_exitcode)
 }
 
 /// Reads a plan file, or `None` when the file is not a plan (then it is a spec). A
@@ -176,176 +204,286 @@ pub struct ApplyFlags {
     pub lock_timeout: std::time::Duration,
 }
 
-/// `warren apply PLAN|SPEC`.
+/// `warren apply PLAN|SPEC`. With `--format json`, stdout gets one document at the end:
+/// the plan and what was applied, or why not.
 pub fn apply(
     target: &Path,
     connection: &BrokerArgs,
     args: &PlanArgs,
     flags: &ApplyFlags,
+    color: ColorWhen,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let saved = match read_plan_file(target) {
-        Ok(saved) => saved,
-        Err(err) => return fail(stderr, &err),
+    let output = Output {
+        format: args.format,
+        color,
     };
-    let client = match client(connection) {
-        Ok(client) => client,
-        Err(err) => return fail(stderr, &err.to_string()),
+    let mut run = ApplyRun {
+        output,
+        shown: None,
+        applied: None,
     };
-    let runtime = runtime();
-    // From here on a signal stops the apply cleanly: before it starts (nothing is
-    // changed), or at its next safe point.
-    let interrupt = stop_on_signals(&runtime);
-    let options = apply::Options {
-        allow_data_loss: flags.allow_data_loss,
-        interrupt,
-        lock_wait: flags.lock_timeout,
-        migrate: flags.migrate,
-    };
-    let show_progress = std::io::stderr().is_terminal();
-    let mut progress = |step: &str| {
-        if show_progress {
-            eprintln!("  {step}");
-        }
-    };
-    let (plan, result) = match saved {
-        Some(plan) => {
-            if !plan.has_changes() {
-                let _ = writeln!(stdout, "Nothing to apply.");
-                return EXIT_OK;
-            }
-            let result = runtime.block_on(apply::apply(&client, &plan, &options, &mut progress));
-            (plan, result)
-        }
-        None => {
-            // Plan, then take the locks that plan needs and plan again under them: what
-            // is shown and confirmed is what nobody else can change until it is applied.
-            let Some(planned) = plan_spec(&runtime, &client, target, args, Effect::Changes, stderr)
-            else {
-                return EXIT_ERROR;
-            };
-            let locked = if planned.refusal().is_none() && planned.has_changes() {
-                match runtime.block_on(apply::lock_and_replan(
-                    &client,
-                    &planned,
-                    flags.lock_timeout,
-                )) {
-                    Ok(locked) => Some(locked),
-                    Err(error) => {
-                        let _ = print_plan(&planned, args.format, stdout);
-                        return fail(stderr, &format!("{error}; nothing was changed"));
-                    }
-                }
-            } else {
-                None
-            };
-            let plan = locked.as_ref().map_or(&planned, |l| &l.plan);
-            if print_plan(plan, args.format, stdout).is_err() {
-                return EXIT_ERROR;
-            }
-            let declined = if !plan.conflicts.is_empty() {
-                Some("the plan takes over objects another spec manages; nothing was applied")
-            } else if plan.refusal().is_some() {
-                Some(
-                    "the plan's generated policies would apply to queues that are not the spec's (see above); nothing was applied",
-                )
-            } else if !plan.has_changes() {
-                None
-            } else if !flags.auto_approve && !confirm(stdout, stderr) {
-                Some("apply cancelled; nothing was changed")
-            } else {
-                let locked = locked.expect("a plan with changes was made under its locks");
-                let plan = locked.plan.clone();
-                let result = runtime.block_on(apply::apply_locked_plan(
-                    &client,
-                    locked,
-                    &options,
-                    &mut progress,
-                ));
-                return report_apply(&client, &plan, result, stdout, stderr);
-            };
-            if let Some(locked) = locked {
-                runtime.block_on(locked.release());
-            }
-            return match declined {
-                Some(why) => fail(stderr, why),
-                None => EXIT_OK,
-            };
-        }
-    };
-    report_apply(&client, &plan, result, stdout, stderr)
+    let code = run.apply(target, connection, args, flags, stdout, stderr);
+    if output.format == Format::Json {
+        let error = (code != EXIT_OK).then(|| {
+            let said = stderr.errors();
+            crate::render::errors::error_value(
+                code,
+                exit::class(code),
+                &said.messages,
+                &said.diagnostics,
+            )
+        });
+        let document = apply_document(run.shown.as_ref(), run.applied.as_ref(), error);
+        let _ = writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&document).expect("JSON")
+        );
+    }
+    code
 }
 
-/// Prints what an apply did, or why it did not; the exit code.
-fn report_apply(
-    client: &Client,
-    plan: &Plan,
-    result: Result<apply::ApplyReport, apply::ApplyError>,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
-) -> u8 {
-    match result {
-        Ok(report) => {
-            let adopted = if plan.adopted.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    ", {} adopted",
-                    crate::text::count(plan.adopted.len(), "existing object")
-                )
-            };
-            let _ = writeln!(
-                stdout,
-                "Applied: {} to spec `{}`{adopted} ({}).",
-                crate::text::count(report.done.len(), "change"),
-                plan.spec,
-                crate::text::count(client.request_count(), "request")
-            );
-            EXIT_OK
-        }
-        Err(error) => {
-            match error.report() {
-                Some(report) => {
-                    let _ = writeln!(stderr, "error: {error}");
-                    let _ = writeln!(
-                        stderr,
-                        "{} made, {}{} not; run `warren plan` and `warren apply` again to finish",
-                        was_were(report.done.len(), "change", "was", "were"),
-                        if report.unconfirmed.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                "{} sent but not confirmed (the broker may have made {}), ",
-                                was_were(report.unconfirmed.len(), "change", "was", "were"),
-                                if report.unconfirmed.len() == 1 {
-                                    "it"
-                                } else {
-                                    "them"
-                                }
-                            )
-                        },
-                        was_were(report.not_done.len(), "change", "was", "were")
-                    );
-                    for item in report.unconfirmed.iter().take(20) {
-                        let _ = writeln!(stderr, "  not confirmed: {item}");
-                    }
-                    for item in report.not_done.iter().take(20) {
-                        let _ = writeln!(stderr, "  not done: {item}");
-                    }
-                    if report.not_done.len() > 20 {
-                        let _ = writeln!(stderr, "  … and {} more", report.not_done.len() - 20);
-                    }
+/// One `warren apply`: the plan it showed and what it applied, for its JSON document.
+struct ApplyRun {
+    output: Output,
+    shown: Option<Plan>,
+    applied: Option<Applied>,
+}
+
+impl ApplyRun {
+    /// Shows the plan: as text on stdout, or, under `--format json`, kept for the
+    /// document (and shown as text on stderr when a person is asked to confirm it).
+    fn show(
+        &mut self,
+        plan: &Plan,
+        asks: bool,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> bool {
+        self.shown = Some(plan.clone());
+        match self.output.format {
+            Format::Json => {
+                if asks {
+                    let style = Style::new(super::colors(self.output.color, &std::io::stderr()));
+                    let _ = render_text(stderr, plan, style);
                 }
-                None => {
-                    let _ = writeln!(stderr, "error: {error}; nothing was changed");
-                }
+                true
             }
-            EXIT_ERROR
+            _ => print_plan(plan, self.output, stdout).is_ok(),
+        }
+    }
+
+    fn apply(
+        &mut self,
+        target: &Path,
+        connection: &BrokerArgs,
+        args: &PlanArgs,
+        flags: &ApplyFlags,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn ErrorLog,
+    ) -> u8 {
+        let saved = match read_plan_file(target) {
+            Ok(saved) => saved,
+            Err(err) => return fail(stderr, &err),
+        };
+        let client = match client(connection) {
+            Ok(client) => client,
+            Err(err) => return broker_failed(stderr, &err),
+        };
+        let runtime = runtime();
+        // From here on a signal stops the apply cleanly: before it starts (nothing is
+        // changed), or at its next safe point.
+        let interrupt = stop_on_signals(&runtime);
+        let options = apply::Options {
+            allow_data_loss: flags.allow_data_loss,
+            interrupt,
+            lock_wait: flags.lock_timeout,
+            migrate: flags.migrate,
+        };
+        let show_progress = std::io::stderr().is_terminal();
+        let mut progress = |step: &str| {
+            if show_progress {
+                eprintln!("  {step}");
+            }
+        };
+        // Under JSON, the confirmation question goes to stderr: stdout holds one document.
+        let json = self.output.format == Format::Json;
+        let (plan, result) = match saved {
+            Some(plan) => {
+                self.shown = Some(plan.clone());
+                if !plan.has_changes() {
+                    if !json {
+                        let _ = writeln!(stdout, "Nothing to apply.");
+                    }
+                    self.applied = Some(Applied::default());
+                    return EXIT_OK;
+                }
+                let result =
+                    runtime.block_on(apply::apply(&client, &plan, &options, &mut progress));
+                (plan, result)
+            }
+            None => {
+                // Plan, then take the locks that plan needs and plan again under them:
+                // what is shown and confirmed is what nobody else can change until it
+                // is applied.
+                let planned =
+                    match plan_spec(&runtime, &client, target, args, Effect::Changes, stderr) {
+                        Ok(plan) => plan,
+                        Err(code) => return code,
+                    };
+                let locked = if planned.refusal().is_none() && planned.has_changes() {
+                    match runtime.block_on(apply::lock_and_replan(
+                        &client,
+                        &planned,
+                        flags.lock_timeout,
+                    )) {
+                        Ok(locked) => Some(locked),
+                        Err(error) => {
+                            self.show(&planned, false, stdout, stderr);
+                            return fail_with(
+                                stderr,
+                                exit::of_apply(&error),
+                                &format!("{error}; nothing was changed"),
+                            );
+                        }
+                    }
+                } else {
+                    None
+                };
+                let plan = locked.as_ref().map_or(&planned, |l| &l.plan);
+                let asks = plan.refusal().is_none() && plan.has_changes() && !flags.auto_approve;
+                if !self.show(plan, asks, stdout, stderr) {
+                    return EXIT_ERROR;
+                }
+                let declined = if !plan.conflicts.is_empty() {
+                    Some((
+                        exit::REFUSED,
+                        "the plan takes over objects another spec manages; nothing was applied",
+                    ))
+                } else if plan.refusal().is_some() {
+                    Some((
+                        exit::REFUSED,
+                        "the plan's generated policies would apply to queues that are not the spec's (see above); nothing was applied",
+                    ))
+                } else if !plan.has_changes() {
+                    None
+                } else if !flags.auto_approve && !ask((!json).then_some(&mut *stdout), stderr) {
+                    Some((EXIT_ERROR, "apply cancelled; nothing was changed"))
+                } else {
+                    let locked = locked.expect("a plan with changes was made under its locks");
+                    let plan = locked.plan.clone();
+                    let result = runtime.block_on(apply::apply_locked_plan(
+                        &client,
+                        locked,
+                        &options,
+                        &mut progress,
+                    ));
+                    return self.report(&client, &plan, result, stdout, stderr);
+                };
+                if let Some(locked) = locked {
+                    runtime.block_on(locked.release());
+                }
+                return match declined {
+                    Some((code, why)) => fail_with(stderr, code, why),
+                    None => {
+                        self.applied = Some(Applied::default());
+                        EXIT_OK
+                    }
+                };
+            }
+        };
+        self.report(&client, &plan, result, stdout, stderr)
+    }
+
+    /// Prints what an apply did, or why it did not; the exit code.
+    fn report(
+        &mut self,
+        client: &Client,
+        plan: &Plan,
+        result: Result<apply::ApplyReport, apply::ApplyError>,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn ErrorLog,
+    ) -> u8 {
+        match result {
+            Ok(report) => {
+                let applied = Applied {
+                    done: report.done.clone(),
+                    adopted: plan.adopted.len(),
+                    requests: client.request_count(),
+                    ..Applied::default()
+                };
+                if self.output.format != Format::Json {
+                    let adopted = if plan.adopted.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ", {} adopted",
+                            crate::text::count(plan.adopted.len(), "existing object")
+                        )
+                    };
+                    let _ = writeln!(
+                        stdout,
+                        "Applied: {} to spec `{}`{adopted} ({}).",
+                        crate::text::count(report.done.len(), "change"),
+                        plan.spec,
+                        crate::text::count(client.request_count(), "request")
+                    );
+                }
+                self.applied = Some(applied);
+                EXIT_OK
+            }
+            Err(error) => {
+                let code = exit::of_apply(&error);
+                match error.report() {
+                    Some(report) => {
+                        fail_with(stderr, code, &error.to_string());
+                        let _ = writeln!(
+                            stderr,
+                            "{} made, {}{} not; run `warren plan` and `warren apply` again to finish",
+                            was_were(report.done.len(), "change", "was", "were"),
+                            if report.unconfirmed.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    "{} sent but not confirmed (the broker may have made {}), ",
+                                    was_were(report.unconfirmed.len(), "change", "was", "were"),
+                                    if report.unconfirmed.len() == 1 {
+                                        "it"
+                                    } else {
+                                        "them"
+                                    }
+                                )
+                            },
+                            was_were(report.not_done.len(), "change", "was", "were")
+                        );
+                        for item in report.unconfirmed.iter().take(20) {
+                            let _ = writeln!(stderr, "  not confirmed: {item}");
+                        }
+                        for item in report.not_done.iter().take(20) {
+                            let _ = writeln!(stderr, "  not done: {item}");
+                        }
+                        if report.not_done.len() > 20 {
+                            let _ = writeln!(stderr, "  … and {} more", report.not_done.len() - 20);
+                        }
+                        self.applied = Some(Applied {
+                            done: report.done.clone(),
+                            unconfirmed: report.unconfirmed.clone(),
+                            not_done: report.not_done.clone(),
+                            adopted: 0,
+                            requests: client.request_count(),
+                        });
+                    }
+                    None => {
+                        fail_with(stderr, code, &format!("{error}; nothing was changed"));
+                    }
+                }
+                code
+            }
         }
     }
 }
-
 /// A flag set by SIGINT or SIGTERM: the apply stops at its next safe point, releases
 /// its lock and reports what it did.
 fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> apply::Interrupt {
@@ -372,29 +510,47 @@ fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> apply::Interrupt {
 }
 
 /// Asks on the terminal; anything but "yes" declines.
-pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn Write) -> bool {
+pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> bool {
+    ask(Some(stdout), stderr)
+}
+
+/// Asks on the terminal, the question on `question`, or on stderr when `None` (stdout
+/// holds a JSON document); anything but "yes" declines.
+fn ask(question: Option<&mut dyn Write>, stderr: &mut dyn ErrorLog) -> bool {
     if !std::io::stdin().is_terminal() {
-        let _ = writeln!(
+        fail(
             stderr,
-            "error: no terminal to confirm on: review the plan and pass --auto-approve, or apply a saved plan file"
+            "no terminal to confirm on: review the plan and pass --auto-approve, or apply a saved plan file",
         );
         return false;
     }
-    let _ = write!(stdout, "\nApply these changes? Only `yes` is accepted: ");
-    let _ = stdout.flush();
+    let text = "\nApply these changes? Only `yes` is accepted: ";
+    match question {
+        Some(out) => {
+            let _ = write!(out, "{text}");
+            let _ = out.flush();
+        }
+        None => {
+            let _ = write!(stderr, "{text}");
+            let _ = stderr.flush();
+        }
+    }
     let mut answer = String::new();
     let _ = std::io::stdin().lock().read_line(&mut answer);
     answer.trim() == "yes"
 }
 
 /// `warren diff SPEC --against FILE`.
+#[allow(clippy::too_many_arguments)]
 pub fn diff(
     spec: &Path,
     against: &Path,
     vhost: Option<&str>,
     args: &PlanArgs,
+    detailed_exitcode: bool,
+    color: ColorWhen,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let read = match read_definitions(against, vhost, args.target_version, stderr) {
         Ok(read) => read,
@@ -409,13 +565,18 @@ pub fn diff(
         read.target.target,
         args.prune_unmanaged,
     );
-    let Some(plan) = reported(&file, made, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
+    let plan = match reported(&file, made, Effect::Reads, stderr) {
+        Ok(plan) => plan,
+        Err(code) => return code,
     };
-    if print_plan(&plan, args.format, stdout).is_err() {
+    let output = Output {
+        format: args.format,
+        color,
+    };
+    if print_plan(&plan, output, stdout).is_err() {
         return EXIT_ERROR;
     }
-    exit_for_plan(&plan)
+    exit_for_plan(&plan, detailed_exitcode)
 }
 
 /// `warren unlock SPEC --holder HOLDER`.
@@ -424,14 +585,14 @@ pub fn unlock(
     connection: &BrokerArgs,
     holder: &str,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let Some(file) = load_spec(spec, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {
         Ok(client) => client,
-        Err(err) => return fail(stderr, &err.to_string()),
+        Err(err) => return broker_failed(stderr, &err),
     };
     let name = plan::spec_name(&file);
     match runtime().block_on(apply::unlock(&client, &name, holder)) {
@@ -446,7 +607,8 @@ pub fn unlock(
             );
             EXIT_OK
         }
-        Err(err) => fail(stderr, &err.to_string()),
+        Err(apply::UnlockError::Broker(err)) => broker_failed(stderr, &err),
+        Err(err) => fail_with(stderr, exit::REFUSED, &err.to_string()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use clap::CommandFactory;
 
-use super::{EXIT_ERROR, EXIT_OK, fail};
+use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail};
 use crate::cli::Cli;
 
 /// Prints the completion script for `shell`.
@@ -17,7 +17,7 @@ pub fn completions(shell: clap_complete::Shell, stdout: &mut dyn Write) -> u8 {
 }
 
 /// Prints the top-level man page, or writes every page into `output_dir`.
-pub fn man(output_dir: Option<&Path>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+pub fn man(output_dir: Option<&Path>, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let command = Cli::command();
     let Some(dir) = output_dir else {
         return match clap_mangen::Man::new(command).render(stdout) {

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::plan::confirm;
-use super::{EXIT_ERROR, EXIT_OK, Effect, client, fail, load_spec, report, runtime};
+use super::{
+    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
+};
 use crate::apply::repair::{self, PrepareError, RepairError};
 use crate::cli::BrokerArgs;
 use crate::plan::spec_name;
@@ -16,7 +18,7 @@ use crate::spec::SpecFile;
 fn spec_file(
     argument: &str,
     effect: Effect,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> Result<Option<SpecFile>, ()> {
     let path = Path::new(argument);
     if !path.is_file() {
@@ -30,7 +32,7 @@ pub fn show(
     argument: &str,
     connection: &BrokerArgs,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let Ok(file) = spec_file(argument, Effect::Reads, stderr) else {
         return EXIT_ERROR;
@@ -40,14 +42,14 @@ pub fn show(
         .map_or_else(|| argument.to_string(), spec_name);
     let client = match client(connection) {
         Ok(client) => client,
-        Err(err) => return fail(stderr, &err.to_string()),
+        Err(err) => return broker_failed(stderr, &err),
     };
     match runtime().block_on(repair::show(&client, &name)) {
         Ok(state) => {
             let _ = render_state(stdout, &name, &state);
             EXIT_OK
         }
-        Err(err) => fail(stderr, &err.to_string()),
+        Err(err) => broker_failed(stderr, &err),
     }
 }
 
@@ -57,14 +59,14 @@ pub fn repair(
     connection: &BrokerArgs,
     auto_approve: bool,
     stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
 ) -> u8 {
     let Ok(file) = spec_file(argument, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {
         Ok(client) => client,
-        Err(err) => return fail(stderr, &err.to_string()),
+        Err(err) => return broker_failed(stderr, &err),
     };
     let runtime = runtime();
     let wait = std::time::Duration::ZERO;
@@ -89,6 +91,9 @@ pub fn repair(
             );
             return EXIT_OK;
         }
+        Err(PrepareError::Repair(RepairError::Broker(err))) => {
+            return broker_failed(stderr, &err);
+        }
         Err(PrepareError::Repair(err)) => return fail(stderr, &err.to_string()),
     };
     let _ = render_repair(stdout, &prepared);
@@ -108,6 +113,6 @@ pub fn repair(
             );
             EXIT_OK
         }
-        Err(err) => fail(stderr, &err.to_string()),
+        Err(err) => broker_failed(stderr, &err),
     }
 }

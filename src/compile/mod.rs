@@ -65,6 +65,19 @@ impl Options {
             secrets: Some(secrets::read(file)),
         }
     }
+
+    /// Options that read the spec's secrets first, a password that cannot be read
+    /// being what `missing` says.
+    pub fn reading_secrets_with(
+        file: &SpecFile,
+        target: TargetVersion,
+        missing: secrets::MissingPassword,
+    ) -> Options {
+        Options {
+            target,
+            secrets: Some(secrets::read_with(file, missing)),
+        }
+    }
 }
 
 /// What the compiler produces.

@@ -39,23 +39,40 @@ impl std::fmt::Debug for Secrets {
     }
 }
 
+/// What a password that cannot be read is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingPassword {
+    /// An error: the command needs it (`apply`, `export`, `compile`).
+    Error,
+    /// Unknown, with a warning: `plan` and `diff` do not compare it, so that a
+    /// pull-request job can plan without the applications' passwords. No plan with
+    /// an unknown password is applied.
+    Unknown,
+}
+
 /// Reads every secret a spec refers to: environment variables, and password files
-/// relative to the spec file's directory.
+/// relative to the spec file's directory. A password that cannot be read is an error.
 pub fn read(file: &SpecFile) -> Secrets {
+    read_with(file, MissingPassword::Error)
+}
+
+/// Reads every secret a spec refers to, a password that cannot be read being what
+/// `missing` says.
+pub fn read_with(file: &SpecFile, missing: MissingPassword) -> Secrets {
     let base_dir = file
         .path
         .parent()
         .filter(|directory| !directory.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut secrets = Secrets::default();
-    read_passwords(&file.spec, base_dir, &mut secrets);
+    read_passwords(&file.spec, base_dir, missing, &mut secrets);
     read_parameter_variables(&file.spec, &mut secrets);
     secrets
 }
 
 /// The passwords of users whose `password` source is well formed (the compiler reports
 /// the malformed ones).
-fn read_passwords(spec: &Spec, base_dir: &Path, secrets: &mut Secrets) {
+fn read_passwords(spec: &Spec, base_dir: &Path, missing: MissingPassword, secrets: &mut Secrets) {
     for (name, user) in &spec.users {
         let path = SpecPath::root().key("users").key(name);
         let Some(source) = &user.password else {
@@ -68,6 +85,15 @@ fn read_passwords(spec: &Spec, base_dir: &Path, secrets: &mut Secrets) {
         let secret = match (&source.env, &source.file) {
             (Some(variable), None) => match std::env::var(variable) {
                 Ok(value) if !value.is_empty() => value,
+                _ if missing == MissingPassword::Unknown => {
+                    unknown(
+                        secrets,
+                        name,
+                        format!("environment variable `{variable}`"),
+                        source_path.key("env"),
+                    );
+                    continue;
+                }
                 _ => {
                     secrets.problems.push(
                         Diagnostic::error(
@@ -82,6 +108,15 @@ fn read_passwords(spec: &Spec, base_dir: &Path, secrets: &mut Secrets) {
             },
             (None, Some(file)) => match std::fs::read_to_string(base_dir.join(file)) {
                 Ok(text) => text.trim_end_matches(['\n', '\r']).to_string(),
+                Err(_) if missing == MissingPassword::Unknown => {
+                    unknown(
+                        secrets,
+                        name,
+                        format!("password file `{file}`"),
+                        source_path.key("file"),
+                    );
+                    continue;
+                }
                 Err(err) => {
                     secrets.problems.push(
                         Diagnostic::error(
@@ -97,8 +132,23 @@ fn read_passwords(spec: &Spec, base_dir: &Path, secrets: &mut Secrets) {
             },
             _ => continue,
         };
-        secrets.passwords.0.insert(name.clone(), secret);
+        secrets.passwords.clear.insert(name.clone(), secret);
     }
+}
+
+/// Records a password not known while planning, and warns where the spec names its
+/// source. The warning names the variable or file, never a value.
+fn unknown(secrets: &mut Secrets, user: &str, source: String, at: SpecPath) {
+    secrets.problems.push(
+        Diagnostic::warning(
+            "unknown-secret",
+            format!(
+                "the password of user `{user}` is unknown: {source} is not available here, so the plan does not compare it; `warren apply` needs it"
+            ),
+        )
+        .at(at),
+    );
+    secrets.passwords.unknown.insert(user.to_string(), source);
 }
 
 /// Every `{ env: VARIABLE }` inside the runtime parameter values of every vhost.

@@ -97,13 +97,20 @@ fn emit_user(name: &String, user: &crate::spec::User, out: &mut Emitter, path: &
                 // Compiling without secrets (`validate`, `lint`).
                 None => String::new(),
                 Some(secrets) => {
-                    // A password that could not be read is among the secrets' problems.
-                    let Some(secret) = secrets.passwords.0.get(name).cloned() else {
-                        return;
-                    };
-                    let hash = hash_password(name, &secret, algorithm);
-                    out.passwords.0.insert(name.clone(), secret);
-                    hash
+                    if let Some(missing) = secrets.passwords.unknown.get(name) {
+                        // Planning without it: compared as unknown, never applied.
+                        out.passwords.unknown.insert(name.clone(), missing.clone());
+                        String::new()
+                    } else {
+                        // A password that could not be read is among the secrets'
+                        // problems.
+                        let Some(secret) = secrets.passwords.clear.get(name).cloned() else {
+                            return;
+                        };
+                        let hash = hash_password(name, &secret, algorithm);
+                        out.passwords.clear.insert(name.clone(), secret);
+                        hash
+                    }
                 }
             }
         }

@@ -90,11 +90,33 @@ pub fn hash_with_salt(salt: &[u8], password: &str, algorithm: HashingAlgorithm) 
 /// Clear passwords by user name, used only to recognise an unchanged password under
 /// another salt. Never printed: its `Debug` shows only how many it holds.
 #[derive(Default, Clone)]
-pub struct Passwords(pub BTreeMap<String, String>);
+pub struct Passwords {
+    /// The clear passwords that could be read.
+    pub clear: BTreeMap<String, String>,
+    /// Users whose password could not be read while planning (a pull-request job holds
+    /// no application secrets), with what is missing (``environment variable `X` ``).
+    /// Their passwords are not compared, and no plan holding them is applied.
+    pub unknown: BTreeMap<String, String>,
+}
+
+impl Passwords {
+    /// Known passwords only.
+    pub fn known(clear: BTreeMap<String, String>) -> Passwords {
+        Passwords {
+            clear,
+            unknown: BTreeMap::new(),
+        }
+    }
+}
 
 impl std::fmt::Debug for Passwords {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Passwords({} redacted)", self.0.len())
+        write!(
+            f,
+            "Passwords({} redacted, {} unknown)",
+            self.clear.len(),
+            self.unknown.len()
+        )
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{Basis, Inputs, Plan, build, scope};
 use crate::broker::{BrokerError, Client};
+use crate::compile::secrets::MissingPassword;
 use crate::compile::{self, Compiled, Options};
 use crate::model::objects::{Objects, objects};
 use crate::model::record::{check_own, records};
@@ -51,11 +52,15 @@ pub fn spec_name(file: &SpecFile) -> String {
 /// The spec compiles on a blocking thread while the broker's listings are read: the
 /// vhosts to read are known from the loaded spec and the ownership records, so neither
 /// waits for the other.
+///
+/// `missing` says what a password that cannot be read is: `plan` plans without the
+/// applications' secrets ([`MissingPassword::Unknown`]), `apply` needs them.
 pub async fn against_broker(
     client: &Client,
     file: Arc<SpecFile>,
     target: Option<TargetVersion>,
     prune_unmanaged: bool,
+    missing: MissingPassword,
 ) -> Result<Planned, PlanError> {
     let name = spec_name(&file);
     let declared: Vec<String> = file.spec.vhosts.keys().cloned().collect();
@@ -69,7 +74,7 @@ pub async fn against_broker(
             .unwrap_or(TargetVersion::V3_10);
         let file = Arc::clone(&file);
         let result = tokio::task::spawn_blocking(move || {
-            let options = Options::reading_secrets(&file, target);
+            let options = Options::reading_secrets_with(&file, target, missing);
             compile::compile(&file, &options).map(|compiled| {
                 let objects = objects(&compiled.definitions);
                 (compiled, objects)
@@ -174,15 +179,16 @@ fn missing_users(file: &SpecFile, desired: &Definitions, live: &Definitions) -> 
 }
 
 /// Plans a loaded spec against a definitions file, as if it were the broker. Without
-/// `target`, the spec compiles for the version the file was exported by.
+/// `target`, the spec compiles for the version the file was exported by. A password
+/// that cannot be read is unknown, as for `plan`: such a plan is never applied.
 pub fn against_definitions(
     file: &SpecFile,
     live: &Definitions,
     target: TargetVersion,
     prune_unmanaged: bool,
 ) -> Result<Planned, PlanError> {
-    let compiled = compile::compile(file, &Options::reading_secrets(file, target))
-        .map_err(PlanError::Invalid)?;
+    let options = Options::reading_secrets_with(file, target, MissingPassword::Unknown);
+    let compiled = compile::compile(file, &options).map_err(PlanError::Invalid)?;
     let name = spec_name(file);
     let records = records(&live.global_parameters)
         .and_then(|records| check_own(&records, &name).map(|()| records))

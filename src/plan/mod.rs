@@ -86,6 +86,11 @@ pub struct Plan {
     /// [`Plan::changes`]), and migrations a stopped apply left under way.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub migrations: Vec<Migration>,
+    /// Users whose password was not known when the plan was made (a pull-request job
+    /// plans without the applications' secrets), with what was missing. Their
+    /// passwords are not compared, and `apply` refuses the plan.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown_passwords: BTreeMap<String, String>,
     /// Counts by action.
     pub summary: Summary,
     /// What the plan was made from, to check again under the locks (`apply SPEC`);
@@ -387,13 +392,21 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     );
     // An unchanged user keeps the live hash (the same password under the broker's
     // salt): the plan's desired state must compare equal without the clear password.
+    // A user whose password is unknown keeps the live one whatever else changes.
     let changed: BTreeSet<&ObjectId> = result.changes.iter().map(|c| &c.id).collect();
     for (id, value) in desired.iter_mut() {
-        if id.kind == ObjectKind::User
-            && !changed.contains(id)
-            && let Some(have) = live.get(id)
-        {
+        if id.kind != ObjectKind::User {
+            continue;
+        }
+        let Some(have) = live.get(id) else {
+            continue;
+        };
+        if !changed.contains(id) {
             *value = have.clone();
+        } else if inputs.passwords.unknown.contains_key(&id.name) {
+            for key in ["password_hash", "hashing_algorithm"] {
+                value[key] = have[key].clone();
+            }
         }
     }
     let serial = record.map(|r| r.serial).unwrap_or(0);
@@ -446,6 +459,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         captured,
         overlaps,
         migrations,
+        unknown_passwords: inputs.passwords.unknown.clone(),
         summary: Summary::default(),
         basis: None,
     };

@@ -188,7 +188,7 @@ mod tests {
     }
 
     fn plan_against(live: &Definitions) -> Plan {
-        let passwords = Passwords([("app".to_string(), "pw".to_string())].into());
+        let passwords = Passwords::known([("app".to_string(), "pw".to_string())].into());
         build(Inputs {
             spec: "shop",
             target_version: "4.1".into(),

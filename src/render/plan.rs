@@ -80,6 +80,43 @@ pub fn redacted_json(plan: &Plan) -> Value {
     serde_json::to_value(&plan).expect("plans serialize")
 }
 
+/// What an apply did, for its JSON document.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    /// Changes the broker confirmed, as `action kind name`.
+    pub done: Vec<String>,
+    /// Changes sent and not confirmed (they may or may not have been made).
+    pub unconfirmed: Vec<String>,
+    /// Changes not made.
+    pub not_done: Vec<String>,
+    /// Existing objects the spec adopted.
+    pub adopted: usize,
+    /// HTTP requests made.
+    pub requests: u64,
+}
+
+/// The one document `apply --format json` prints: the plan it applied (redacted as
+/// [`redacted_json`]), what it did, and, when it failed, why (`error`, as
+/// [`super::errors::error_value`]).
+pub fn apply_document(
+    plan: Option<&Plan>,
+    applied: Option<&Applied>,
+    error: Option<Value>,
+) -> Value {
+    serde_json::json!({
+        "format": "warren-apply/1",
+        "plan": plan.map(redacted_json),
+        "applied": applied.map(|a| serde_json::json!({
+            "done": a.done,
+            "unconfirmed": a.unconfirmed,
+            "not_done": a.not_done,
+            "adopted": a.adopted,
+            "requests": a.requests,
+        })),
+        "error": error,
+    })
+}
+
 /// Writes the plan for people.
 pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
     let Style {
@@ -217,6 +254,13 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         if change.unmanaged {
             line.push_str(&format!(" {dim}(unmanaged, pruned){reset}"));
         }
+        if change.id.kind == ObjectKind::User
+            && let Some(missing) = plan.unknown_passwords.get(&change.id.name)
+        {
+            line.push_str(&format!(
+                " {yellow}(password unknown: {missing} not set here){reset}"
+            ));
+        }
         if change.loses_data() && migration.is_some() {
             line.push_str(&format!(
                 " {magenta}{bold}{}: moved with --migrate{reset}",
@@ -290,6 +334,18 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         writeln!(
             out,
             "{red}{bold}This plan cannot be applied:{reset} see the objects marked `!` above."
+        )?;
+    }
+    if !plan.unknown_passwords.is_empty() {
+        let users: Vec<String> = plan
+            .unknown_passwords
+            .iter()
+            .map(|(user, missing)| format!("`{user}` ({missing})"))
+            .collect();
+        writeln!(
+            out,
+            "{yellow}{bold}Passwords not known here:{reset} {}. They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
+            users.join(", ")
         )?;
     }
     Ok(())
@@ -477,6 +533,7 @@ mod tests {
             adopted: vec![],
             dependencies: None,
             basis: None,
+            unknown_passwords: Default::default(),
             desired: vec![],
             changes: vec![
                 change(
@@ -577,6 +634,7 @@ mod tests {
             adopted: vec![],
             dependencies: None,
             basis: None,
+            unknown_passwords: Default::default(),
             desired: vec![],
             changes: vec![replace],
             unmanaged: vec![],

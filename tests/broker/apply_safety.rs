@@ -63,12 +63,22 @@ fn a_saved_replace_keeps_messages_that_arrived_after_planning(version: Version) 
         spec.write(&queues_spec(&name, &vhost, &[("audit", to)]));
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("plan.json");
-        let planned = warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
+        let planned = warren(
+            node,
+            &[
+                "plan",
+                "--detailed-exitcode",
+                spec.arg(),
+                "-o",
+                plan.to_str().unwrap(),
+            ],
+        )
+        .expect(2);
         assert!(planned.stdout.contains("~> audit"), "{}", planned.stdout);
         assert!(!planned.stdout.contains("DATA LOSS"), "{}", planned.stdout);
 
         publish(node, &vhost, "audit", 3);
-        let refused = warren(node, &["apply", plan.to_str().unwrap()]).expect(1);
+        let refused = warren(node, &["apply", plan.to_str().unwrap()]).expect(4);
         assert!(
             refused
                 .stderr
@@ -97,11 +107,21 @@ fn a_saved_delete_keeps_messages_that_arrived_after_planning(version: Version) {
         spec.write(&queues_spec(&name, &vhost, &[("audit", kind)]));
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("plan.json");
-        warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
+        warren(
+            node,
+            &[
+                "plan",
+                "--detailed-exitcode",
+                spec.arg(),
+                "-o",
+                plan.to_str().unwrap(),
+            ],
+        )
+        .expect(2);
 
         publish(node, &vhost, "extra", 5);
         assert_holds(node, &vhost, "extra", kind, 5);
-        let refused = warren(node, &["apply", plan.to_str().unwrap()]).expect(1);
+        let refused = warren(node, &["apply", plan.to_str().unwrap()]).expect(4);
         assert!(
             refused
                 .stderr
@@ -129,7 +149,7 @@ fn messages_the_statistics_do_not_show_yet_are_kept(version: Version) {
         warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
         spec.write(&queues_spec(&name, &vhost, &[("audit", to)]));
         publish(node, &vhost, "audit", 3);
-        let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+        let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
         assert!(
             refused.stderr.contains("queue \"audit\""),
             "{from} → {to}: {}",
@@ -160,13 +180,13 @@ fn deleting_a_stream_needs_allow_data_loss(version: Version) {
     warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
     publish(node, &vhost, "events", 2);
     spec.write(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
-    let planned = warren(node, &["plan", spec.arg()]).expect(2);
+    let planned = warren(node, &["plan", "--detailed-exitcode", spec.arg()]).expect(2);
     assert!(
         planned.stdout.contains("DATA LOSS: a stream's log"),
         "{}",
         planned.stdout
     );
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
     assert!(
         refused.stderr.contains("holds a stream's log"),
         "{}",
@@ -208,7 +228,17 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
     ));
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
+    warren(
+        node,
+        &[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "-o",
+            plan.to_str().unwrap(),
+        ],
+    )
+    .expect(2);
     let mut document: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
     document["changes"].as_array_mut().unwrap().push(json!({
@@ -222,7 +252,7 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
         node,
         &["apply", plan.to_str().unwrap(), "--allow-data-loss"],
     )
-    .expect(1);
+    .expect(4);
     assert!(
         refused
             .stderr
@@ -252,11 +282,21 @@ fn a_plan_for_another_broker_is_refused(version: Version) {
     let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    warren(node, &["plan", spec.arg(), "-o", plan.to_str().unwrap()]).expect(2);
+    warren(
+        node,
+        &[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "-o",
+            plan.to_str().unwrap(),
+        ],
+    )
+    .expect(2);
     let refused = other
         .warren(&["apply", plan.to_str().unwrap()])
         .run()
-        .expect(1);
+        .expect(4);
     assert!(
         refused.stderr.contains("does not apply to this broker")
             && refused.stderr.contains("made against another broker"),

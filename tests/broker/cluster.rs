@@ -68,7 +68,12 @@ fn a_three_node_cluster_fails_over_and_keeps_messages(version: Version) {
     nodes[0].kill();
     warren(&nodes[1], &urls, &["plan", spec.arg()]).expect(0);
     let slower = Spec::example("ladder.yaml", &[("30s", "45s")]);
-    let planned = warren(&nodes[1], &urls, &["plan", slower.arg()]).expect(2);
+    let planned = warren(
+        &nodes[1],
+        &urls,
+        &["plan", "--detailed-exitcode", slower.arg()],
+    )
+    .expect(2);
     assert!(
         planned.stdout.contains("~ warren.retry."),
         "{}",

@@ -164,7 +164,7 @@ fn an_administrator_without_permissions_on_the_vhost(version: Version) {
         &node.mgmt_url,
         &user,
     );
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
     let first = run.stderr.lines().next().unwrap_or_default();
     for part in [
         "cannot check over AMQP",

@@ -31,7 +31,7 @@ fn a_broker_killed_mid_apply_gets_an_honest_report(version: Version) {
     node.kill();
     let output = child.finish();
     let stderr = output.stderr;
-    assert_eq!(output.code, Some(1), "{stderr}");
+    assert_eq!(output.code, Some(3), "{stderr}");
     assert!(
         !stderr.contains("nothing was changed"),
         "queues were made: the report must not say otherwise: {stderr}"

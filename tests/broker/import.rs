@@ -58,7 +58,11 @@ fn objects_of_another_spec_are_left_out_unless_its_name_is_given(version: Versio
     assert!(!run.stderr.contains("managed by spec"), "{}", run.stderr);
     let text = std::fs::read_to_string(&imported).unwrap();
     assert!(text.contains("loose") && text.contains("quorum"), "{text}");
-    let planned = warren(node, &["plan", &imported, "--format", "json"]).expect(2);
+    let planned = warren(
+        node,
+        &["plan", "--detailed-exitcode", &imported, "--format", "json"],
+    )
+    .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
     assert_eq!(plan["summary"]["adopt"], 1, "{}", planned.stdout);
@@ -106,7 +110,11 @@ fn permissions_of_users_the_spec_does_not_hold(version: Version) {
             && imported_text.contains("^orders$"),
         "{imported_text}"
     );
-    let planned = warren(node, &["plan", &imported, "--format", "json"]).expect(2);
+    let planned = warren(
+        node,
+        &["plan", "--detailed-exitcode", &imported, "--format", "json"],
+    )
+    .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
     assert_eq!(plan["summary"]["adopt"], 1, "{}", planned.stdout);
@@ -175,7 +183,11 @@ fn a_vhost_scoped_export_round_trips(version: Version) {
     crate::support::warren(&["diff", spec, "--against", file, "--vhost", &vhost])
         .run()
         .expect(0);
-    let planned = warren(node, &["plan", spec, "--format", "json"]).expect(2);
+    let planned = warren(
+        node,
+        &["plan", "--detailed-exitcode", spec, "--format", "json"],
+    )
+    .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
     warren(node, &["apply", spec, "--auto-approve"]).expect(0);

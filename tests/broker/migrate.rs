@@ -275,7 +275,9 @@ fn assert_half_done_is_shown(node: &Node, vhost: &str, spec: &Spec) {
     if node.get_opt(&temporary).is_none() {
         return;
     }
-    let plan = node.warren(&["plan", spec.arg()]).run();
+    let plan = node
+        .warren(&["plan", "--detailed-exitcode", spec.arg()])
+        .run();
     assert_eq!(plan.code, Some(2), "{}\n{}", plan.stdout, plan.stderr);
     assert!(plan.stdout.contains("1 to migrate"), "{}", plan.stdout);
     let declared_anew = node
@@ -284,7 +286,7 @@ fn assert_half_done_is_shown(node: &Node, vhost: &str, spec: &Spec) {
     if declared_anew {
         assert!(plan.stdout.contains("under way"), "{}", plan.stdout);
         let refused = node.warren(&["apply", spec.arg(), "--auto-approve"]).run();
-        assert_eq!(refused.code, Some(1), "{}", refused.stdout);
+        assert_eq!(refused.code, Some(4), "{}", refused.stdout);
         assert!(
             refused.stderr.contains("is under way")
                 && refused.stderr.contains("warren apply --migrate"),
@@ -362,7 +364,10 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
     assert!(node.wait_until(Duration::from_secs(30), || {
         node.get(&format!("/api/queues/{}/work", pct(&vhost)))["messages"] == 3
     }));
-    let plan = node.warren(&["plan", spec.arg()]).run().expect(2);
+    let plan = node
+        .warren(&["plan", "--detailed-exitcode", spec.arg()])
+        .run()
+        .expect(2);
     assert!(
         plan.stdout.contains("~> work (migrate: ")
             && plan.stdout.contains("3 messages: moved with --migrate")
@@ -378,7 +383,7 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
     let refused = node
         .warren(&["apply", spec.arg(), "--auto-approve"])
         .run()
-        .expect(1);
+        .expect(4);
     assert!(
         refused.stderr.contains("refusing to lose messages")
             && refused.stderr.contains("--migrate moves them"),
@@ -533,7 +538,7 @@ fn without_the_shovel_plugin_a_migration_changes_nothing(version: Version) {
     let refused = node
         .warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
         .run()
-        .expect(1);
+        .expect(4);
     assert!(
         refused.stderr.contains("the broker has no shovel plugin")
             && refused

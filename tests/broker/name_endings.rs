@@ -40,7 +40,7 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         &json!({"durable": true, "arguments": {"x-queue-type": "quorum"}}),
     );
     let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
-    let planned = warren(node, &["plan", spec.arg()]).expect(1);
+    let planned = warren(node, &["plan", spec.arg()]).expect(4);
     assert!(
         planned
             .stdout
@@ -51,11 +51,11 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         "{}",
         planned.stdout
     );
-    let json = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(1);
+    let json = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(4);
     let plan: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(plan["captured"][0]["queue"]["name"], "audit.retry.2");
     assert_eq!(plan["captured"][0]["policy"], "warren.retry.defaults.2");
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
     assert!(
         refused.stderr.contains("nothing was applied"),
         "{}",
@@ -99,7 +99,7 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         &format!("/api/queues/{}/late.retry.1", pct(&vhost)),
         &json!({"durable": true, "arguments": {"x-queue-type": "quorum"}}),
     );
-    let late = warren(node, &["plan", spec.arg()]).expect(1);
+    let late = warren(node, &["plan", spec.arg()]).expect(4);
     assert!(
         late.stdout.contains("queue \"late.retry.1\""),
         "{}",
@@ -116,7 +116,7 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
     warren(node, &["apply", a.arg(), "--auto-approve"]).expect(0);
     // The second spec's vhost defaults would select `.retry.1` too.
     let b = Spec::new(&spec_text(&second, &vhost, "billing", false));
-    let planned = warren(node, &["plan", b.arg()]).expect(1);
+    let planned = warren(node, &["plan", b.arg()]).expect(4);
     assert!(
         planned.stdout.contains("overlap another spec's")
             && planned.stdout.contains("warren.retry.vhost.1")
@@ -127,7 +127,7 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
         "{}",
         planned.stdout
     );
-    let refused = warren(node, &["apply", b.arg(), "--auto-approve"]).expect(1);
+    let refused = warren(node, &["apply", b.arg(), "--auto-approve"]).expect(4);
     assert!(
         refused.stderr.contains("nothing was applied"),
         "{}",
@@ -170,7 +170,17 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     let mut plan = serde_json::Value::Null;
     // The message count is a statistic: plan until it shows.
     let counted = node.wait_until(std::time::Duration::from_secs(30), || {
-        let run = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2);
+        let run = warren(
+            node,
+            &[
+                "plan",
+                "--detailed-exitcode",
+                spec.arg(),
+                "--format",
+                "json",
+            ],
+        )
+        .expect(2);
         plan = serde_json::from_str(&run.stdout).unwrap();
         plan["summary"]["data_loss"] == 1
     });
@@ -201,7 +211,7 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
             "{expected}: {changes:?}"
         );
     }
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
     assert!(
         refused.stderr.contains("orders.email.retry.2"),
         "{}",
@@ -229,7 +239,7 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on(version: Versi
     let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
     let with_limit = version == Version::V4_0;
     if with_limit {
-        let planned = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(1);
+        let planned = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(4);
         let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
         assert_eq!(plan["captured"].as_array().map(Vec::len), Some(1), "{plan}");
         assert_eq!(plan["captured"][0]["queue"]["name"], "audit.parking");

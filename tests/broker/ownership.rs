@@ -32,7 +32,7 @@ fn adoption_takes_ownership(version: Version) {
     warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
     // As after booting a broker from `warren export`: the objects, no record.
     node.delete(&record_path(&name));
-    let planned = warren(node, &["plan", spec.arg()]).expect(2);
+    let planned = warren(node, &["plan", "--detailed-exitcode", spec.arg()]).expect(2);
     assert!(
         planned.stdout.contains("3 existing objects adopted")
             && planned.stdout.contains("= queue \"a\""),
@@ -48,11 +48,11 @@ fn adoption_takes_ownership(version: Version) {
     warren(node, &["plan", spec.arg()]).expect(0);
     // Now removing one from the spec deletes it: it is managed.
     spec.write(&spec_text(&name, &vhost, &["a"]));
-    let planned = warren(node, &["plan", spec.arg()]).expect(2);
+    let planned = warren(node, &["plan", "--detailed-exitcode", spec.arg()]).expect(2);
     assert!(planned.stdout.contains("- b"), "{}", planned.stdout);
     // Another spec's objects are never adopted.
     let other = Spec::new(&spec_text(&format!("other-{vhost}"), &vhost, &["a"]));
-    let refused = warren(node, &["plan", other.arg()]).expect(1);
+    let refused = warren(node, &["plan", other.arg()]).expect(4);
     assert!(
         refused.stdout.contains(&format!("(spec `{name}`)")) && !refused.stdout.contains("adopted"),
         "{}",
@@ -70,7 +70,11 @@ fn saved_plans_survive_noise_but_not_a_policy_that_changes_their_objects(version
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
     let plan = plan.to_str().unwrap();
-    warren(node, &["plan", spec.arg(), "-o", plan]).expect(2);
+    warren(
+        node,
+        &["plan", "--detailed-exitcode", spec.arg(), "-o", plan],
+    )
+    .expect(2);
     // An application's reply queue and another team's queue appear: not this plan's
     // business.
     let queue = |q: &str, body: Value| {
@@ -86,12 +90,16 @@ fn saved_plans_survive_noise_but_not_a_policy_that_changes_their_objects(version
         &vhost,
         &["orders", "invoices", "refunds"],
     ));
-    warren(node, &["plan", spec.arg(), "-o", plan]).expect(2);
+    warren(
+        node,
+        &["plan", "--detailed-exitcode", spec.arg(), "-o", plan],
+    )
+    .expect(2);
     node.put(
         &format!("/api/policies/{}/team-b-ttl", pct(&vhost)),
         &json!({"pattern": "^orders$", "apply-to": "queues", "definition": {"message-ttl": 1000}, "priority": 5}),
     );
-    let stale = warren(node, &["apply", plan]).expect(1);
+    let stale = warren(node, &["apply", plan]).expect(4);
     assert!(
         stale.stderr.contains("changed since this plan was made")
             && stale.stderr.contains("policy applied to queue \"orders\"")
@@ -122,7 +130,7 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
     // Another spec declaring teamC's queue: its claims still read, so they hold: the
     // plan shows the conflict, and teamC's other queue is not "unmanaged".
     let d = Spec::new(&spec_text(&format!("d-{vhost}"), &vhost, &["jobs"]));
-    let refused = warren(node, &["plan", d.arg(), "--prune-unmanaged"]).expect(1);
+    let refused = warren(node, &["plan", d.arg(), "--prune-unmanaged"]).expect(4);
     assert!(
         refused.stdout.contains(&format!(
             "queue \"jobs\" in vhost \"{vhost}\" (spec `{team_c}`)"
@@ -132,9 +140,9 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
     );
     let says = format!("the ownership record `warren.{team_c}` cannot be read");
     // teamC's own plan and apply stop too, instead of "No changes".
-    let own = warren(node, &["plan", c.arg()]).expect(1);
+    let own = warren(node, &["plan", c.arg()]).expect(4);
     assert!(own.stderr.contains(&says), "{}", own.stderr);
-    warren(node, &["apply", c.arg(), "--auto-approve"]).expect(1);
+    warren(node, &["apply", c.arg(), "--auto-approve"]).expect(4);
     let shown = warren(node, &["state", "show", &team_c]).expect(0);
     assert!(
         shown.stdout.contains("is DAMAGED") && shown.stdout.contains("\"yesterday\""),
@@ -149,7 +157,7 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
         repaired.stdout
     );
     warren(node, &["plan", c.arg()]).expect(0);
-    let conflict = warren(node, &["plan", d.arg()]).expect(1);
+    let conflict = warren(node, &["plan", d.arg()]).expect(4);
     assert!(
         conflict.stdout.contains(&format!("(spec `{team_c}`)")),
         "{}",
@@ -170,7 +178,7 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
         &record_path(&team_c),
         &json!({"name": format!("warren.{team_c}"), "value": record}),
     );
-    let stopped = warren(node, &["plan", d.arg()]).expect(1);
+    let stopped = warren(node, &["plan", d.arg()]).expect(4);
     assert!(stopped.stderr.contains(&says), "{}", stopped.stderr);
     let repaired = warren(node, &["state", "repair", &team_c, "--auto-approve"]).expect(0);
     assert!(
@@ -185,7 +193,7 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
         "{}",
         repaired.stdout
     );
-    warren(node, &["plan", d.arg()]).expect(1);
+    warren(node, &["plan", d.arg()]).expect(4);
 }
 
 per_version!(

@@ -82,7 +82,7 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
     let node = Node::start(version, NodeOptions::default());
     for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
         let spec = format!("examples/{example}.yaml");
-        let first = warren(&node, &["plan", &spec]).expect(2);
+        let first = warren(&node, &["plan", "--detailed-exitcode", &spec]).expect(2);
         assert!(first.stdout.contains("to create"), "{}", first.stdout);
         warren(&node, &["apply", &spec, "--auto-approve"]).expect(0);
         let again = warren(&node, &["plan", &spec]).expect(0);
@@ -202,7 +202,19 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
         "45s",
         false,
     ));
-    let plan = plan_json(&warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2));
+    let plan = plan_json(
+        &warren(
+            node,
+            &[
+                "plan",
+                "--detailed-exitcode",
+                spec.arg(),
+                "--format",
+                "json",
+            ],
+        )
+        .expect(2),
+    );
     assert_eq!(
         changes(&plan),
         vec![(
@@ -242,7 +254,17 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
     );
 
     spec.write(&ladder_spec(&name, &vhost, "30s", false));
-    let run = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2);
+    let run = warren(
+        node,
+        &[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "--format",
+            "json",
+        ],
+    )
+    .expect(2);
     let plan = plan_json(&run);
     let deleted: Vec<String> = changes(&plan)
         .into_iter()
@@ -274,7 +296,9 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
             .iter()
             .any(|id| id["name"] == "handmade")
     );
-    let text = warren(node, &["plan", spec.arg()]).expect(2).stdout;
+    let text = warren(node, &["plan", "--detailed-exitcode", spec.arg()])
+        .expect(2)
+        .stdout;
     assert!(text.contains("? queue \"handmade\""), "{text}");
 
     warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
@@ -305,7 +329,9 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
     assert_eq!(messages(node, &vhost, "audit"), 1);
 
     spec.write(&plain_queue_spec(&name, &vhost, "quorum"));
-    let text = warren(node, &["plan", spec.arg()]).expect(2).stdout;
+    let text = warren(node, &["plan", "--detailed-exitcode", spec.arg()])
+        .expect(2)
+        .stdout;
     // A queue replace that can be migrated: the plan says how to keep the message.
     assert!(text.contains("~> audit (migrate: "), "{text}");
     assert!(text.contains("1 message: moved with --migrate"), "{text}");
@@ -314,7 +340,7 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
         "{text}"
     );
 
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(1);
+    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
     assert!(
         refused.stderr.contains("queue \"audit\" in vhost"),
         "{}",
@@ -348,12 +374,18 @@ fn stale_plans_are_refused(version: Version) {
     let plan_file = dir.path().join("plan.json");
     warren(
         node,
-        &["plan", spec.arg(), "-o", plan_file.to_str().unwrap()],
+        &[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "-o",
+            plan_file.to_str().unwrap(),
+        ],
     )
     .expect(2);
     // Somebody changes the broker in between: the saved plan no longer applies.
     warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
-    let stale = warren(node, &["apply", plan_file.to_str().unwrap()]).expect(1);
+    let stale = warren(node, &["apply", plan_file.to_str().unwrap()]).expect(4);
     assert!(
         stale.stderr.contains("changed since this plan was made"),
         "{}",
@@ -364,7 +396,13 @@ fn stale_plans_are_refused(version: Version) {
     spec.write(&plain_queue_spec(&name, &vhost, "quorum").replace("audit:", "audit2:"));
     warren(
         node,
-        &["plan", spec.arg(), "-o", plan_file.to_str().unwrap()],
+        &[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "-o",
+            plan_file.to_str().unwrap(),
+        ],
     )
     .expect(2);
     warren(node, &["apply", plan_file.to_str().unwrap()]).expect(0);
@@ -377,13 +415,13 @@ fn another_specs_objects_are_not_taken_over(version: Version) {
     let team_a = Spec::new(&plain_queue_spec(&format!("a-{vhost}"), &vhost, "quorum"));
     warren(node, &["apply", team_a.arg(), "--auto-approve"]).expect(0);
     let team_b = Spec::new(&plain_queue_spec(&format!("b-{vhost}"), &vhost, "quorum"));
-    let run = warren(node, &["plan", team_b.arg()]).expect(1);
+    let run = warren(node, &["plan", team_b.arg()]).expect(4);
     assert!(
         run.stdout.contains(&format!("(spec `a-{vhost}`)")),
         "{}",
         run.stdout
     );
-    let refused = warren(node, &["apply", team_b.arg(), "--auto-approve"]).expect(1);
+    let refused = warren(node, &["apply", team_b.arg(), "--auto-approve"]).expect(4);
     assert!(
         refused.stderr.contains("another spec"),
         "{}",
@@ -405,7 +443,7 @@ fn connection_problems_are_one_line_errors(version: Version) {
         "not-the-password",
     ])
     .run()
-    .expect(1);
+    .expect(3);
     assert_eq!(wrong.stderr.lines().count(), 1, "{}", wrong.stderr);
     assert!(
         wrong
@@ -425,7 +463,7 @@ fn connection_problems_are_one_line_errors(version: Version) {
         "5",
     ])
     .run()
-    .expect(1);
+    .expect(3);
     assert_eq!(
         unreachable.stderr.lines().count(),
         1,
@@ -476,7 +514,7 @@ fn connection_problems_are_one_line_errors(version: Version) {
         "outsider-pw",
     ])
     .run()
-    .expect(1);
+    .expect(3);
     assert_eq!(denied.stderr.lines().count(), 1, "{}", denied.stderr);
     assert!(
         denied.stderr.contains("user `outsider` is not allowed"),
@@ -516,7 +554,19 @@ fn user_limits_and_global_parameters_converge(version: Version) {
     assert_eq!(parameter["value"]["replicas"], 3);
 
     spec.write(&spec_text(50));
-    let plan = plan_json(&warren(node, &["plan", spec.arg(), "--format", "json"]).expect(2));
+    let plan = plan_json(
+        &warren(
+            node,
+            &[
+                "plan",
+                "--detailed-exitcode",
+                spec.arg(),
+                "--format",
+                "json",
+            ],
+        )
+        .expect(2),
+    );
     assert_eq!(
         changes(&plan),
         vec![("update".into(), "user".into(), format!("{vhost}-app"))]
@@ -551,7 +601,7 @@ fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
             )
             .run()
     };
-    let first = run(&["plan", spec.arg()]).expect(2);
+    let first = run(&["plan", "--detailed-exitcode", spec.arg()]).expect(2);
     assert!(
         first.stdout.contains("+ federation-upstream/origin"),
         "{}",
@@ -572,13 +622,20 @@ fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
     run(&["plan", spec.arg()]).expect(0);
 
     spec.write(&spec_text(7_200_000));
-    let changed = run(&["plan", spec.arg()]).expect(2);
+    let changed = run(&["plan", "--detailed-exitcode", spec.arg()]).expect(2);
     assert!(
         changed.stdout.contains("~ federation-upstream/origin"),
         "{}",
         changed.stdout
     );
-    let json = run(&["plan", spec.arg(), "--format", "json"]).expect(2);
+    let json = run(&[
+        "plan",
+        "--detailed-exitcode",
+        spec.arg(),
+        "--format",
+        "json",
+    ])
+    .expect(2);
     for output in [&changed.stdout, &changed.stderr, &json.stdout] {
         assert!(
             !output.contains(&upstream_password),

@@ -203,18 +203,20 @@ fn no_secret_in_any_output(version: Version) {
     }
 
     // Against the broker.
-    let plan = sweep.live(&["plan", spec]).expect(2);
+    let plan = sweep.live(&["plan", "--detailed-exitcode", spec]).expect(2);
     assert!(
         plan.stdout.contains("federation-upstream/origin"),
         "{}",
         plan.stdout
     );
-    sweep.live(&["plan", spec, "--format", "json"]).expect(2);
+    sweep
+        .live(&["plan", "--detailed-exitcode", spec, "--format", "json"])
+        .expect(2);
     // The apply lock over an AMQP URL with credentials that does not answer.
     let unreachable = format!("amqp://deployer:{IN_WARREN_AMQP_URL}@127.0.0.1:1/");
     let refused = sweep
         .live(&["apply", spec, "--auto-approve", "--amqp-url", &unreachable])
-        .expect(1);
+        .expect(3);
     assert!(
         refused
             .stderr
@@ -225,7 +227,13 @@ fn no_secret_in_any_output(version: Version) {
     );
     let saved = at("plan.json");
     sweep
-        .live(&["plan", spec, "-o", saved.to_str().unwrap()])
+        .live(&[
+            "plan",
+            "--detailed-exitcode",
+            spec,
+            "-o",
+            saved.to_str().unwrap(),
+        ])
         .expect(2);
     let saved = sweep.written(&saved, true);
     sweep.live(&["apply", &saved, "--auto-approve"]).expect(0);
@@ -279,10 +287,16 @@ fn no_secret_in_any_output(version: Version) {
 
     // The broker refuses a URI it cannot parse and echoes it, password included.
     sweep.fed_uri = format!("amqp://fed:{FEDERATION}@127.0.0.1:99999999/%2F");
-    sweep.live(&["plan", spec]).expect(2);
+    sweep.live(&["plan", "--detailed-exitcode", spec]).expect(2);
     let refused_plan = at("refused-plan.json");
     sweep
-        .live(&["plan", spec, "-o", refused_plan.to_str().unwrap()])
+        .live(&[
+            "plan",
+            "--detailed-exitcode",
+            spec,
+            "-o",
+            refused_plan.to_str().unwrap(),
+        ])
         .expect(2);
     let refused_plan = sweep.written(&refused_plan, true);
     for target in [refused_plan.as_str(), spec] {

@@ -300,7 +300,7 @@ fn a_login_page_instead_of_the_management_api_is_an_error_and_nothing_is_written
     ] {
         let output = warren(&command);
         let err = &output.stderr;
-        assert_eq!(output.code, Some(1), "{command:?}: {err}");
+        assert_eq!(output.code, Some(3), "{command:?}: {err}");
         assert!(
             err.contains(&format!("{url}/api/")) && err.contains("answered 200 with text/html"),
             "{command:?}: {err}"
@@ -340,7 +340,7 @@ fn timeout_is_the_whole_wait_and_names_the_request() {
         "--timeout",
         "2",
     ])
-    .expect(1);
+    .expect(3);
     let waited = started.elapsed();
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     assert!(

@@ -202,7 +202,7 @@ fn nothing_configured_says_where_the_url_goes() {
         .env("NO_COLOR", "1")
         .envs(SHOP_PASSWORDS.iter().copied())
         .run();
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     for part in [
         "http://localhost:15672 is the default, used because neither --url nor WARREN_URL was given",

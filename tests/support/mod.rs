@@ -273,10 +273,12 @@ pub fn summary(run: &Run) -> String {
     text
 }
 
-/// Asserts the shape every connection error has: exit code 1, one line, each of
-/// `parts`, never `password`, and well before `--timeout` (60 s): nothing of the kind
-/// heals by retrying. The bound is 20 s, not less: a name that does not resolve can
-/// take the system resolver its own timeout (5 s per attempt, two attempts).
+/// Asserts the shape every connection error has: one line, each of `parts`, never
+/// `password`, and well before `--timeout` (60 s): nothing of the kind heals by
+/// retrying. The bound is 20 s, not less: a name that does not resolve can take the
+/// system resolver its own timeout (5 s per attempt, two attempts). The exit code is
+/// 1 for a URL that does not parse (bad input), else 3: the broker cannot be reached
+/// or refused the login (docs/exit-codes.md).
 #[track_caller]
 pub fn assert_connection_error(
     run: &Run,
@@ -284,7 +286,14 @@ pub fn assert_connection_error(
     parts: &[&str],
     password: &str,
 ) {
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let bad_input =
+        run.stderr.contains("invalid --url") || run.stderr.contains("invalid --amqp-url");
+    assert_eq!(
+        run.code,
+        Some(if bad_input { 1 } else { 3 }),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     for part in parts {
         assert!(run.stderr.contains(part), "no `{part}` in: {}", run.stderr);

@@ -1,0 +1,42 @@
+//! Why a command failed, as JSON: what a command asked for `--format json` prints on
+//! stdout instead of nothing, so a script reads one document whatever happened.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::spec::diagnostic::Diagnostic;
+
+/// The `error` object: exit code, its class, the error lines and the diagnostics.
+pub fn error_value(
+    code: u8,
+    class: &str,
+    messages: &[String],
+    diagnostics: &[(PathBuf, Diagnostic)],
+) -> Value {
+    json!({
+        "exit_code": code,
+        "class": class,
+        "messages": messages,
+        "diagnostics": diagnostics.iter().map(|(file, d)| json!({
+            "file": file.display().to_string(),
+            "rule": d.code,
+            "message": d.message,
+            "path": d.path.as_ref().map(|p| p.to_string()),
+            "line": d.location.map(|l| l.line),
+            "column": d.location.map(|l| l.column),
+            "help": d.help,
+            "affects": d.affects,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `{"error": …}`: the whole document of a failed command.
+pub fn error_document(
+    code: u8,
+    class: &str,
+    messages: &[String],
+    diagnostics: &[(PathBuf, Diagnostic)],
+) -> Value {
+    json!({ "error": error_value(code, class, messages, diagnostics) })
+}
