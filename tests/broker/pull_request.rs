@@ -8,6 +8,9 @@ use crate::node::{Node, Version};
 use crate::spec::Spec;
 use crate::support::{Capture, Run};
 
+/// A spec with one user, its password from the environment, and one queue. Applies
+/// wait for the broker-wide lock, which every apply that changes a user takes: the
+/// other tests run at the same time.
 fn spec_text(name: &str, vhost: &str, tags: &str) -> String {
     format!(
         "version: 1\nname: {name}\nusers:\n  app-{vhost}:\n    password: {{ env: APP_PASSWORD_{var} }}\n    tags: [{tags}]\n    permissions:\n      {vhost}: {{ configure: \"\", write: \".*\", read: \".*\" }}\nvhosts:\n  {vhost}:\n    queues:\n      work: {{ type: classic }}\n",
@@ -74,7 +77,7 @@ fn plan_without_application_passwords(version: Version) {
     );
     // The saved plan is refused: it would create the user without its password.
     let refused = node
-        .warren(&["apply", saved, "--auto-approve"])
+        .warren(&["apply", saved, "--auto-approve", "--lock-timeout", "2m"])
         .run()
         .expect(4);
     assert!(
@@ -88,7 +91,13 @@ fn plan_without_application_passwords(version: Version) {
     );
     // `apply SPEC` reads the passwords itself, and needs them.
     let missing = node
-        .warren(&["apply", spec.arg(), "--auto-approve"])
+        .warren(&[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--lock-timeout",
+            "2m",
+        ])
         .run()
         .expect(1);
     assert!(
@@ -96,10 +105,16 @@ fn plan_without_application_passwords(version: Version) {
         "{}",
         missing.stderr
     );
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .env(&var, "first-pw")
-        .run()
-        .expect(0);
+    node.warren(&[
+        "apply",
+        spec.arg(),
+        "--auto-approve",
+        "--lock-timeout",
+        "2m",
+    ])
+    .env(&var, "first-pw")
+    .run()
+    .expect(0);
     assert!(logs_in(node, &user, "first-pw"));
 
     // Applied: a plan without the password compares it as unknown, not as a change.
@@ -141,7 +156,7 @@ fn plan_without_application_passwords(version: Version) {
         desired_user["value"]["password_hash"],
         live_user["password_hash"]
     );
-    node.warren(&["apply", saved, "--auto-approve"])
+    node.warren(&["apply", saved, "--auto-approve", "--lock-timeout", "2m"])
         .run()
         .expect(4);
     assert!(
@@ -150,7 +165,15 @@ fn plan_without_application_passwords(version: Version) {
     );
     // With the password, the merge job applies it, as one JSON document.
     let applied = node
-        .warren(&["apply", spec.arg(), "--auto-approve", "--format", "json"])
+        .warren(&[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--format",
+            "json",
+            "--lock-timeout",
+            "2m",
+        ])
         .env(&var, "first-pw")
         .run()
         .expect(0);
@@ -175,10 +198,16 @@ fn refusals_exit_4(version: Version) {
     let name = format!("refuse-{vhost}");
     let var = variable(&vhost);
     let spec = Spec::new(&spec_text(&name, &vhost, "management"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .env(&var, "pw")
-        .run()
-        .expect(0);
+    node.warren(&[
+        "apply",
+        spec.arg(),
+        "--auto-approve",
+        "--lock-timeout",
+        "2m",
+    ])
+    .env(&var, "pw")
+    .run()
+    .expect(0);
     // A queue with a message, deleted by the spec: apply refuses with 4, and under
     // `--format json` says so in its one document.
     let answer = node.post(
@@ -188,7 +217,8 @@ fn refusals_exit_4(version: Version) {
     assert_eq!(answer["routed"], true, "{answer}");
     spec.write(
         &spec_text(&name, &vhost, "management")
-            .replace("    queues:\n      work: { type: classic }\n", ""),
+            .replace("      work: { type: classic }\n", "")
+            .replace("    queues:\n", "    queues: {}\n"),
     );
     // The statistics show the message after a moment.
     let mut planned = None;
@@ -206,7 +236,15 @@ fn refusals_exit_4(version: Version) {
     }
     assert!(planned.is_some(), "the plan shows the data loss");
     let refused = node
-        .warren(&["apply", spec.arg(), "--auto-approve", "--format", "json"])
+        .warren(&[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--format",
+            "json",
+            "--lock-timeout",
+            "2m",
+        ])
         .env(&var, "pw")
         .run()
         .expect(4);
