@@ -188,6 +188,22 @@ pub enum Command {
         #[arg(long)]
         detailed_exitcode: bool,
     },
+    /// Draw the topology a spec builds: exchanges, queues, bindings with their routing
+    /// keys, dead-letter routes with their delays, parking queues; grouped by vhost and
+    /// service. Mermaid (for pull requests and docs) or Graphviz DOT (`dot -Tsvg`).
+    Graph {
+        #[command(flatten)]
+        spec: SpecArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        format: GraphFormat,
+        /// Draw only this vhost.
+        #[arg(long, value_name = "VHOST")]
+        vhost: Option<String>,
+        /// Draw only this service, with the exchanges and queues it connects to.
+        #[arg(long, value_name = "SERVICE")]
+        service: Option<String>,
+    },
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
     Completions {
@@ -293,6 +309,17 @@ pub enum Format {
     Text,
     /// Stable JSON (docs/plan-format.md); password hashes redacted.
     Json,
+    /// GitHub-flavored markdown for a pull request comment (docs/plan-format.md).
+    Markdown,
+}
+
+/// `warren graph` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GraphFormat {
+    /// A Mermaid flowchart (GitHub renders it in markdown).
+    Mermaid,
+    /// Graphviz DOT.
+    Dot,
 }
 
 /// Arguments shared by the commands that read a spec.

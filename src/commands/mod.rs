@@ -4,6 +4,7 @@
 
 mod compile;
 pub mod exit;
+mod graph;
 mod import;
 mod lint;
 mod plan;
@@ -140,6 +141,19 @@ pub fn run() -> ExitCode {
             &plan,
             detailed_exitcode,
             cli.color,
+            stdout,
+            stderr,
+        ),
+        Command::Graph {
+            spec,
+            format,
+            vhost,
+            service,
+        } => graph::graph(
+            &spec,
+            format,
+            vhost.as_deref(),
+            service.as_deref(),
             stdout,
             stderr,
         ),

@@ -14,6 +14,7 @@ use crate::cli::{BrokerArgs, ColorWhen, Format, PlanArgs};
 use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::plan::{Applied, Style, apply_document, redacted_json, render_text};
+use crate::render::markdown::render_markdown;
 use crate::spec::SpecFile;
 
 /// How a plan command prints: the format, and whether its text has colors.
@@ -40,6 +41,7 @@ fn print_plan(plan: &Plan, output: Output, stdout: &mut dyn Write) -> std::io::R
             "{}",
             serde_json::to_string_pretty(&redacted_json(plan)).expect("JSON")
         ),
+        Format::Markdown => render_markdown(stdout, plan),
     }
 }
 

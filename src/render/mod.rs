@@ -2,6 +2,8 @@
 
 pub mod diagnostics;
 pub mod errors;
+pub mod graph;
 pub mod lint;
+pub mod markdown;
 pub mod plan;
 pub mod state;

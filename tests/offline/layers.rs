@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("import", 3),
     ("plan", 4),
     ("apply", 5),
+    ("topology", 5),
     ("render", 6),
     ("cli", 7),
     ("commands", 8),

@@ -14,9 +14,11 @@ mod connect;
 mod exit_codes;
 mod first_run;
 mod fuzz;
+mod graph;
 mod import;
 mod layers;
 mod lint_rules;
+mod plan_markdown;
 mod refused;
 mod secrets;
 

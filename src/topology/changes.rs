@@ -1,0 +1,210 @@
+//! The part of a plan's topology that changes: the exchanges, queues and bindings a
+//! plan creates, updates, replaces or deletes, with the nodes they connect to, so a
+//! reviewer sees where the change sits. Built from the plan alone (its desired state
+//! and the live values of what it deletes), so a saved plan draws the same picture.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::{EdgeKind, Owners, Topology, build};
+use crate::diff::{Action, Change};
+use crate::lint::facts::{operator_policies, queue_facts};
+use crate::model::objects::definition_entry;
+use crate::model::{Definitions, ObjectId, ObjectKind, TargetVersion};
+use crate::plan::Plan;
+
+/// What happens to a node or an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeMark {
+    /// Created.
+    Create,
+    /// Changed in place (for a queue: also a change of the policy that applies to it).
+    Update,
+    /// Deleted and created again.
+    Replace,
+    /// Deleted.
+    Delete,
+}
+
+impl ChangeMark {
+    fn of(action: Action) -> ChangeMark {
+        match action {
+            Action::Create => ChangeMark::Create,
+            Action::Update => ChangeMark::Update,
+            Action::Replace => ChangeMark::Replace,
+            Action::Delete => ChangeMark::Delete,
+        }
+    }
+}
+
+/// The picture of a plan's changes.
+#[derive(Debug, Clone, Default)]
+pub struct Picture {
+    /// The changed nodes and their direct neighbours.
+    pub topology: Topology,
+    /// Per node of [`Picture::topology`]: its change, `None` for a neighbour.
+    pub nodes: Vec<Option<ChangeMark>>,
+    /// Per edge: its change (a binding's), `None` when unchanged.
+    pub edges: Vec<Option<ChangeMark>>,
+    /// Exchanges and queues that change (or hold a binding that does), in all.
+    pub changed: usize,
+    /// How many of them are drawn: fewer than [`Picture::changed`] when capped.
+    pub drawn: usize,
+}
+
+/// The picture of `plan`'s changes, with at most `cap` nodes.
+pub fn changes(plan: &Plan, cap: usize) -> Picture {
+    let target: TargetVersion = plan
+        .target_version
+        .parse()
+        .unwrap_or(TargetVersion::DEFAULT);
+    let definitions = definitions_of(plan);
+    let topology = build::build(&definitions, &Owners::default(), target);
+    let find = |is_queue: bool, vhost: &str, name: &str| {
+        topology.nodes.iter().position(|node| {
+            node.vhost == vhost
+                && node.name == name
+                && matches!(node.kind, super::NodeKind::Queue(_)) == is_queue
+        })
+    };
+    let mut node_marks: Vec<Option<ChangeMark>> = vec![None; topology.nodes.len()];
+    let mut edge_marks: Vec<Option<ChangeMark>> = vec![None; topology.edges.len()];
+    // Queues whose policy changes: the winning policy of each queue, once applied.
+    let operators = operator_policies(&definitions);
+    let facts = queue_facts(&definitions, &operators, target);
+    for change in &plan.changes {
+        let vhost = change.id.vhost.as_deref().unwrap_or_default();
+        let mark = ChangeMark::of(change.action);
+        match change.id.kind {
+            ObjectKind::Exchange | ObjectKind::Queue => {
+                let is_queue = change.id.kind == ObjectKind::Queue;
+                if let Some(at) = find(is_queue, vhost, &change.id.name) {
+                    node_marks[at] = Some(mark);
+                }
+            }
+            ObjectKind::Binding => {
+                if let Some(at) = binding_edge(&topology, change, &find) {
+                    edge_marks[at] = Some(mark);
+                }
+            }
+            ObjectKind::Policy if change.action != Action::Delete => {
+                for fact in &facts {
+                    let applies = fact
+                        .policy
+                        .is_some_and(|p| p.vhost == vhost && p.name == change.id.name);
+                    if applies && let Some(at) = find(true, vhost, &fact.queue.name) {
+                        node_marks[at].get_or_insert(ChangeMark::Update);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // A changed binding changes what its ends do: both are drawn as changed neighbours.
+    let mut changed: Vec<usize> = (0..node_marks.len())
+        .filter(|&i| node_marks[i].is_some())
+        .collect();
+    let mut around: BTreeSet<usize> = BTreeSet::new();
+    for (edge, mark) in topology.edges.iter().zip(&edge_marks) {
+        if mark.is_some() {
+            around.insert(edge.from);
+            around.insert(edge.to);
+        }
+    }
+    for node in &around {
+        if !changed.contains(node) {
+            changed.push(*node);
+        }
+    }
+    changed.sort_unstable();
+    let total = changed.len();
+    let drawn: Vec<usize> = changed.into_iter().take(cap).collect();
+    let mut keep: BTreeSet<usize> = drawn.iter().copied().collect();
+    for edge in &topology.edges {
+        for (here, there) in [(edge.from, edge.to), (edge.to, edge.from)] {
+            if keep.len() < cap && drawn.contains(&here) {
+                keep.insert(there);
+            }
+        }
+    }
+    let subset = topology.subset(&keep);
+    let nodes = keep.iter().map(|&old| node_marks[old]).collect();
+    let kept: Vec<usize> = keep.iter().copied().collect();
+    let edges = topology
+        .edges
+        .iter()
+        .zip(&edge_marks)
+        .filter(|(edge, _)| kept.contains(&edge.from) && kept.contains(&edge.to))
+        .map(|(_, mark)| *mark)
+        .collect();
+    Picture {
+        topology: subset,
+        nodes,
+        edges,
+        changed: total,
+        drawn: drawn.len(),
+    }
+}
+
+/// The edge of a binding change, found by its ends and key in the picture.
+fn binding_edge(
+    topology: &Topology,
+    change: &Change,
+    find: &impl Fn(bool, &str, &str) -> Option<usize>,
+) -> Option<usize> {
+    let value = change.after.as_ref().or(change.before.as_ref())?;
+    let vhost = change.id.vhost.as_deref().unwrap_or_default();
+    let from = find(false, vhost, value["source"].as_str()?)?;
+    let to_queue = value["destination_type"].as_str() != Some("exchange");
+    let to = find(to_queue, vhost, value["destination"].as_str()?)?;
+    let key = value["routing_key"].as_str().unwrap_or_default();
+    topology.edges.iter().position(|edge| {
+        edge.from == from
+            && edge.to == to
+            && matches!(&edge.kind, EdgeKind::Binding { routing_key, .. } if routing_key == key)
+    })
+}
+
+/// The exchanges, queues, bindings and policies of the plan's desired state, and of
+/// what it deletes (their live values), as definitions.
+fn definitions_of(plan: &Plan) -> Definitions {
+    let wanted = |id: &ObjectId| {
+        matches!(
+            id.kind,
+            ObjectKind::Exchange
+                | ObjectKind::Queue
+                | ObjectKind::Binding
+                | ObjectKind::Policy
+                | ObjectKind::OperatorPolicy
+        )
+    };
+    let desired = plan.desired.iter().map(|d| (&d.id, &d.value));
+    let deleted = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Delete)
+        .filter_map(|c| Some((&c.id, c.before.as_ref()?)));
+    let mut definitions = Definitions::default();
+    for (id, value) in desired.chain(deleted) {
+        if !wanted(id) || !value.is_object() {
+            continue;
+        }
+        // An entry that does not read (a saved plan edited by hand) is left out of
+        // the picture; the plan itself still shows it.
+        let (section, entry) = definition_entry(id, value);
+        let _ = match section {
+            "exchanges" => read(entry).map(|e| definitions.exchanges.push(e)),
+            "queues" => read(entry).map(|q| definitions.queues.push(q)),
+            "bindings" => read(entry).map(|b| definitions.bindings.push(b)),
+            "policies" => read(entry).map(|p| definitions.policies.push(p)),
+            "parameters" => read(entry).map(|p| definitions.parameters.push(p)),
+            _ => Ok(()),
+        };
+    }
+    definitions
+}
+
+fn read<T: serde::de::DeserializeOwned>(entry: Value) -> Result<T, serde_json::Error> {
+    serde_json::from_value(entry)
+}

@@ -1,0 +1,118 @@
+use std::path::Path;
+
+use super::*;
+use crate::spec::load_str;
+
+fn topology_of(yaml: &str) -> Topology {
+    let file = load_str(Path::new("test.yaml"), yaml.to_string()).unwrap();
+    of_spec(&file, TargetVersion::DEFAULT)
+        .unwrap_or_else(|d| panic!("{d:#?}"))
+        .0
+}
+
+fn node<'t>(topology: &'t Topology, name: &str) -> (usize, &'t Node) {
+    topology
+        .nodes
+        .iter()
+        .enumerate()
+        .find(|(_, n)| n.name == name)
+        .unwrap_or_else(|| panic!("no node {name}: {topology:#?}"))
+}
+
+fn edge<'t>(topology: &'t Topology, from: &str, to: &str) -> &'t EdgeKind {
+    let (from, _) = node(topology, from);
+    let (to, _) = node(topology, to);
+    &topology
+        .edges
+        .iter()
+        .find(|e| e.from == from && e.to == to)
+        .unwrap_or_else(|| panic!("no edge {from} -> {to}"))
+        .kind
+}
+
+const LADDER: &str = "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c:\n            routing_keys: [a.b]\n            retry: { delays: [90s, 5m] }\n";
+
+#[test]
+fn a_ladder_has_its_roles_tiers_in_order_and_delays_as_written() {
+    let topology = topology_of(LADDER);
+    let names: Vec<&str> = topology.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "s",
+            "s.c",
+            "s.c.retry",
+            "s.c.retry.own.1",
+            "s.c.retry.own.2",
+            "s.c.parking"
+        ]
+    );
+    let (_, tier) = node(&topology, "s.c.retry.own.1");
+    assert_eq!(
+        tier.role,
+        Role::Delay {
+            tier: 1,
+            written: "90s".into(),
+            millis: 90_000
+        }
+    );
+    assert_eq!(tier.consumer.as_deref(), Some("c"));
+    assert_eq!(node(&topology, "s").1.role, Role::ServiceExchange);
+    assert_eq!(node(&topology, "s.c.parking").1.role, Role::Parking);
+    // Rejected from the work queue into tier 1; each tier returns to the work queue
+    // through the default exchange after its delay.
+    assert_eq!(
+        edge(&topology, "s.c", "s.c.retry"),
+        &EdgeKind::DeadLetter {
+            delay: None,
+            routing_key: Some("1".into())
+        }
+    );
+    assert_eq!(
+        edge(&topology, "s.c.retry.own.1", "s.c"),
+        &EdgeKind::DeadLetter {
+            delay: Some("90s".into()),
+            routing_key: None
+        }
+    );
+    assert_eq!(
+        edge(&topology, "s.c.retry", "s.c.parking"),
+        &EdgeKind::Binding {
+            routing_key: "parking".into(),
+            arguments: vec![]
+        }
+    );
+}
+
+#[test]
+fn dead_letter_edges_follow_the_effective_settings() {
+    // The dead-letter exchange comes from the queue's argument, the TTL and the
+    // routing key from a policy: the picture shows what the broker will do.
+    let topology = topology_of(
+        "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      held:\n        type: classic\n        arguments: { x-dead-letter-exchange: dlx }\n      again:\n        type: classic\n    bindings:\n      - { source: dlx, destination: again, routing_key: back }\n    policies:\n      wait:\n        pattern: '^held$'\n        apply_to: queues\n        definition: { message-ttl: 1500, dead-letter-routing-key: back }\n",
+    );
+    assert_eq!(
+        edge(&topology, "held", "dlx"),
+        &EdgeKind::DeadLetter {
+            delay: Some("1s500ms".into()),
+            routing_key: Some("back".into())
+        }
+    );
+    assert_eq!(node(&topology, "held").1.role, Role::Plain);
+    assert_eq!(node(&topology, "held").1.service, None);
+}
+
+#[test]
+fn filters_name_the_choices_when_they_match_nothing() {
+    let topology = topology_of(LADDER);
+    let err = topology.filter(Some("w"), None).unwrap_err();
+    assert!(err.contains("no vhost `w`") && err.contains("`v`"), "{err}");
+    let err = topology.filter(None, Some("t")).unwrap_err();
+    assert!(
+        err.contains("no service `t`") && err.contains("`s`"),
+        "{err}"
+    );
+    let only = topology.filter(Some("v"), Some("s")).unwrap();
+    assert_eq!(only.nodes.len(), topology.nodes.len());
+    assert_eq!(only.edges.len(), topology.edges.len());
+}
