@@ -28,13 +28,13 @@ pub fn mermaid(topology: &Topology, marks: Option<Marks<'_>>) -> String {
     for (number, vhost) in groups.iter().enumerate() {
         let _ = writeln!(
             out,
-            "  subgraph g{number}[\"{}\"]",
+            "  subgraph g{number}[\"{}\"]\n    direction LR",
             mermaid_text(&format!("vhost {}", vhost.name))
         );
         for (index, service) in vhost.services.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "    subgraph g{number}_{index}[\"{}\"]",
+                "    subgraph g{number}_{index}[\"{}\"]\n      direction LR",
                 mermaid_text(&format!("service {}", service.name))
             );
             for &node in &service.nodes {
@@ -65,6 +65,12 @@ pub fn mermaid(topology: &Topology, marks: Option<Marks<'_>>) -> String {
             None => {
                 let _ = writeln!(out, "  n{} {arrow} n{}", edge.from, edge.to);
             }
+        }
+    }
+    for (number, vhost) in groups.iter().enumerate() {
+        let _ = writeln!(out, "  style g{number} {VHOST_STYLE}");
+        for index in 0..vhost.services.len() {
+            let _ = writeln!(out, "  style g{number}_{index} {SERVICE_STYLE}");
         }
     }
     match marks {
@@ -360,6 +366,9 @@ fn dot_node(topology: &Topology, index: usize) -> String {
 }
 
 const DEAD_LETTER_COLOR: &str = "#cf222e";
+
+const VHOST_STYLE: &str = "fill:#ffffff,stroke:#8c959f,color:#1f2328";
+const SERVICE_STYLE: &str = "fill:#f6f8fa,stroke:#d0d7de,color:#1f2328";
 
 const MERMAID_ROLE_CLASSES: &str = "  classDef exchange fill:#ddf4ff,stroke:#0969da,color:#1f2328\n  classDef work fill:#dafbe1,stroke:#1a7f37,color:#1f2328\n  classDef delay fill:#fff8c5,stroke:#9a6700,color:#1f2328\n  classDef parking fill:#ffebe9,stroke:#cf222e,color:#1f2328\n  classDef plain fill:#f6f8fa,stroke:#57606a,color:#1f2328\n  classDef undeclared fill:#ffffff,stroke:#8c959f,stroke-dasharray:4 3,color:#57606a\n";
 

@@ -157,10 +157,14 @@ fn data_loss(out: &mut String, plan: &Plan, budget: &mut usize) {
         let messages: u64 = losing.iter().filter_map(|c| c.messages).sum();
         let _ = writeln!(
             out,
-            "> **Data loss:** {} {} messages: {} when planned. `warren apply` refuses {} unless it is run with `--allow-data-loss`{}.",
+            "> **Data loss:** {} {} {} (counted when planned). `warren apply` refuses {} unless it is run with `--allow-data-loss`{}.",
             counted(losing.len(), "change", "changes"),
             if losing.len() == 1 { "loses" } else { "lose" },
-            counted(messages, "message", "messages"),
+            match (messages, losing.iter().any(|c| c.removes_stream())) {
+                (0, true) => "a stream's log".to_string(),
+                (n, true) => format!("{} and a stream's log", counted(n, "message", "messages")),
+                (n, false) => counted(n, "message", "messages"),
+            },
             if losing.len() == 1 { "it" } else { "them" },
             if losing.iter().any(|c| c.action == Action::Replace) {
                 "; `--migrate` moves the messages of a replaced queue instead (docs/migration.md)"
@@ -288,19 +292,22 @@ fn picture(out: &mut String, plan: &Plan) {
     if picture.changed == 0 {
         return;
     }
-    let cut = if picture.drawn < picture.changed {
+    let what = counted(
+        picture.changed,
+        "exchange or queue that changes",
+        "exchanges and queues that change",
+    );
+    let shown = if picture.drawn < picture.changed {
         format!(
-            " (the first {} of {}: the picture is capped)",
-            grouped(picture.drawn as u64),
-            grouped(picture.changed as u64)
+            "the first {} of {what}, and their neighbours (a picture holds at most {PICTURE_NODES})",
+            grouped(picture.drawn as u64)
         )
     } else {
-        String::new()
+        format!("{what}, and their neighbours")
     };
     let _ = writeln!(
         out,
-        "\n<details open><summary><b>Picture</b>: {} that change{cut}, and their neighbours</summary>\n",
-        counted(picture.changed, "exchange or queue", "exchanges and queues"),
+        "\n<details open><summary><b>Picture</b>: {shown}</summary>\n",
     );
     out.push_str(
         "Green: created · yellow: updated (or its policy is) · purple: replaced · red, dashed: deleted · grey: unchanged. Dashed arrows: dead-lettering.\n\n",
@@ -879,6 +886,9 @@ mod tests {
         let one = markdown(&big_plan(1));
         assert!(one.contains("… and 5,975 more queues"), "{one}");
         assert!(one.contains("… and 1,975 more policies"), "{one}");
-        assert!(one.contains("the picture is capped"), "{one}");
+        assert!(
+            one.contains("the first 40 of 6,000 exchanges and queues that change"),
+            "{one}"
+        );
     }
 }
