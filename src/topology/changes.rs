@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{EdgeKind, Owners, Topology, build};
+use super::{EdgeKind, Topology};
 use crate::diff::{Action, Change};
 use crate::lint::facts::{operator_policies, queue_facts};
 use crate::model::objects::definition_entry;
@@ -53,14 +53,15 @@ pub struct Picture {
     pub drawn: usize,
 }
 
-/// The picture of `plan`'s changes, with at most `cap` nodes.
-pub fn changes(plan: &Plan, cap: usize) -> Picture {
-    let target: TargetVersion = plan
-        .target_version
-        .parse()
-        .unwrap_or(TargetVersion::DEFAULT);
-    let definitions = definitions_of(plan);
-    let topology = build::build(&definitions, &Owners::default(), target);
+/// The picture of `plan`'s changes in `topology` (the graph of
+/// [`definitions_of`]`(plan)`), with at most `cap` nodes.
+pub(super) fn picture(
+    plan: &Plan,
+    definitions: &Definitions,
+    topology: Topology,
+    target: TargetVersion,
+    cap: usize,
+) -> Picture {
     let find = |is_queue: bool, vhost: &str, name: &str| {
         topology.nodes.iter().position(|node| {
             node.vhost == vhost
@@ -71,8 +72,8 @@ pub fn changes(plan: &Plan, cap: usize) -> Picture {
     let mut node_marks: Vec<Option<ChangeMark>> = vec![None; topology.nodes.len()];
     let mut edge_marks: Vec<Option<ChangeMark>> = vec![None; topology.edges.len()];
     // Queues whose policy changes: the winning policy of each queue, once applied.
-    let operators = operator_policies(&definitions);
-    let facts = queue_facts(&definitions, &operators, target);
+    let operators = operator_policies(definitions);
+    let facts = queue_facts(definitions, &operators, target);
     for change in &plan.changes {
         let vhost = change.id.vhost.as_deref().unwrap_or_default();
         let mark = ChangeMark::of(change.action);
@@ -168,7 +169,7 @@ fn binding_edge(
 
 /// The exchanges, queues, bindings and policies of the plan's desired state, and of
 /// what it deletes (their live values), as definitions.
-fn definitions_of(plan: &Plan) -> Definitions {
+pub(super) fn definitions_of(plan: &Plan) -> Definitions {
     let wanted = |id: &ObjectId| {
         matches!(
             id.kind,

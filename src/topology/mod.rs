@@ -20,7 +20,7 @@ use crate::model::TargetVersion;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{QueueType, SpecFile};
 
-pub use changes::{ChangeMark, Picture, changes};
+pub use changes::{ChangeMark, Picture};
 
 /// A topology: nodes in a stable order (vhost, then service, consumer, the order
 /// of the spec's ladders), and the edges between them.
@@ -247,6 +247,20 @@ pub fn of_spec(
     let owners = owners::of_compiled(file, &compiled);
     let topology = build::build(&compiled.definitions, &owners, target);
     Ok((topology, compiled.warnings))
+}
+
+/// The picture of what `plan` changes: the exchanges and queues it creates, updates,
+/// replaces or deletes (or whose bindings or policy it changes), with their direct
+/// neighbours, at most `cap` of them. Made from the plan alone (no spec: the nodes
+/// are grouped by vhost only).
+pub fn changes(plan: &crate::plan::Plan, cap: usize) -> Picture {
+    let target: TargetVersion = plan
+        .target_version
+        .parse()
+        .unwrap_or(TargetVersion::DEFAULT);
+    let definitions = changes::definitions_of(plan);
+    let topology = build::build(&definitions, &Owners::default(), target);
+    changes::picture(plan, &definitions, topology, target, cap)
 }
 
 /// Who an object belongs to and what it does, for one vhost's exchange or queue.

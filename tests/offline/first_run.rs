@@ -211,6 +211,7 @@ const SUBCOMMANDS: &[&str] = &[
     "unlock",
     "state",
     "diff",
+    "graph",
     "completions",
     "man",
 ];
