@@ -161,7 +161,7 @@ impl Topology {
                     })
                     .collect();
                 if chosen.is_empty() {
-                    let mut known: Vec<String> = self
+                    let known: Vec<String> = self
                         .nodes
                         .iter()
                         .filter(|node| in_vhost(node))
@@ -169,7 +169,6 @@ impl Topology {
                         .collect::<BTreeSet<_>>()
                         .into_iter()
                         .collect();
-                    known.dedup();
                     return Err(unknown("service", service, &known));
                 }
                 chosen
