@@ -13,8 +13,8 @@ use crate::broker::Client;
 use crate::cli::{BrokerArgs, ColorWhen, Format, PlanArgs};
 use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
-use crate::render::plan::{Applied, Style, apply_document, redacted_json, render_text};
 use crate::render::markdown::render_markdown;
+use crate::render::plan::{Applied, Style, apply_document, redacted_json, render_text};
 use crate::spec::SpecFile;
 
 /// How a plan command prints: the format, and whether its text has colors.

@@ -50,6 +50,7 @@ pub fn markdown(plan: &Plan) -> String {
     let mut budget = MAX_ROWS;
     title(&mut out, plan);
     refusal(&mut out, plan);
+    unknown_passwords(&mut out, plan);
     data_loss(&mut out, plan, &mut budget);
     if !plan.has_changes() {
         out.push_str("\n**No changes.** The broker matches the spec.\n");
@@ -129,6 +130,29 @@ fn refusal(out: &mut String, plan: &Plan) {
         out,
         "\n> [!CAUTION]\n> **This plan cannot be applied:** {}.",
         inline(&why)
+    );
+}
+
+/// Users whose password this plan could not read (planned without the applications'
+/// secrets): their passwords are not compared.
+fn unknown_passwords(out: &mut String, plan: &Plan) {
+    if plan.unknown_passwords.is_empty() {
+        return;
+    }
+    let users: Vec<String> = plan
+        .unknown_passwords
+        .iter()
+        .take(ROWS_PER_GROUP)
+        .map(|(user, missing)| format!("{} ({})", code(user), inline(missing)))
+        .collect();
+    let more = match plan.unknown_passwords.len() {
+        n if n > ROWS_PER_GROUP => format!(" and {}", more(n - ROWS_PER_GROUP, "user", "users")),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "\n> [!NOTE]\n> **Passwords not known here:** {}{more}. They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
+        users.join(", ")
     );
 }
 
@@ -404,7 +428,7 @@ fn group(out: &mut String, plan: &Plan, kind: ObjectKind, changes: &[&Change], b
                 out,
                 "| {action} | {} | {} |",
                 code(&change.id.name),
-                what_changes(change, migration.is_some())
+                what_changes(change, migration.is_some(), &plan.unknown_passwords)
             );
         }
     }
@@ -419,7 +443,7 @@ fn group(out: &mut String, plan: &Plan, kind: ObjectKind, changes: &[&Change], b
 }
 
 /// One cell: what a change does to its object.
-fn what_changes(change: &Change, migrated: bool) -> String {
+fn what_changes(change: &Change, migrated: bool, unknown: &BTreeMap<String, String>) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(reason) = &change.reason {
         parts.push(cell(&redact_text(reason)));
@@ -435,6 +459,11 @@ fn what_changes(change: &Change, migrated: bool) -> String {
     }
     if change.unmanaged {
         parts.push("unmanaged, pruned".to_string());
+    }
+    if change.id.kind == ObjectKind::User
+        && let Some(missing) = unknown.get(&change.id.name)
+    {
+        parts.push(format!("password unknown: {} not set here", cell(missing)));
     }
     if change.loses_data() && migrated {
         parts.push(format!("{}: moved with `--migrate`", change.loss()));
@@ -735,6 +764,7 @@ mod tests {
             captured: vec![],
             overlaps: vec![],
             migrations: vec![],
+            unknown_passwords: Default::default(),
             summary: Summary::default(),
             basis: None,
         };
@@ -810,7 +840,17 @@ mod tests {
             id: id(ObjectKind::Queue, "shop", "orders.email"),
             owner: "billing".into(),
         });
+        plan.unknown_passwords.insert(
+            "ops".into(),
+            "environment variable `SHOP_OPS_PASSWORD`".into(),
+        );
         let text = markdown(&plan);
+        assert!(
+            text.contains(
+                "**Passwords not known here:** `ops` (environment variable `SHOP_OPS_PASSWORD`)"
+            ),
+            "{text}"
+        );
         for secret in ["old-hash", "new-hash", "hash-of-it", "s3cret", "0ld"] {
             assert!(!text.contains(secret), "{secret} in:\n{text}");
         }

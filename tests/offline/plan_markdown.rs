@@ -15,6 +15,7 @@ fn markdown(spec: &str, against: &str) -> String {
         against,
         "--format",
         "markdown",
+        "--detailed-exitcode",
     ]);
     assert_eq!(run.code, Some(2), "changes: {}", run.stderr);
     run.stdout
