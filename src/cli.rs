@@ -204,6 +204,35 @@ pub enum Command {
         #[arg(long, value_name = "SERVICE")]
         service: Option<String>,
     },
+    /// Follow one message offline, step by step: the queues that get a copy, and for
+    /// each consumer that fails it `--fail` times, every retry tier, wait and return,
+    /// then parking or drop (docs/trace.md).
+    Trace {
+        /// The spec file.
+        #[arg(value_name = "SPEC")]
+        spec: PathBuf,
+        /// The exchange to publish to (`""` for the default exchange).
+        #[arg(long, value_name = "EXCHANGE")]
+        exchange: String,
+        /// The message's routing key.
+        #[arg(long, value_name = "KEY", default_value = "")]
+        routing_key: String,
+        /// A message header `name=value` (repeatable; values are strings).
+        #[arg(long = "headers", value_name = "NAME=VALUE", num_args = 1..)]
+        headers: Vec<String>,
+        /// The vhost (needed when the spec has several).
+        #[arg(long, value_name = "VHOST")]
+        vhost: Option<String>,
+        /// How many deliveries each consumer fails before it succeeds.
+        #[arg(long = "fail", value_name = "N", default_value_t = 0)]
+        failures: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
+        format: TraceFormat,
+        /// RabbitMQ version whose behaviour is simulated.
+        #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
+        target_version: TargetVersion,
+    },
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
     Completions {
@@ -320,6 +349,15 @@ pub enum GraphFormat {
     Mermaid,
     /// Graphviz DOT.
     Dot,
+}
+
+/// `warren trace` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// Numbered steps for people.
+    Text,
+    /// One JSON document.
+    Json,
 }
 
 /// Arguments shared by the commands that read a spec.

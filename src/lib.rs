@@ -37,3 +37,4 @@ pub mod spec;
 pub mod suggest;
 pub mod text;
 pub mod topology;
+pub mod trace;

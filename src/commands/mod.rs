@@ -11,6 +11,7 @@ mod plan;
 mod schema;
 mod shell;
 mod state;
+mod trace;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -154,6 +155,29 @@ pub fn run() -> ExitCode {
             format,
             vhost.as_deref(),
             service.as_deref(),
+            stdout,
+            stderr,
+        ),
+        Command::Trace {
+            spec,
+            exchange,
+            routing_key,
+            headers,
+            vhost,
+            failures,
+            format,
+            target_version,
+        } => trace::trace(
+            &spec,
+            &trace::Flags {
+                vhost: vhost.as_deref(),
+                exchange: &exchange,
+                routing_key: &routing_key,
+                headers: &headers,
+                failures,
+                format,
+                target: target_version,
+            },
             stdout,
             stderr,
         ),

@@ -19,9 +19,11 @@ pub mod password;
 pub mod pattern;
 pub mod policy_keys;
 pub mod queue_arguments;
+pub mod queue_facts;
 pub mod queue_type;
 pub mod record;
 pub mod redact;
+pub mod routing;
 pub mod shorten;
 pub mod version;
 

@@ -7,3 +7,4 @@ pub mod lint;
 pub mod markdown;
 pub mod plan;
 pub mod state;
+pub mod trace;

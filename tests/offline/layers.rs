@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("compile", 2),
     ("diff", 3),
     ("lint", 3),
+    ("trace", 3),
     ("import", 3),
     ("plan", 4),
     ("apply", 5),

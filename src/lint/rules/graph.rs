@@ -1,11 +1,12 @@
 //! The dead-letter graph: an edge from each queue to every queue its dead letters can
 //! reach (through its dead-letter exchange, exchange-to-exchange bindings and
-//! alternate exchanges).
+//! alternate exchanges), routed by `model::routing`.
 
 use rustc_hash::FxHashMap;
 
 use crate::lint::Context;
-use crate::lint::facts::{QueueFacts, Route, Router, cycles};
+use crate::lint::facts::{QueueFacts, cycles};
+use crate::model::routing::{Message, Route, Topology};
 use crate::model::{ObjectId, ObjectKind};
 
 /// Queues, their facts, and where their dead letters go.
@@ -22,7 +23,7 @@ impl<'a> Graph<'a> {
     /// Builds the graph.
     pub fn new(context: &Context<'a>) -> Graph<'a> {
         let facts = context.queue_facts();
-        let router = Router::new(context.definitions);
+        let topology = Topology::new(context.definitions, context.target);
         let index: FxHashMap<(&str, &str), usize> = facts
             .iter()
             .enumerate()
@@ -31,9 +32,16 @@ impl<'a> Graph<'a> {
         let mut routes = Vec::with_capacity(facts.len());
         let mut edges = Vec::with_capacity(facts.len());
         for fact in &facts {
-            let route = fact.dead_letter_exchange.map(|exchange| {
-                router.route(&fact.queue.vhost, exchange, fact.dead_letter_routing_key)
-            });
+            // A dead letter keeps its own routing keys unless the queue sets one, and
+            // its headers are the publisher's: what the lint cannot know may match.
+            let keys: Option<[String; 1]> = fact.dead_letter_routing_key.map(|k| [k.to_string()]);
+            let message = Message {
+                routing_keys: keys.as_ref().map(|k| k.as_slice()),
+                headers: None,
+            };
+            let route = fact
+                .dead_letter_exchange
+                .map(|exchange| topology.route(&fact.queue.vhost, exchange, message));
             let targets = route
                 .iter()
                 .flat_map(|r| r.queues.iter())
