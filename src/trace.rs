@@ -37,7 +37,7 @@ pub struct Request {
     pub routing_key: String,
     /// Message headers.
     pub headers: Headers,
-    /// How many deliveries each consumer fails before it succeeds.
+    /// How many deliveries of a copy each consumer fails before it succeeds.
     pub failures: usize,
 }
 
@@ -174,6 +174,9 @@ pub struct Copy {
     pub events: Vec<Event>,
     /// How it ended.
     pub outcome: Outcome,
+    /// Its `x-death` entries at the end, most recent first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub x_death: Vec<Death>,
 }
 
 /// A step of a route: a binding followed, or an alternate exchange taken.
@@ -414,7 +417,6 @@ pub fn trace(
         consumers: &consumers,
         failures: request.failures,
         target,
-        deliveries: vec![0; consumers.len()],
         copies: Vec::new(),
         pending: Vec::new(),
         steps: 0,
@@ -424,7 +426,12 @@ pub fn trace(
         walk.note_unknown_types(&route);
     }
     for queue in &route.queues {
-        walk.pending.push((letter.clone(), queue.to_string(), None));
+        walk.pending.push(Pending {
+            letter: letter.clone(),
+            queue: queue.to_string(),
+            split_from: None,
+            deliveries: vec![0; consumers.len()],
+        });
     }
     walk.run();
     Ok(Trace {
@@ -475,13 +482,23 @@ struct Walk<'w, 'a> {
     consumers: &'w [&'a ConsumerContract],
     failures: usize,
     target: TargetVersion,
-    /// Deliveries so far, per consumer.
-    deliveries: Vec<usize>,
     copies: Vec<Copy>,
-    /// Copies to walk: the message, the queue it entered, the copy it split from.
-    pending: Vec<(Letter, String, Option<usize>)>,
+    /// Copies to walk: the message, the queue it entered, the copy it split from, and
+    /// the deliveries of it (and of the copies it split from) to each consumer.
+    pending: Vec<Pending>,
     steps: usize,
     notes: Vec<String>,
+}
+
+/// A copy waiting to be walked.
+#[derive(Clone)]
+struct Pending {
+    letter: Letter,
+    queue: String,
+    split_from: Option<usize>,
+    /// Deliveries so far, per consumer: a consumer fails the first `failures` of each
+    /// copy, which is what it can count itself (`x-death`, `warren-retries`).
+    deliveries: Vec<usize>,
 }
 
 /// What the consumer does with a failed delivery.
@@ -498,16 +515,19 @@ impl<'w, 'a> Walk<'w, 'a> {
         // would read no better and cost the same.
         let mut next = 0;
         while next < self.pending.len() {
-            let (letter, queue, split_from) = self.pending[next].clone();
+            let pending = self.pending[next].clone();
             next += 1;
             let number = self.copies.len() + 1;
             let mut copy = Copy {
                 number,
-                split_from,
+                split_from: pending.split_from,
                 events: Vec::new(),
                 outcome: Outcome::Unfinished,
+                x_death: Vec::new(),
             };
-            copy.outcome = self.follow(letter, queue, number, &mut copy.events);
+            let (outcome, deaths) = self.follow(pending, number, &mut copy.events);
+            copy.outcome = outcome;
+            copy.x_death = deaths;
             self.copies.push(copy);
         }
     }
@@ -515,11 +535,28 @@ impl<'w, 'a> Walk<'w, 'a> {
     /// Follows one copy from `queue` to its end.
     fn follow(
         &mut self,
-        mut letter: Letter,
-        mut queue: String,
+        start: Pending,
         number: usize,
         events: &mut Vec<Event>,
+    ) -> (Outcome, Vec<Death>) {
+        let mut letter = start.letter.clone();
+        let outcome = self.walk(start, number, events, &mut letter);
+        (outcome, letter.deaths)
+    }
+
+    /// Walks one copy; `letter` is the message as it is at the end.
+    fn walk(
+        &mut self,
+        start: Pending,
+        number: usize,
+        events: &mut Vec<Event>,
+        letter: &mut Letter,
     ) -> Outcome {
+        let Pending {
+            mut queue,
+            mut deliveries,
+            ..
+        } = start;
         loop {
             self.steps += 1;
             if self.steps > MAX_STEPS {
@@ -541,8 +578,8 @@ impl<'w, 'a> Walk<'w, 'a> {
                 };
             };
             if let Some((index, consumer)) = self.consumer_of(&queue) {
-                self.deliveries[index] += 1;
-                let attempt = self.deliveries[index];
+                deliveries[index] += 1;
+                let attempt = deliveries[index];
                 let name = format!("{}.{}", consumer.service, consumer.consumer);
                 events.push(Event::Delivered {
                     queue: queue.clone(),
@@ -575,9 +612,9 @@ impl<'w, 'a> Walk<'w, 'a> {
                 match action(consumer, &letter) {
                     Action::Reject(retries) => {
                         events.push(Event::Rejected { retries });
-                        match self.dead_letter(&letter, facts, Reason::Rejected, number, events) {
+                        match self.dead_letter(&letter, facts, Reason::Rejected, number, &deliveries, events) {
                             Ok((next_letter, next_queue)) => {
-                                letter = next_letter;
+                                *letter = next_letter;
                                 queue = next_queue;
                             }
                             Err(outcome) => return outcome,
@@ -612,9 +649,9 @@ impl<'w, 'a> Walk<'w, 'a> {
                             route: steps(&route),
                             queues: route.queues.iter().map(|q| q.to_string()).collect(),
                         });
-                        match self.spread(copy, &route.queues, number) {
+                        match self.spread(copy, &route.queues, number, &deliveries) {
                             Some((next_letter, next_queue)) => {
-                                letter = next_letter;
+                                *letter = next_letter;
                                 queue = next_queue;
                             }
                             None => {
@@ -642,9 +679,9 @@ impl<'w, 'a> Walk<'w, 'a> {
                             route: steps(&route),
                             queues: route.queues.iter().map(|q| q.to_string()).collect(),
                         });
-                        match self.spread(parked, &route.queues, number) {
+                        match self.spread(parked, &route.queues, number, &deliveries) {
                             Some((next_letter, next_queue)) => {
-                                letter = next_letter;
+                                *letter = next_letter;
                                 queue = next_queue;
                             }
                             None => {
@@ -689,9 +726,9 @@ impl<'w, 'a> Walk<'w, 'a> {
                 delay,
                 tier,
             });
-            match self.dead_letter(&letter, facts, Reason::Expired, number, events) {
+            match self.dead_letter(&letter, facts, Reason::Expired, number, &deliveries, events) {
                 Ok((next_letter, next_queue)) => {
-                    letter = next_letter;
+                    *letter = next_letter;
                     queue = next_queue;
                 }
                 Err(outcome) => return outcome,
@@ -707,6 +744,7 @@ impl<'w, 'a> Walk<'w, 'a> {
         facts: &QueueFacts<'a>,
         reason: Reason,
         number: usize,
+        deliveries: &[usize],
         events: &mut Vec<Event>,
     ) -> Result<(Letter, String), Outcome> {
         let queue = facts.queue.name.as_str();
@@ -759,7 +797,7 @@ impl<'w, 'a> Walk<'w, 'a> {
             .cloned()
             .unwrap_or_default();
         let queues = dead.queues.clone();
-        match self.spread(dead.letter, &queues, number) {
+        match self.spread(dead.letter, &queues, number, deliveries) {
             Some(next) => Ok(next),
             None => Err(Outcome::Dropped {
                 because: match (facts.dead_letter_exchange, dead.dropped_by_cycle.is_empty()) {
@@ -790,11 +828,16 @@ impl<'w, 'a> Walk<'w, 'a> {
         letter: Letter,
         queues: &[&str],
         number: usize,
+        deliveries: &[usize],
     ) -> Option<(Letter, String)> {
         let (first, rest) = queues.split_first()?;
         for other in rest {
-            self.pending
-                .push((letter.clone(), other.to_string(), Some(number)));
+            self.pending.push(Pending {
+                letter: letter.clone(),
+                queue: other.to_string(),
+                split_from: Some(number),
+                deliveries: deliveries.to_vec(),
+            });
         }
         Some((letter, first.to_string()))
     }

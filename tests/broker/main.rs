@@ -52,3 +52,4 @@ mod pull_request;
 mod retry_behaviour;
 mod secrets;
 mod smoke;
+mod trace;

@@ -1,0 +1,485 @@
+//! `warren trace` against real brokers: small random topologies (every exchange type,
+//! headers bindings with each `x-match`, exchange-to-exchange bindings, alternate
+//! exchanges, internal exchanges, queues with dead-letter exchanges, routing keys and
+//! short TTLs, cycles with and without a rejecting consumer), each imported into a
+//! fresh vhost; one message is published and followed by real consumers and
+//! `basic.get`, and what the broker did is compared with the trace's prediction: which
+//! queues end up holding or processing a copy, how many copies, and each copy's
+//! `x-death` history (every dead-letter hop, in order, with its reason and count).
+//!
+//! `TRACE_CASES` (default 30 per version) and `TRACE_SEED` choose the run;
+//! `scripts/trace-check` runs the full count.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions,
+    BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Connection, ConnectionProperties};
+use serde_json::{Value, json};
+use warren::compile::contract::{ConsumerContract, Contract};
+use warren::model::routing::Headers;
+use warren::model::{Definitions, TargetVersion};
+use warren::trace::{self, Outcome, Request};
+
+use crate::amqp::{runtime, x_death_of};
+use crate::node::{Node, Version, pct};
+
+/// A small deterministic generator (splitmix64), so a seed names a run.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const BINDING_KEYS: &[&str] = &["a", "b", "a.b", "", "*", "#", "*.b", "a.#", "a.*.c", "#.c"];
+const PUBLISH_KEYS: &[&str] = &["a", "b", "a.b", "a.b.c", "", "a..c", "c", "q0", "q1", "q2"];
+const X_MATCH: &[&str] = &["all", "any", "all-with-x", "any-with-x", ""];
+
+/// One random case: the definitions (without vhost, for the import) and the message.
+struct Case {
+    exchanges: Vec<Value>,
+    queues: Vec<Value>,
+    bindings: Vec<Value>,
+    /// Queues with a consumer that rejects each copy `failures` times, then acks.
+    consumed: Vec<String>,
+    exchange: String,
+    routing_key: String,
+    headers: Headers,
+    failures: usize,
+}
+
+fn generate(random: &mut Random) -> Case {
+    let exchange_count = 1 + random.below(4);
+    let queue_count = 1 + random.below(3);
+    let exchange_names: Vec<String> = (0..exchange_count).map(|i| format!("e{i}")).collect();
+    let queue_names: Vec<String> = (0..queue_count).map(|i| format!("q{i}")).collect();
+    let mut exchanges = Vec::new();
+    for name in &exchange_names {
+        let kind = random.pick(&["direct", "fanout", "topic", "headers"]);
+        let mut arguments = json!({});
+        if random.chance(30) {
+            let alternate = if random.chance(15) {
+                "missing".to_string()
+            } else {
+                exchange_names[random.below(exchange_count)].clone()
+            };
+            arguments["alternate-exchange"] = json!(alternate);
+        }
+        exchanges.push(json!({
+            "name": name, "type": kind, "durable": true, "auto_delete": false,
+            "internal": random.chance(15), "arguments": arguments,
+        }));
+    }
+    let mut queues = Vec::new();
+    let mut consumed = Vec::new();
+    for name in &queue_names {
+        let mut arguments = json!({"x-queue-type": "classic"});
+        if random.chance(60) {
+            let dlx = if random.chance(30) {
+                String::new()
+            } else {
+                exchange_names[random.below(exchange_count)].clone()
+            };
+            arguments["x-dead-letter-exchange"] = json!(dlx);
+            if random.chance(50) {
+                let key = if random.chance(50) {
+                    queue_names[random.below(queue_count)].clone()
+                } else {
+                    random.pick(PUBLISH_KEYS).to_string()
+                };
+                arguments["x-dead-letter-routing-key"] = json!(key);
+            }
+        }
+        if random.chance(50) {
+            arguments["x-message-ttl"] = json!(50 + random.below(150));
+        } else if random.chance(40) {
+            consumed.push(name.clone());
+        }
+        queues.push(json!({
+            "name": name, "durable": true, "auto_delete": false, "arguments": arguments,
+        }));
+    }
+    let mut bindings: Vec<Value> = Vec::new();
+    for _ in 0..1 + random.below(6) {
+        let source = &exchange_names[random.below(exchange_count)];
+        let to_exchange = exchange_count > 1 && random.chance(30);
+        let destination = if to_exchange {
+            exchange_names[random.below(exchange_count)].clone()
+        } else {
+            queue_names[random.below(queue_count)].clone()
+        };
+        if to_exchange && &destination == source {
+            continue;
+        }
+        let mut arguments = json!({});
+        let kind = exchanges
+            .iter()
+            .find(|e| e["name"] == json!(source))
+            .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+            .unwrap_or_default();
+        if kind == "headers" {
+            let mode = random.pick(X_MATCH);
+            if !mode.is_empty() {
+                arguments["x-match"] = json!(mode);
+            }
+            for (name, values) in [("h1", ["1", "2"]), ("h2", ["1", "2"]), ("x-h", ["1", "2"])] {
+                if random.chance(50) {
+                    arguments[name] = json!(values[random.below(2)]);
+                }
+            }
+        }
+        let binding = json!({
+            "source": source, "destination": destination,
+            "destination_type": if to_exchange { "exchange" } else { "queue" },
+            "routing_key": random.pick(BINDING_KEYS), "arguments": arguments,
+        });
+        if !bindings.contains(&binding) {
+            bindings.push(binding);
+        }
+    }
+    let exchange = if random.chance(10) {
+        String::new()
+    } else {
+        exchange_names[random.below(exchange_count)].clone()
+    };
+    let mut headers = Headers::new();
+    for name in ["h1", "h2", "x-h"] {
+        if random.chance(50) {
+            headers.insert(name.into(), json!(random.pick(&["1", "2"])));
+        }
+    }
+    Case {
+        exchanges,
+        queues,
+        bindings,
+        consumed,
+        exchange,
+        routing_key: random.pick(PUBLISH_KEYS).to_string(),
+        headers,
+        failures: random.below(3),
+    }
+}
+
+/// The case as definitions of `vhost`, for the trace.
+fn definitions(case: &Case, vhost: &str) -> Definitions {
+    let with_vhost = |items: &[Value]| -> Vec<Value> {
+        items
+            .iter()
+            .map(|item| {
+                let mut item = item.clone();
+                item["vhost"] = json!(vhost);
+                item
+            })
+            .collect()
+    };
+    serde_json::from_value(json!({
+        "vhosts": [{"name": vhost}],
+        "exchanges": with_vhost(&case.exchanges),
+        "queues": with_vhost(&case.queues),
+        "bindings": with_vhost(&case.bindings),
+    }))
+    .expect("generated definitions read")
+}
+
+/// Where a copy ended, and its `x-death` history as (queue, reason, count).
+type End = (String, String, Vec<(String, String, u64)>);
+
+fn predicted(case: &Case, vhost: &str, target: TargetVersion) -> Result<Vec<End>, trace::Error> {
+    let contract = Contract {
+        version: 1,
+        consumers: case
+            .consumed
+            .iter()
+            .map(|queue| ConsumerContract {
+                vhost: vhost.to_string(),
+                service: "test".into(),
+                consumer: queue.clone(),
+                queue: queue.clone(),
+                consume_from: vec![queue.clone()],
+                retry: None,
+            })
+            .collect(),
+    };
+    let request = Request {
+        vhost: Some(vhost.to_string()),
+        exchange: case.exchange.clone(),
+        routing_key: case.routing_key.clone(),
+        headers: case.headers.clone(),
+        failures: case.failures,
+    };
+    let trace = trace::trace(&definitions(case, vhost), &contract, target, &request)?;
+    let mut ends: Vec<End> = trace
+        .copies
+        .iter()
+        .filter_map(|copy| {
+            let deaths = copy
+                .x_death
+                .iter()
+                .map(|d| (d.queue.clone(), d.reason.as_str().to_string(), u64::from(d.count)))
+                .collect();
+            match &copy.outcome {
+                Outcome::Processed { queue, .. } => Some(("processed".into(), queue.clone(), deaths)),
+                Outcome::Stays { queue } | Outcome::Parked { queue } => {
+                    Some(("stays".into(), queue.clone(), deaths))
+                }
+                Outcome::Dropped { .. } => None,
+                Outcome::Unfinished => Some(("unfinished".into(), String::new(), deaths)),
+            }
+        })
+        .collect();
+    ends.sort();
+    Ok(ends)
+}
+
+fn deaths_of(headers: &BTreeMap<String, AMQPValue>) -> Vec<(String, String, u64)> {
+    x_death_of(headers)
+        .iter()
+        .map(|e| {
+            (
+                e["queue"].as_str().unwrap_or_default().to_string(),
+                e["reason"].as_str().unwrap_or_default().to_string(),
+                e["count"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn table(delivery: &lapin::message::Delivery) -> BTreeMap<String, AMQPValue> {
+    delivery
+        .properties
+        .headers()
+        .as_ref()
+        .map(|t| {
+            t.inner()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What the broker did: `Err` when it refused the publish.
+fn observed(node: &Node, case: &Case, vhost: &str, expected: usize) -> Result<Vec<End>, String> {
+    let rt = runtime();
+    rt.block_on(async {
+        let url = format!("{}{}", node.amqp_url(), pct(vhost));
+        let connection = Connection::connect(&url, ConnectionProperties::default())
+            .await
+            .expect("AMQP connection");
+        let processed: Arc<Mutex<Vec<End>>> = Arc::default();
+        for queue in &case.consumed {
+            let channel = connection.create_channel().await.expect("channel");
+            let mut consumer = channel
+                .basic_consume(
+                    queue.as_str().into(),
+                    "trace-test".into(),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .expect("consume");
+            let (queue, failures, processed) = (queue.clone(), case.failures, processed.clone());
+            tokio::spawn(async move {
+                while let Some(Ok(delivery)) = consumer.next().await {
+                    let headers = table(&delivery);
+                    let deaths = deaths_of(&headers);
+                    // The consumer counts its own rejections of this copy, as a plain
+                    // reject-mode consumer does.
+                    let rejected = deaths
+                        .iter()
+                        .find(|(q, r, _)| q == &queue && r == "rejected")
+                        .map_or(0, |d| d.2);
+                    if (rejected as usize) < failures {
+                        let _ = delivery.reject(BasicRejectOptions { requeue: false }).await;
+                    } else {
+                        let _ = delivery.ack(BasicAckOptions::default()).await;
+                        processed
+                            .lock()
+                            .unwrap()
+                            .push(("processed".into(), queue.clone(), deaths));
+                    }
+                }
+            });
+        }
+        let publisher = connection.create_channel().await.expect("channel");
+        publisher
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirm.select");
+        let mut properties = BasicProperties::default();
+        if !case.headers.is_empty() {
+            let mut table: BTreeMap<ShortString, AMQPValue> = BTreeMap::new();
+            for (name, value) in &case.headers {
+                table.insert(
+                    name.as_str().into(),
+                    AMQPValue::LongString(LongString::from(value.as_str().unwrap_or_default())),
+                );
+            }
+            properties = properties.with_headers(FieldTable::from(table));
+        }
+        let confirm = publisher
+            .basic_publish(
+                case.exchange.as_str().into(),
+                case.routing_key.as_str().into(),
+                BasicPublishOptions::default(),
+                b"trace",
+                properties,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        confirm.await.map_err(|e| e.to_string())?;
+        // Queues a copy may rest in: no consumer, no TTL.
+        let resting: Vec<String> = case
+            .queues
+            .iter()
+            .filter(|q| q["arguments"].get("x-message-ttl").is_none())
+            .map(|q| q["name"].as_str().unwrap().to_string())
+            .filter(|q| !case.consumed.contains(q))
+            .collect();
+        let in_flight: Vec<String> = case
+            .queues
+            .iter()
+            .filter(|q| q["arguments"].get("x-message-ttl").is_some())
+            .map(|q| q["name"].as_str().unwrap().to_string())
+            .collect();
+        let depth = |channel: lapin::Channel, queue: String| async move {
+            channel
+                .queue_declare(
+                    queue.as_str().into(),
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..QueueDeclareOptions::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+                .map(|q| q.message_count() as usize)
+                .unwrap_or(0)
+        };
+        let channel = connection.create_channel().await.expect("channel");
+        let deadline = Instant::now() + Duration::from_secs(6);
+        let mut settled_since: Option<Instant> = None;
+        loop {
+            let mut count = processed.lock().unwrap().len();
+            let mut moving = 0;
+            for queue in &resting {
+                count += depth(channel.clone(), queue.clone()).await;
+            }
+            for queue in &in_flight {
+                moving += depth(channel.clone(), queue.clone()).await;
+            }
+            let settled = count >= expected && moving == 0;
+            match (settled, settled_since) {
+                (true, Some(since)) if since.elapsed() > Duration::from_millis(400) => break,
+                (true, None) => settled_since = Some(Instant::now()),
+                (false, _) => settled_since = None,
+                _ => {}
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut ends = processed.lock().unwrap().clone();
+        for queue in &resting {
+            while let Some(message) = channel
+                .basic_get(queue.as_str().into(), BasicGetOptions { no_ack: true })
+                .await
+                .expect("basic.get")
+            {
+                ends.push(("stays".into(), queue.clone(), deaths_of(&table(&message.delivery))));
+            }
+        }
+        let _ = connection.close(200, "".into()).await;
+        ends.sort();
+        Ok(ends)
+    })
+}
+
+fn random_topologies_agree_with_the_trace(version: Version) {
+    let cases: usize = std::env::var("TRACE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let seed: u64 = std::env::var("TRACE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let target: TargetVersion = version.target().parse().expect("a target version");
+    let node = Node::shared(version);
+    let mut random = Random(seed);
+    let started = Instant::now();
+    let (mut agreed, mut refused, mut skipped) = (0, 0, 0);
+    let mut disagreements = Vec::new();
+    for number in 0..cases {
+        let case = generate(&mut random);
+        let vhost = node.unique_vhost("trace");
+        let document = json!({
+            "exchanges": case.exchanges, "queues": case.queues, "bindings": case.bindings,
+        });
+        node.post(&format!("/api/definitions/{}", pct(&vhost)), &document);
+        let prediction = predicted(&case, &vhost, target);
+        let expected = prediction.as_ref().map_or(0, Vec::len);
+        if prediction
+            .as_ref()
+            .is_ok_and(|ends| ends.iter().any(|e| e.0 == "unfinished"))
+        {
+            skipped += 1;
+            node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
+            continue;
+        }
+        let observation = observed(node, &case, &vhost, expected);
+        node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
+        match (prediction, observation) {
+            (Err(trace::Error::InternalExchange { .. }), Err(_)) => refused += 1,
+            (Ok(predicted), Ok(observed)) if predicted == observed => agreed += 1,
+            (predicted, observed) => disagreements.push(format!(
+                "case {number} (seed {seed}): {}\n  trace:  {predicted:?}\n  broker: {observed:?}",
+                json!({
+                    "exchanges": case.exchanges, "queues": case.queues, "bindings": case.bindings,
+                    "consumed": case.consumed, "publish": {"exchange": case.exchange,
+                    "routing_key": case.routing_key, "headers": case.headers},
+                    "failures": case.failures,
+                })
+            )),
+        }
+    }
+    eprintln!(
+        "trace vs RabbitMQ {}: {cases} cases (seed {seed}): {agreed} agree, {refused} refused publishes agree, {skipped} skipped (unbounded), {} disagree, in {:.1?}",
+        node.rabbitmq_version(),
+        disagreements.len(),
+        started.elapsed()
+    );
+    assert!(
+        disagreements.is_empty(),
+        "the trace disagrees with the broker:\n{}",
+        disagreements.join("\n")
+    );
+    assert!(agreed + refused > cases / 2, "too few cases compared");
+}
+
+per_version!(random_topologies_agree_with_the_trace);
