@@ -612,7 +612,14 @@ impl<'w, 'a> Walk<'w, 'a> {
                 match action(consumer, &letter) {
                     Action::Reject(retries) => {
                         events.push(Event::Rejected { retries });
-                        match self.dead_letter(&letter, facts, Reason::Rejected, number, &deliveries, events) {
+                        match self.dead_letter(
+                            &letter,
+                            facts,
+                            Reason::Rejected,
+                            number,
+                            &deliveries,
+                            events,
+                        ) {
                             Ok((next_letter, next_queue)) => {
                                 *letter = next_letter;
                                 queue = next_queue;

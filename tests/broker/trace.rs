@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions,
-    BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    BasicAckOptions, BasicConsumeOptions, BasicGetOptions, BasicPublishOptions, BasicRejectOptions,
+    ConfirmSelectOptions, QueueDeclareOptions,
 };
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -260,10 +260,18 @@ fn predicted(
             let deaths = copy
                 .x_death
                 .iter()
-                .map(|d| (d.queue.clone(), d.reason.as_str().to_string(), u64::from(d.count)))
+                .map(|d| {
+                    (
+                        d.queue.clone(),
+                        d.reason.as_str().to_string(),
+                        u64::from(d.count),
+                    )
+                })
                 .collect();
             match &copy.outcome {
-                Outcome::Processed { queue, .. } => Some(("processed".into(), queue.clone(), deaths)),
+                Outcome::Processed { queue, .. } => {
+                    Some(("processed".into(), queue.clone(), deaths))
+                }
                 Outcome::Stays { queue } | Outcome::Parked { queue } => {
                     Some(("stays".into(), queue.clone(), deaths))
                 }
@@ -432,7 +440,11 @@ fn observed(node: &Node, case: &Case, vhost: &str, expected: usize) -> Result<Ve
                 .await
                 .expect("basic.get")
             {
-                ends.push(("stays".into(), queue.clone(), deaths_of(&table(&message.delivery))));
+                ends.push((
+                    "stays".into(),
+                    queue.clone(),
+                    deaths_of(&table(&message.delivery)),
+                ));
             }
         }
         let _ = connection.close(200, "".into()).await;
