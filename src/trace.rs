@@ -609,11 +609,11 @@ impl<'w, 'a> Walk<'w, 'a> {
                         self.notes.push(note);
                     }
                 }
-                match action(consumer, &letter) {
+                match action(consumer, letter) {
                     Action::Reject(retries) => {
                         events.push(Event::Rejected { retries });
                         match self.dead_letter(
-                            &letter,
+                            letter,
                             facts,
                             Reason::Rejected,
                             number,
@@ -733,7 +733,7 @@ impl<'w, 'a> Walk<'w, 'a> {
                 delay,
                 tier,
             });
-            match self.dead_letter(&letter, facts, Reason::Expired, number, &deliveries, events) {
+            match self.dead_letter(letter, facts, Reason::Expired, number, &deliveries, events) {
                 Ok((next_letter, next_queue)) => {
                     *letter = next_letter;
                     queue = next_queue;
