@@ -549,7 +549,16 @@ impl<'a> Topology<'a> {
 
 /// Adds a death: the entry for (queue, reason) counts one more and moves to the front;
 /// the `x-first-death-*` headers are set once, `x-last-death-*` (from 3.13) every time.
+///
+/// Up to 3.12 the broker regroups the `x-death` array by (queue, reason) before each
+/// update, and its grouping (`group_by_queue_and_reason`, a fold that prepends)
+/// reverses an array of two or more entries: the new entry goes first, the others
+/// follow in reverse. The order matters beyond display, because the cycle rule reads
+/// the array in that order. From 3.13.3 (and on 4.x) deaths are a recency-ordered list.
 fn record_death(letter: &mut Letter, queue: &str, reason: Reason, target: TargetVersion) {
+    if target < TargetVersion::V3_13 && letter.deaths.len() >= 2 {
+        letter.deaths.reverse();
+    }
     let death = match letter
         .deaths
         .iter()
@@ -722,6 +731,33 @@ mod tests {
         assert_eq!(t.check_publish("v", ""), Ok(()));
         assert_eq!(route(&t, "", "q", &Headers::new()), ["q"]);
         assert!(route(&t, "", "missing", &Headers::new()).is_empty());
+    }
+
+    #[test]
+    fn x_death_order_follows_each_version() {
+        let d = definitions(json!({"queues": [{"name": "w", "vhost": "v"}]}));
+        let order = |target| {
+            let t = Topology::new(&d, target);
+            let mut letter = Letter::published("k", Headers::new());
+            for (queue, reason) in [
+                ("w", Reason::Rejected),
+                ("r1", Reason::Expired),
+                ("w2", Reason::Rejected),
+                ("r2", Reason::Expired),
+            ] {
+                letter = t
+                    .dead_letter("v", queue, reason, &letter, None, None)
+                    .letter;
+            }
+            letter
+                .deaths
+                .iter()
+                .map(|d| d.queue.clone())
+                .collect::<Vec<_>>()
+        };
+        // Seen on RabbitMQ 3.10.8 (tests/broker/trace.rs, the reject-chain ladder).
+        assert_eq!(order(TargetVersion::V3_10), ["r2", "r1", "w", "w2"]);
+        assert_eq!(order(TargetVersion::V4_0), ["r2", "w2", "r1", "w"]);
     }
 
     #[test]
