@@ -214,12 +214,13 @@ pub fn run() -> ExitCode {
 impl Command {
     /// Whether the command was asked for JSON on stdout.
     fn prints_json(&self) -> bool {
-        use crate::cli::{Format, LintFormat};
+        use crate::cli::{Format, LintFormat, TraceFormat};
         match self {
             Command::Plan { plan, .. }
             | Command::Apply { plan, .. }
             | Command::Diff { plan, .. } => plan.format == Format::Json,
             Command::Lint { format, .. } => *format == LintFormat::Json,
+            Command::Trace { format, .. } => *format == TraceFormat::Json,
             _ => false,
         }
     }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, fail, load_spec, report};
+use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
 use crate::cli::TraceFormat;
 use crate::compile::{self, Options};
 use crate::model::TargetVersion;
@@ -30,7 +30,7 @@ pub struct Flags<'f> {
 }
 
 /// `warren trace SPEC --exchange X --routing-key K …`.
-pub fn trace(spec: &Path, flags: &Flags, stdout: &mut dyn Write, stderr: &mut dyn Write) -> u8 {
+pub fn trace(spec: &Path, flags: &Flags, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let mut headers = Headers::new();
     for text in flags.headers {
         match trace::parse_header(text) {

@@ -546,8 +546,11 @@ fn example_copy(file: &str, vhost: &str, old_vhost: &str, old_name: &str) -> cra
     crate::spec::Spec::new(&text)
 }
 
-/// `(consumer, x-death of each delivery as (queue, reason, count))`, sorted.
-type Deliveries = Vec<(String, Vec<Vec<(String, String, u64)>>)>;
+/// An `x-death` header as (queue, reason, count), in the broker's order.
+type XDeath = Vec<(String, String, u64)>;
+
+/// Per consumer, the `x-death` of each of its deliveries.
+type Deliveries = BTreeMap<String, Vec<XDeath>>;
 
 fn example_agrees_with_the_trace(
     version: Version,
@@ -594,7 +597,7 @@ fn example_agrees_with_the_trace(
     .run();
     assert_eq!(traced.code, Some(0), "{}", traced.stderr);
     let trace: Value = serde_json::from_str(&traced.stdout).unwrap();
-    let deaths = |value: &Value| -> Vec<(String, String, u64)> {
+    let deaths = |value: &Value| -> XDeath {
         value
             .as_array()
             .map(|entries| {
@@ -611,7 +614,7 @@ fn example_agrees_with_the_trace(
             })
             .unwrap_or_default()
     };
-    let mut expected: BTreeMap<String, Vec<Vec<(String, String, u64)>>> = BTreeMap::new();
+    let mut expected = Deliveries::new();
     let mut parked: BTreeMap<String, u32> = BTreeMap::new();
     for copy in trace["copies"].as_array().unwrap() {
         for event in copy["events"].as_array().unwrap() {
@@ -655,19 +658,15 @@ fn example_agrees_with_the_trace(
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(1000));
-    let mut observed: BTreeMap<String, Vec<Vec<(String, String, u64)>>> = BTreeMap::new();
+    let mut observed = Deliveries::new();
     for event in log.events() {
         observed
             .entry(event.consumer.clone())
             .or_default()
             .push(deaths_of(&event.headers));
     }
-    let as_list = |map: BTreeMap<String, Vec<Vec<(String, String, u64)>>>| -> Deliveries {
-        map.into_iter().collect()
-    };
     assert_eq!(
-        as_list(observed),
-        as_list(expected),
+        observed, expected,
         "{file}: deliveries per consumer with their x-death (broker, then trace)"
     );
     // Where the copies rest: the parking queues (and queues no consumer reads) the
