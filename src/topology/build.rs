@@ -55,11 +55,12 @@ pub(super) fn build(definitions: &Definitions, owners: &Owners, target: TargetVe
             },
         });
     }
+    // The alternate exchange in force (argument, else policy), as routing sees it.
+    let routing = crate::model::routing::Topology::new(definitions, target);
     for exchange in &definitions.exchanges {
-        if let Some(alternate) = exchange
-            .arguments
-            .get("alternate-exchange")
-            .and_then(|v| v.as_str())
+        if let Some(alternate) = routing
+            .exchange(&exchange.vhost, &exchange.name)
+            .and_then(|info| info.alternate)
         {
             let from = graph.exchange(&exchange.vhost, &exchange.name, owners);
             let to = graph.exchange(&exchange.vhost, alternate, owners);

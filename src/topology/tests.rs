@@ -116,3 +116,13 @@ fn filters_name_the_choices_when_they_match_nothing() {
     assert_eq!(only.nodes.len(), topology.nodes.len());
     assert_eq!(only.edges.len(), topology.edges.len());
 }
+
+/// An alternate exchange set by a policy is drawn as one set by the argument: the
+/// picture reads it where routing does (`model::routing`).
+#[test]
+fn an_alternate_exchange_from_a_policy_is_drawn() {
+    let topology = topology_of(
+        "version: 1\nvhosts:\n  v:\n    exchanges:\n      events: { type: topic }\n      unrouted: { type: fanout }\n    policies:\n      ae:\n        pattern: '^events$'\n        apply_to: exchanges\n        definition:\n          alternate-exchange: unrouted\n",
+    );
+    assert_eq!(edge(&topology, "events", "unrouted"), &EdgeKind::Alternate);
+}
