@@ -50,16 +50,57 @@ fn rust_files(directory: &Path, out: &mut Vec<PathBuf>) {
 
 /// The identifiers that follow `prefix` in `text`.
 fn names_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
-    text.match_indices(prefix)
-        .map(|(at, _)| {
-            let rest = &text[at + prefix.len()..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            &rest[..end]
-        })
-        .filter(|name| !name.is_empty())
-        .collect()
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices(prefix) {
+        let rest = &text[at + prefix.len()..];
+        match rest.strip_prefix('{') {
+            // `use super::{a, b::c, d::{e, f}}` names `a`, `b` and `d`.
+            Some(group) => names.extend(group_heads(group)),
+            None => names.push(leading_name(rest)),
+        }
+    }
+    names.retain(|name| !name.is_empty());
+    names
+}
+
+/// The identifier at the start of `text`.
+fn leading_name(text: &str) -> &str {
+    let text = text.trim_start();
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The first name of each item of a `{…}` group (`text` starts after the `{`).
+fn group_heads(text: &str) -> Vec<&str> {
+    let mut heads = Vec::new();
+    let mut depth = 0usize;
+    let mut item_start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(leading_name(&text[item_start..i]));
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(leading_name(&text[item_start..i]));
+                item_start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+#[test]
+fn grouped_imports_name_each_module() {
+    let code = "use super::{alpha, beta::Thing, gamma::{x, y}};\nuse crate::model::{self, id};";
+    assert_eq!(names_after(code, "super::"), ["alpha", "beta", "gamma"]);
+    assert_eq!(names_after(code, "crate::"), ["model"]);
+    assert_eq!(names_after(code, "crate::model::"), ["self", "id"]);
 }
 
 /// Source text without line comments (doc links name modules above on purpose).
