@@ -9,6 +9,7 @@ use crate::model::redact::redact;
 use crate::model::shorten::grouped;
 use crate::model::{ObjectId, ObjectKind};
 use crate::plan::{Plan, Stage};
+use crate::render::attributes::attributes;
 
 /// Text styles; all empty when color is off.
 #[derive(Debug, Clone, Copy)]
@@ -214,6 +215,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
     }
     let mut current_scope: Option<Option<String>> = None;
     let mut current_kind: Option<ObjectKind> = None;
+    let mut shown = ShownAttributes::default();
     for change in &plan.changes {
         if current_scope.as_ref() != Some(&change.id.vhost) {
             writeln!(out)?;
@@ -227,6 +229,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         if current_kind != Some(change.id.kind) {
             writeln!(out, "  {}:", kind_heading(change.id.kind))?;
             current_kind = Some(change.id.kind);
+            shown.new_section();
         }
         let migration = plan.migration_of(change);
         let (sign, color) = match change.action {
@@ -272,7 +275,31 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             // A count is statistics: apply checks again when it deletes.
             line.push_str(&format!(" {dim}(empty when planned){reset}"));
         }
-        writeln!(out, "{line}")?;
+        let attributes = match (change.action, &change.after) {
+            (Action::Create, Some(after)) => shown.attributes(change, after),
+            _ => Attributes::None,
+        };
+        match attributes {
+            Attributes::None => writeln!(out, "{line}")?,
+            Attributes::Lines(lines) => {
+                writeln!(out, "{line}")?;
+                for attribute in lines {
+                    writeln!(out, "        {dim}{attribute}{reset}")?;
+                }
+            }
+            Attributes::SameAs(first) => {
+                writeln!(out, "{line} {dim}(same attributes as `{first}`){reset}")?
+            }
+            Attributes::LeftOut { first } => {
+                writeln!(out, "{line}")?;
+                if first {
+                    writeln!(
+                        out,
+                        "        {dim}(attributes of this and later new objects are left out: the plan shows {MAX_ATTRIBUTE_BLOCKS} at most; `--format json` has all of them){reset}"
+                    )?;
+                }
+            }
+        }
         if change.action == Action::Update {
             render_update(out, change, style)?;
         }
@@ -435,6 +462,59 @@ fn render_migrations(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Resu
     Ok(())
 }
 
+/// How many distinct attribute blocks one text plan prints: past that, a create shows
+/// its name only (a plan that creates thousands of different policies stays readable;
+/// `--format json` has every value).
+const MAX_ATTRIBUTE_BLOCKS: usize = 200;
+
+/// What is printed under a create.
+enum Attributes {
+    /// Nothing: not a create, or nothing to say beyond the name (a binding).
+    None,
+    /// The attribute lines, printed for the first object of its section that has them.
+    Lines(Vec<String>),
+    /// The same lines as an earlier create of the same vhost and kind, named.
+    SameAs(String),
+    /// Past [`MAX_ATTRIBUTE_BLOCKS`]; `first` for the first object left out.
+    LeftOut { first: bool },
+}
+
+/// The attribute blocks printed so far: identical ones are printed once per vhost and
+/// kind (4,000 queues of one type and arguments show one block, and refer to it), and
+/// [`MAX_ATTRIBUTE_BLOCKS`] in all.
+#[derive(Default)]
+struct ShownAttributes {
+    /// Attribute lines → the first object of the section that has them.
+    in_section: std::collections::HashMap<Vec<String>, String>,
+    blocks: usize,
+    left_out: bool,
+}
+
+impl ShownAttributes {
+    fn new_section(&mut self) {
+        self.in_section.clear();
+    }
+
+    fn attributes(&mut self, change: &Change, after: &Value) -> Attributes {
+        let lines = attributes(change.id.kind, after);
+        if lines.is_empty() {
+            return Attributes::None;
+        }
+        if let Some(first) = self.in_section.get(&lines) {
+            return Attributes::SameAs(first.clone());
+        }
+        if self.blocks >= MAX_ATTRIBUTE_BLOCKS {
+            let first = !self.left_out;
+            self.left_out = true;
+            return Attributes::LeftOut { first };
+        }
+        self.blocks += 1;
+        self.in_section
+            .insert(lines.clone(), change.id.name.clone());
+        Attributes::Lines(lines)
+    }
+}
+
 fn describe_id(id: &ObjectId) -> String {
     id.to_string()
 }
@@ -543,17 +623,57 @@ mod tests {
                     Some(json!({"password_hash": "new", "tags": ["management"]})),
                 ),
                 change(
+                    Action::Create,
+                    id(ObjectKind::User, None, "email_app"),
+                    None,
+                    Some(json!({"password_hash": "c2VjcmV0aGFzaA==", "tags": ["management"]})),
+                ),
+                change(
                     Action::Update,
                     id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
                     Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
                     Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
+                ),
+                change(
+                    Action::Create,
+                    id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.2"),
+                    None,
+                    Some(
+                        json!({"pattern": "\\.retry\\.2$", "apply-to": "queues", "priority": 100,
+                                "definition": {"message-ttl": 300000, "dead-letter-exchange": "warren.retry"}}),
+                    ),
+                ),
+                change(
+                    Action::Create,
+                    id(ObjectKind::Exchange, Some("shop"), "orders"),
+                    None,
+                    Some(
+                        json!({"type": "topic", "durable": true, "auto_delete": false,
+                                "internal": false, "arguments": {"alternate-exchange": "orders.unrouted"}}),
+                    ),
+                ),
+                change(
+                    Action::Create,
+                    id(ObjectKind::Permission, Some("shop"), "email_app"),
+                    None,
+                    Some(
+                        json!({"user": "email_app", "configure": "", "write": "^orders$", "read": "^orders\\."}),
+                    ),
                 ),
                 replace,
                 change(
                     Action::Create,
                     id(ObjectKind::Queue, Some("shop"), "orders.email"),
                     None,
-                    Some(json!({})),
+                    Some(json!({"durable": true, "auto_delete": false,
+                                "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
+                ),
+                change(
+                    Action::Create,
+                    id(ObjectKind::Queue, Some("shop"), "orders.invoice"),
+                    None,
+                    Some(json!({"durable": true, "auto_delete": false,
+                                "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
                 ),
                 recreated,
             ],
@@ -565,7 +685,7 @@ mod tests {
             summary: Summary::default(),
         };
         plan.summarize();
-        assert_eq!((plan.summary.create, plan.summary.recreate), (1, 1));
+        assert_eq!((plan.summary.create, plan.summary.recreate), (6, 1));
         let mut out = Vec::new();
         render_text(&mut out, &plan, Style::new(false)).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -573,6 +693,7 @@ mod tests {
             !text.contains("\"old\"") && !text.contains("\"new\""),
             "{text}"
         );
+        assert!(!text.contains("c2VjcmV0aGFzaA=="), "{text}");
         insta::assert_snapshot!(text);
         assert!(!text.contains("cannot be applied"), "{text}");
         let mut refused = plan.clone();
@@ -597,6 +718,84 @@ mod tests {
         assert!(
             !json.contains("s3cret") && !json.contains("\"new\"") && json.contains("mover:***@"),
             "the desired state is redacted too: {json}"
+        );
+    }
+
+    #[test]
+    fn thousands_of_creates_print_each_attribute_block_once_and_at_most_200() {
+        let queue = json!({"durable": true, "auto_delete": false,
+                           "arguments": {"x-queue-type": "quorum"}});
+        let mut changes: Vec<Change> = (0..4000)
+            .map(|n| {
+                change(
+                    Action::Create,
+                    id(ObjectKind::Queue, Some("shop"), &format!("q{n:04}")),
+                    None,
+                    Some(queue.clone()),
+                )
+            })
+            .collect();
+        // Policies that differ one from the other: past 200 blocks, names only.
+        changes.extend((0..300).map(|n| {
+            change(
+                Action::Create,
+                id(ObjectKind::Policy, Some("shop"), &format!("p{n:03}")),
+                None,
+                Some(
+                    json!({"pattern": format!("^q{n:04}$"), "apply-to": "queues",
+                            "priority": 0, "definition": {"max-length": n}}),
+                ),
+            )
+        }));
+        let mut plan = Plan {
+            format: PLAN_FORMAT.into(),
+            spec: "shop".into(),
+            target_version: "4.0".into(),
+            broker_version: Some("4.0.5".into()),
+            vhosts: vec!["shop".into()],
+            serial: 0,
+            broker_id: None,
+            prune_unmanaged: false,
+            adopted: vec![],
+            dependencies: None,
+            basis: None,
+            desired: vec![],
+            changes,
+            unmanaged: vec![],
+            conflicts: vec![],
+            captured: vec![],
+            overlaps: vec![],
+            migrations: Vec::new(),
+            unknown_passwords: Default::default(),
+            summary: Summary::default(),
+        };
+        plan.summarize();
+        let mut out = Vec::new();
+        render_text(&mut out, &plan, Style::new(false)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.matches("quorum, durable").count(),
+            1,
+            "one block for 4,000 queues"
+        );
+        assert!(
+            text.contains("    + q0000\n        quorum, durable\n"),
+            "{text}"
+        );
+        assert!(text.contains("    + q3999 (same attributes as `q0000`)\n"));
+        // The queues' block counts as one: 199 policies get theirs.
+        assert_eq!(text.matches("apply to queues").count(), 199);
+        assert_eq!(
+            text.matches("attributes of this and later new objects are left out")
+                .count(),
+            1
+        );
+        assert!(text.contains("    + p299\n"), "every name is still listed");
+        // One line per object, and the blocks: nowhere near an attribute block each.
+        assert!(
+            text.lines().count() < 4000 + 300 + 2 * 200 + 20,
+            "{}",
+            text.lines().count()
         );
     }
 
