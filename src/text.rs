@@ -5,11 +5,16 @@
 /// `count(3, "change")` is `3 changes`. Nouns whose plural is not `-s` or `-es`
 /// use [`count_irregular`].
 pub fn count(n: impl Count, noun: &str) -> String {
-    let n = n.as_u64();
-    if n == 1 {
-        format!("1 {noun}")
+    format!("{} {}", n.as_u64(), noun_for(n, noun))
+}
+
+/// The noun alone, singular for exactly one: for counts written another way (with
+/// thousands separators, `2,000 of 8,000 objects`).
+pub fn noun_for(n: impl Count, noun: &str) -> String {
+    if n.as_u64() == 1 {
+        noun.to_string()
     } else {
-        format!("{n} {}", plural(noun))
+        plural(noun)
     }
 }
 
@@ -73,5 +78,7 @@ mod tests {
         assert_eq!(count(2u32, "key"), "2 keys");
         assert_eq!(count(2u32, "retry ladder"), "2 retry ladders");
         assert_eq!(count_irregular(1u32, "was", "were"), "1 was");
+        assert_eq!(noun_for(1u32, "queue"), "queue");
+        assert_eq!(noun_for(8000u32, "queue"), "queues");
     }
 }

@@ -24,6 +24,7 @@ use serde_json::Value;
 use std::sync::atomic::Ordering;
 
 use super::Interrupt;
+use super::progress::{Event, MigrationStep, Progress};
 use crate::broker::{BrokerError, Client, Drained};
 use crate::model::QueueType;
 use crate::model::objects::Objects;
@@ -71,11 +72,11 @@ pub(super) struct Moved {
     pub moves: usize,
 }
 
-struct Run<'a> {
+struct Run<'a, 'p> {
     client: &'a Client,
     migration: &'a Migration,
     interrupt: &'a Interrupt,
-    progress: &'a mut dyn FnMut(&str),
+    progress: &'a mut Progress<'p>,
     moved: Moved,
 }
 
@@ -86,7 +87,7 @@ pub(super) async fn run(
     migration: &Migration,
     desired: &Objects,
     interrupt: &Interrupt,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut Progress<'_>,
 ) -> Result<Moved, Stop> {
     let mut run = Run {
         client,
@@ -102,7 +103,7 @@ pub(super) async fn run(
     Ok(run.moved)
 }
 
-impl Run<'_> {
+impl Run<'_, '_> {
     fn vhost(&self) -> &str {
         self.migration.queue.vhost.as_deref().unwrap_or_default()
     }
@@ -115,9 +116,12 @@ impl Run<'_> {
         &self.migration.temporary
     }
 
-    fn say(&mut self, what: &str) {
-        let line = format!("migrate queue {:?}: {what}", self.migration.queue.name);
-        (self.progress)(&line);
+    fn say(&mut self, step: MigrationStep<'_>) {
+        let migration = self.migration;
+        (self.progress)(&Event::Migration {
+            queue: &migration.queue,
+            step,
+        });
     }
 
     /// A safe point between steps.
@@ -157,18 +161,18 @@ impl Run<'_> {
                 )
                 .await?;
         }
-        self.say(&format!(
-            "{} copied to {temporary:?}",
-            crate::text::count(bindings.len(), "binding")
-        ));
+        self.say(MigrationStep::BindingsCopied {
+            bindings: bindings.len(),
+            temporary: &temporary,
+        });
         for binding in &bindings {
             client.unbind_queue(&vhost, &queue, binding).await?;
         }
-        self.say("its bindings removed: new messages go to the temporary queue");
+        self.say(MigrationStep::Unbound);
         self.check("the bindings were moved to the temporary queue")?;
         let after = self.migration.after.clone();
         self.drain(&queue, old_type, Some(&after)).await?;
-        self.say("old queue deleted, empty, and declared anew");
+        self.say(MigrationStep::DeclaredAnew);
         self.check("the old queue was emptied and deleted")
     }
 
@@ -211,10 +215,9 @@ impl Run<'_> {
         client
             .bind_queue(&vhost, &temporary, &queue, "", &Value::Null)
             .await?;
-        self.say(&format!(
-            "declared anew and bound ({})",
-            crate::text::count(copied.len(), "binding")
-        ));
+        self.say(MigrationStep::Rebound {
+            bindings: copied.len(),
+        });
         // Now that the queue receives everything, the temporary queue stops receiving.
         for binding in &bindings {
             client.unbind_queue(&vhost, &temporary, binding).await?;
@@ -222,7 +225,7 @@ impl Run<'_> {
         self.check("the queue was declared anew and its bindings moved back")?;
         self.drain(&temporary, queue_type(&held), None).await?;
         client.delete_exchange(&vhost, &temporary).await?;
-        self.say("temporary queue and exchange deleted: done");
+        self.say(MigrationStep::Finished);
         Ok(())
     }
 
@@ -245,7 +248,7 @@ impl Run<'_> {
             client.stop_move(&vhost, &name).await?;
             client.start_move(&vhost, &name, source, &name).await?;
             self.moved.moves += 1;
-            self.say(&format!("moving the messages of {source:?}"));
+            self.say(MigrationStep::Moving { source });
             let started = Instant::now();
             let mut empty_since: Option<Instant> = None;
             let mut unconsumed_since: Option<Instant> = None;
@@ -272,7 +275,7 @@ impl Run<'_> {
                         empty_since = None;
                         let since = *unconsumed_since.get_or_insert_with(Instant::now);
                         if since.elapsed() >= STATISTICS_LAG * 2 {
-                            self.say("the shovel is not consuming: starting it again");
+                            self.say(MigrationStep::MoveRestarted);
                             client.stop_move(&vhost, &name).await?;
                             client.start_move(&vhost, &name, source, &name).await?;
                             self.moved.moves += 1;
@@ -333,10 +336,10 @@ impl Run<'_> {
                 }
                 Some(count) => {
                     first_zero = None;
-                    self.say(&format!(
-                        "waiting for consumers of {source:?} to acknowledge {}",
-                        crate::text::count(count, "message")
-                    ));
+                    self.say(MigrationStep::WaitingForAcknowledgements {
+                        source,
+                        unacknowledged: count,
+                    });
                 }
             }
             if started.elapsed() > UNACKNOWLEDGED_WAIT {

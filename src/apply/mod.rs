@@ -8,6 +8,7 @@
 
 mod lock;
 mod migrate;
+pub mod progress;
 pub mod repair;
 
 pub use lock::{Interrupt, UnlockError, Unlocked, holder_name, needed, unlock};
@@ -21,6 +22,7 @@ use crate::diff::{Action, Change};
 use crate::model::record::{self, RECORD_FORMAT, Record};
 use crate::model::{Definitions, GlobalParameter, ObjectKind};
 use crate::plan::{Mismatch, Plan, Stage, recheck, replan};
+use progress::{ChangeOutcome, Event, Progress, Step};
 
 /// Why an apply did not run or did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -209,7 +211,8 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
     Ok(())
 }
 
-/// Applies a plan. `progress` is told about every step.
+/// Applies a plan. `progress` is told about every phase, how far it has come and what
+/// became of each change ([`progress::Event`]).
 ///
 /// Every lock the plan needs is taken first ([`needed`]); under them the spec's record
 /// is read, the plan is checked against the broker as it is now, the changes are made,
@@ -218,7 +221,7 @@ pub async fn apply(
     client: &Client,
     plan: &Plan,
     options: &Options,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     check_gates(plan, options)?;
     let lock = client
@@ -336,7 +339,7 @@ pub async fn apply_locked_plan(
     client: &Client,
     locked: Locked,
     options: &Options,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     let Locked {
         plan,
@@ -372,7 +375,7 @@ async fn apply_held(
     options: &Options,
     lock: &BrokerLock,
     under: UnderLocks,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     // Every record is read under the locks once: this spec's (its serial, what it
     // managed) and, for a saved plan, all of them for the recheck.
@@ -479,7 +482,7 @@ async fn apply_locked(
     plan: &Plan,
     options: &Options,
     lock: &BrokerLock,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     let allow_data_loss = options.allow_data_loss;
     if options.migrate {
@@ -496,7 +499,6 @@ async fn apply_locked(
         }
     }
     let phases = phases(plan, options.migrate);
-    let total: usize = phases.iter().map(|p| p.changes.len()).sum();
     let mut report = ApplyReport::default();
     for (number, phase) in phases.iter().enumerate() {
         let migrations_to_run =
@@ -527,6 +529,11 @@ async fn apply_locked(
             });
         }
         if phase.kind == PhaseKind::Migrate {
+            let total = plan.migrations.len();
+            progress(&Event::Started {
+                step: phase.step,
+                total,
+            });
             if let Err(mut error) = migrate_all(client, plan, options, &mut report, progress).await
             {
                 if let ApplyError::Interrupted { report, .. } | ApplyError::Broker { report, .. } =
@@ -540,27 +547,52 @@ async fn apply_locked(
                 }
                 return Err(error);
             }
-            progress(&format!("{}/{total} {}", report.done.len(), phase.name));
+            progress(&Event::Finished {
+                step: phase.step,
+                done: total,
+                total,
+            });
             continue;
         }
-        let outcomes = run_phase(client, phase, allow_data_loss).await;
+        let outcomes = run_phase(client, phase, allow_data_loss, progress).await;
         let mut failure = None;
         let mut removed = Vec::new();
+        let mut failed_or_unsent = 0;
         for (change, outcome) in phase.changes.iter().zip(outcomes) {
+            progress(&Event::Outcome {
+                change,
+                outcome: match &outcome {
+                    Outcome::Done => ChangeOutcome::Done,
+                    Outcome::Refused(_) => ChangeOutcome::Refused,
+                    Outcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
+                    Outcome::NotSent => ChangeOutcome::NotSent,
+                },
+            });
             match outcome {
                 Outcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
                 Outcome::Done => report.done.push(describe(change)),
                 Outcome::Refused(error) => {
+                    failed_or_unsent += 1;
                     failure.get_or_insert(error);
                     report.not_done.push(not_done(change, phase.kind));
                 }
                 Outcome::Unconfirmed(error) => {
+                    failed_or_unsent += 1;
                     failure.get_or_insert(error);
                     report.unconfirmed.push(not_done(change, phase.kind));
                 }
-                Outcome::NotSent => report.not_done.push(not_done(change, phase.kind)),
+                Outcome::NotSent => {
+                    failed_or_unsent += 1;
+                    report.not_done.push(not_done(change, phase.kind))
+                }
             }
         }
+        let made = phase.changes.len() - failed_or_unsent;
+        progress(&Event::Finished {
+            step: phase.step,
+            done: made,
+            total: phase.changes.len(),
+        });
         if let Some(error) = failure {
             if !removed.is_empty() {
                 // A replace never leaves a queue deleted and not declared again.
@@ -576,12 +608,6 @@ async fn apply_locked(
                 report: Box::new(report),
             });
         }
-        // Replaced objects are reported once they exist again (in the import phase).
-        progress(&format!(
-            "{}/{total} {}",
-            report.done.len() + removed.len(),
-            phase.name
-        ));
     }
     Ok(report)
 }
@@ -593,7 +619,7 @@ async fn migrate_all(
     plan: &Plan,
     options: &Options,
     report: &mut ApplyReport,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut Progress<'_>,
 ) -> Result<(), ApplyError> {
     let desired = plan.desired_objects();
     for (index, migration) in plan.migrations.iter().enumerate() {
@@ -629,6 +655,11 @@ async fn migrate_all(
                     migration.queue, moved.moves
                 ));
                 report.done.extend(carried);
+                progress(&Event::Advanced {
+                    step: Step::Migrate,
+                    done: index + 1,
+                    total: plan.migrations.len(),
+                });
             }
             Err(migrate::Stop::Interrupted { after }) => {
                 left(report, carried);
@@ -665,8 +696,21 @@ fn not_done(change: &Change, kind: PhaseKind) -> String {
     }
 }
 
-/// Sends one phase's changes; the outcome of each, in order.
-async fn run_phase(client: &Client, phase: &Phase<'_>, allow_data_loss: bool) -> Vec<Outcome> {
+/// Sends one phase's changes, telling `progress` how far it has come; the outcome of
+/// each, in order.
+async fn run_phase(
+    client: &Client,
+    phase: &Phase<'_>,
+    allow_data_loss: bool,
+    progress: &mut Progress<'_>,
+) -> Vec<Outcome> {
+    let (step, total) = (phase.step, phase.changes.len());
+    progress(&Event::Started { step, total });
+    let mut done = 0;
+    let answered = &mut |answered: usize| {
+        done += answered;
+        progress(&Event::Advanced { step, done, total });
+    };
     match phase.kind {
         PhaseKind::Import => {
             // A replace's object is in the plan once: it is created here.
@@ -676,6 +720,7 @@ async fn run_phase(client: &Client, phase: &Phase<'_>, allow_data_loss: bool) ->
                         .changes
                         .iter()
                         .map(|c| (&c.id, c.after.as_ref().unwrap_or(&serde_json::Value::Null))),
+                    answered,
                 )
                 .await
         }
@@ -686,7 +731,7 @@ async fn run_phase(client: &Client, phase: &Phase<'_>, allow_data_loss: bool) ->
                 .iter()
                 .map(|c| write_of(c, allow_data_loss))
                 .collect();
-            client.write_objects(&writes).await
+            client.write_objects(&writes, answered).await
         }
     }
 }
@@ -722,6 +767,7 @@ async fn declare_again(
             objects
                 .iter()
                 .filter_map(|c| Some((&c.id, c.after.as_ref()?))),
+            &mut |_| {},
         )
         .await;
     for (change, outcome) in objects.iter().zip(outcomes) {
@@ -749,7 +795,7 @@ enum PhaseKind {
 }
 
 struct Phase<'a> {
-    name: &'static str,
+    step: Step,
     kind: PhaseKind,
     changes: Vec<&'a Change>,
 }
@@ -809,17 +855,17 @@ fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
     deletes.sort_by_key(|c| delete_order.iter().position(|k| *k == c.id.kind));
     vec![
         Phase {
-            name: "replaced objects removed",
+            step: Step::RemoveReplaced,
             kind: PhaseKind::RemoveReplaced,
             changes: removals_of_replaced,
         },
         Phase {
-            name: "objects created",
+            step: Step::Create,
             kind: PhaseKind::Import,
             changes: creates,
         },
         Phase {
-            name: "objects updated",
+            step: Step::Update,
             kind: PhaseKind::OneByOne,
             changes: of(
                 Action::Update,
@@ -837,7 +883,7 @@ fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
             ),
         },
         Phase {
-            name: "queues migrated",
+            step: Step::Migrate,
             kind: PhaseKind::Migrate,
             changes: if migrating && !plan.migrations.is_empty() {
                 migrated
@@ -846,17 +892,17 @@ fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
             },
         },
         Phase {
-            name: "bindings deleted",
+            step: Step::DeleteBindings,
             kind: PhaseKind::OneByOne,
             changes: of(Action::Delete, &[Binding]),
         },
         Phase {
-            name: "queues deleted",
+            step: Step::DeleteQueues,
             kind: PhaseKind::OneByOne,
             changes: of(Action::Delete, &[Queue]),
         },
         Phase {
-            name: "objects deleted",
+            step: Step::DeleteOthers,
             kind: PhaseKind::OneByOne,
             changes: deletes,
         },

@@ -45,10 +45,11 @@ pub struct GuardedQueue<'a> {
 impl Client {
     /// Deletes each queue if the broker finds it empty and unused at that moment, one
     /// at a time; the result of each, in order. A queue that is already gone counts
-    /// as deleted.
+    /// as deleted. `answered` is told of each queue once it is tried.
     pub async fn delete_queues_if_empty(
         &self,
         queues: &[GuardedQueue<'_>],
+        answered: &mut dyn FnMut(usize),
     ) -> Vec<Result<(), BrokerError>> {
         let mut results: Vec<Option<Result<(), BrokerError>>> =
             queues.iter().map(|_| None).collect();
@@ -60,6 +61,7 @@ impl Client {
             let connection = match self.amqp_connection(vhost).await {
                 Ok(connection) => connection,
                 Err(error) => {
+                    answered(indices.len());
                     for index in indices {
                         results[index] = Some(Err(error.clone()));
                     }
@@ -77,11 +79,13 @@ impl Client {
                         Ok(channel) => channel,
                         Err(error) => {
                             results[index] = Some(Err(error));
+                            answered(1);
                             continue;
                         }
                     },
                 };
                 results[index] = Some(delete_if_empty(&channel, queue).await);
+                answered(1);
                 open = Some(channel);
             }
             if let Some(channel) = open {

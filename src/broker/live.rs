@@ -361,16 +361,32 @@ impl Client {
     }
 }
 
+/// Concurrent requests to the management API.
+const CONCURRENCY: usize = 8;
+
 /// Runs futures with bounded concurrency, keeping their order.
 pub(super) async fn futures_join_all<F, T>(futures: impl IntoIterator<Item = F>) -> Vec<T>
 where
     F: std::future::Future<Output = T>,
 {
+    futures_join_all_counted(futures, &mut |_| {}).await
+}
+
+/// [`futures_join_all`], telling `each` about every result as it comes (in order), so
+/// that a long run of writes can report how far it has come.
+pub(super) async fn futures_join_all_counted<F, T>(
+    futures: impl IntoIterator<Item = F>,
+    each: &mut dyn FnMut(&T),
+) -> Vec<T>
+where
+    F: std::future::Future<Output = T>,
+{
     use futures::StreamExt;
-    /// Concurrent requests to the management API.
-    const CONCURRENCY: usize = 8;
-    futures::stream::iter(futures)
-        .buffered(CONCURRENCY)
-        .collect()
-        .await
+    let mut results = futures::stream::iter(futures).buffered(CONCURRENCY);
+    let mut all = Vec::new();
+    while let Some(result) = results.next().await {
+        each(&result);
+        all.push(result);
+    }
+    all
 }

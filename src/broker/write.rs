@@ -105,10 +105,12 @@ impl Client {
     /// Creates objects through the definitions import (`POST /api/definitions`), in
     /// chunks under the broker's body limit, dependencies first: a chunk never needs an
     /// object of a later chunk. Stops at the first chunk that fails. The outcome of
-    /// each object, in the order given.
+    /// each object, in the order given; `answered` is told how many objects each chunk
+    /// held once the broker has answered for it.
     pub async fn import_objects<'a>(
         &self,
         objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
+        answered: &mut dyn FnMut(usize),
     ) -> Vec<Outcome> {
         let mut entries: Vec<(usize, usize, Value)> = objects
             .into_iter()
@@ -136,6 +138,7 @@ impl Client {
                 Ok(()) => Outcome::Done,
                 Err(error) => Outcome::Unconfirmed(error),
             };
+            answered(members.len());
             for index in members {
                 outcomes[index] = outcome.clone();
             }
@@ -160,8 +163,13 @@ impl Client {
     /// Updates and removes objects, a bounded number of requests at a time; queue
     /// removals marked `if_empty` go last, one by one, through the broker's emptiness
     /// check ([`Client::delete_queues_if_empty`]), once everything else (bindings
-    /// into them, in particular) is done. The outcome of each write, in order.
-    pub async fn write_objects(&self, writes: &[ObjectWrite<'_>]) -> Vec<Outcome> {
+    /// into them, in particular) is done. The outcome of each write, in order;
+    /// `answered` is told of each write the broker has answered for (all its requests).
+    pub async fn write_objects(
+        &self,
+        writes: &[ObjectWrite<'_>],
+        answered: &mut dyn FnMut(usize),
+    ) -> Vec<Outcome> {
         let guarded =
             |w: &ObjectWrite| w.if_empty && w.id.kind == ObjectKind::Queue && w.after.is_none();
         let plain: Vec<usize> = (0..writes.len())
@@ -175,15 +183,30 @@ impl Client {
                     .map(move |r| (index, r))
             })
             .collect();
-        let results = super::live::futures_join_all(requests.into_iter().map(
-            |(index, (method, path, body))| async move {
-                let result = match method {
-                    "PUT" => self.put(&path, &body.unwrap_or(Value::Null)).await,
-                    _ => self.delete(&path).await,
-                };
-                (index, result)
+        // Requests left per write: a write is answered with its last request.
+        let mut left = vec![0usize; writes.len()];
+        for (index, _) in &requests {
+            left[*index] += 1;
+        }
+        // A write that takes no request is answered at once.
+        answered(plain.iter().filter(|index| left[**index] == 0).count());
+        let results = super::live::futures_join_all_counted(
+            requests
+                .into_iter()
+                .map(|(index, (method, path, body))| async move {
+                    let result = match method {
+                        "PUT" => self.put(&path, &body.unwrap_or(Value::Null)).await,
+                        _ => self.delete(&path).await,
+                    };
+                    (index, result)
+                }),
+            &mut |(index, _)| {
+                left[*index] -= 1;
+                if left[*index] == 0 {
+                    answered(1);
+                }
             },
-        ))
+        )
         .await;
         let mut outcomes = vec![Outcome::Done; writes.len()];
         let mut any_failed = false;
@@ -222,7 +245,7 @@ impl Client {
         let checked: Vec<GuardedQueue> = queues.iter().map(|(_, q)| *q).collect();
         for ((index, _), result) in queues
             .iter()
-            .zip(self.delete_queues_if_empty(&checked).await)
+            .zip(self.delete_queues_if_empty(&checked, answered).await)
         {
             outcomes[*index] = match result {
                 Ok(()) => Outcome::Done,

@@ -44,7 +44,10 @@ pub fn run() -> ExitCode {
         }
     };
     let stdout = &mut ClosedPipeIsEnd::new(std::io::stdout().lock());
-    let stderr = &mut Stderr::new(std::io::stderr().lock());
+    // Not locked for the whole command, unlike stdout: an apply's progress (the bar's
+    // ticker, the plain lines' heartbeat) writes to stderr from a thread of its own,
+    // which would wait for the lock forever.
+    let stderr = &mut Stderr::new(std::io::stderr());
     let json = cli.command.prints_json();
     let code = match cli.command {
         Command::Validate(args) => compile::validate(&args, stdout, stderr),

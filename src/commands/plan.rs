@@ -15,6 +15,7 @@ use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::markdown::render_markdown;
 use crate::render::plan::{Applied, Style, apply_document, redacted_json, render_text};
+use crate::render::progress::ApplyProgress;
 use crate::spec::SpecFile;
 
 /// How a plan command prints: the format, and whether its text has colors.
@@ -304,12 +305,9 @@ impl ApplyRun {
             lock_wait: flags.lock_timeout,
             migrate: flags.migrate,
         };
-        let show_progress = std::io::stderr().is_terminal();
-        let mut progress = |step: &str| {
-            if show_progress {
-                eprintln!("  {step}");
-            }
-        };
+        // Progress goes to stderr (stdout may be JSON): a bar on a terminal, plain lines
+        // in a log. It is finished before the apply's summary is printed.
+        let mut shown = ApplyProgress::on_stderr();
         // Under JSON, the confirmation question goes to stderr: stdout holds one document.
         let json = self.output.format == Format::Json;
         let (plan, result) = match saved {
@@ -322,8 +320,10 @@ impl ApplyRun {
                     self.applied = Some(Applied::default());
                     return EXIT_OK;
                 }
-                let result =
-                    runtime.block_on(apply::apply(&client, &plan, &options, &mut progress));
+                let result = runtime.block_on(apply::apply(&client, &plan, &options, &mut |e| {
+                    shown.event(e)
+                }));
+                shown.finish();
                 (plan, result)
             }
             None => {
@@ -380,8 +380,9 @@ impl ApplyRun {
                         &client,
                         locked,
                         &options,
-                        &mut progress,
+                        &mut |e| shown.event(e),
                     ));
+                    shown.finish();
                     return self.report(&client, &plan, result, stdout, stderr);
                 };
                 if let Some(locked) = locked {

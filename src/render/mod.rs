@@ -7,5 +7,6 @@ pub mod graph;
 pub mod lint;
 pub mod markdown;
 pub mod plan;
+pub mod progress;
 pub mod state;
 pub mod trace;

@@ -48,6 +48,7 @@ mod migrate;
 mod name_endings;
 mod ownership;
 mod plan_apply;
+mod progress;
 mod pull_request;
 mod retry_behaviour;
 mod secrets;

@@ -1,0 +1,539 @@
+//! An apply's progress on stderr, so that one of thousands of objects, which takes
+//! minutes, never looks hung: a progress bar per phase on a terminal (`indicatif`), plain
+//! lines elsewhere (a CI log), at each tenth of a phase and at least every
+//! [`HEARTBEAT`] while one runs. Never on stdout, which may hold JSON.
+
+use std::io::Write;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::apply::progress::{ChangeOutcome, Event, MigrationStep, Step};
+use crate::model::shorten::grouped;
+use crate::text::{count, noun_for};
+
+/// How often a plain line is printed while a phase runs, even when it has not moved: a
+/// long definitions import is answered only once it is done.
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// What the phase is called, and what it counts.
+fn label(step: Step) -> (&'static str, &'static str) {
+    match step {
+        Step::RemoveReplaced => ("removing replaced", "object"),
+        Step::Create => ("creating", "object"),
+        Step::Update => ("updating", "object"),
+        Step::Migrate => ("migrating", "queue"),
+        Step::DeleteBindings => ("deleting", "binding"),
+        Step::DeleteQueues => ("deleting", "queue"),
+        Step::DeleteOthers => ("deleting", "object"),
+    }
+}
+
+/// `12 s`, `3 min 05 s`.
+pub fn elapsed(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds < 60 {
+        format!("{seconds} s")
+    } else {
+        format!("{} min {:02} s", seconds / 60, seconds % 60)
+    }
+}
+
+/// `creating: 2,000 of 8,000 objects, 12 s`, and what was not made (`; 1 refused`).
+fn phase_line(step: Step, done: usize, total: usize, started: Instant, missed: &Missed) -> String {
+    let (label, noun) = label(step);
+    format!(
+        "{label}: {} of {} {}, {}{}",
+        grouped(done as u64),
+        grouped(total as u64),
+        noun_for(total, noun),
+        elapsed(started.elapsed()),
+        self::missed(missed)
+    )
+}
+
+/// What a migration step says.
+fn migration_step(step: &MigrationStep<'_>) -> String {
+    match step {
+        MigrationStep::BindingsCopied {
+            bindings,
+            temporary,
+        } => format!("{} copied to {temporary:?}", count(*bindings, "binding")),
+        MigrationStep::Unbound => {
+            "its bindings removed: new messages go to the temporary queue".into()
+        }
+        MigrationStep::Moving { source } => format!("moving the messages of {source:?}"),
+        MigrationStep::MoveRestarted => "the shovel is not consuming: starting it again".into(),
+        MigrationStep::WaitingForAcknowledgements {
+            source,
+            unacknowledged,
+        } => format!(
+            "waiting for consumers of {source:?} to acknowledge {}",
+            count(*unacknowledged, "message")
+        ),
+        MigrationStep::DeclaredAnew => "old queue deleted, empty, and declared anew".into(),
+        MigrationStep::Rebound { bindings } => {
+            format!("declared anew and bound ({})", count(*bindings, "binding"))
+        }
+        MigrationStep::Finished => "temporary queue and exchange deleted: done".into(),
+    }
+}
+
+/// The phase that runs, as the plain lines see it.
+struct Running {
+    step: Step,
+    done: usize,
+    total: usize,
+    started: Instant,
+    /// The last tenth a line was printed for.
+    tenth: usize,
+}
+
+/// Changes of the phase that just ran that were not made, by outcome.
+#[derive(Default)]
+struct Missed {
+    refused: usize,
+    unconfirmed: usize,
+    not_sent: usize,
+}
+
+/// The plain lines' state, shared with the heartbeat thread.
+struct Lines<W> {
+    out: W,
+    running: Option<Running>,
+    missed: Missed,
+    last_line: Instant,
+}
+
+impl<W: Write> Lines<W> {
+    fn line(&mut self, text: &str) {
+        let _ = writeln!(self.out, "{text}");
+        let _ = self.out.flush();
+        self.last_line = Instant::now();
+    }
+
+    /// `creating: 2,000 of 8,000 objects, 12 s`.
+    fn state(&mut self) {
+        if let Some(running) = &self.running {
+            let text = phase_line(
+                running.step,
+                running.done,
+                running.total,
+                running.started,
+                &Missed::default(),
+            );
+            self.line(&text);
+        }
+    }
+
+    fn event(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::Started { step, total } => {
+                self.running = Some(Running {
+                    step,
+                    done: 0,
+                    total,
+                    started: Instant::now(),
+                    tenth: 0,
+                });
+                self.missed = Missed::default();
+                self.state();
+            }
+            Event::Advanced { done, .. } => {
+                let Some(running) = &mut self.running else {
+                    return;
+                };
+                running.done = done;
+                // The last tenth is the phase's end, which `Finished` prints.
+                let tenth = (done * 10) / running.total.max(1);
+                let new_tenth = tenth > running.tenth && done < running.total;
+                if new_tenth {
+                    running.tenth = tenth;
+                }
+                if new_tenth || self.last_line.elapsed() >= HEARTBEAT {
+                    self.state();
+                }
+            }
+            Event::Outcome { outcome, .. } => match outcome {
+                ChangeOutcome::Done => {}
+                ChangeOutcome::Refused => self.missed.refused += 1,
+                ChangeOutcome::Unconfirmed => self.missed.unconfirmed += 1,
+                ChangeOutcome::NotSent => self.missed.not_sent += 1,
+            },
+            Event::Finished { done, total, .. } => {
+                if let Some(running) = &mut self.running {
+                    running.done = done;
+                    running.total = total;
+                }
+                if let Some(running) = &self.running {
+                    let text = phase_line(running.step, done, total, running.started, &self.missed);
+                    self.line(&text);
+                }
+                self.running = None;
+            }
+            Event::Migration { queue, ref step } => {
+                let text = format!(
+                    "migrating queue {:?} in vhost {:?}: {}",
+                    queue.name,
+                    queue.vhost.as_deref().unwrap_or_default(),
+                    migration_step(step)
+                );
+                self.line(&text);
+            }
+        }
+    }
+}
+
+/// `; 1 refused, 4,999 not sent` after a phase that did not make every change.
+fn missed(missed: &Missed) -> String {
+    let mut parts = Vec::new();
+    if missed.refused > 0 {
+        parts.push(format!("{} refused", grouped(missed.refused as u64)));
+    }
+    if missed.unconfirmed > 0 {
+        parts.push(format!(
+            "{} not confirmed",
+            grouped(missed.unconfirmed as u64)
+        ));
+    }
+    if missed.not_sent > 0 {
+        parts.push(format!("{} not sent", grouped(missed.not_sent as u64)));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join(", "))
+    }
+}
+
+/// The bar of the phase that runs.
+struct Drawn {
+    bar: ProgressBar,
+    step: Step,
+    started: Instant,
+}
+
+impl Drawn {
+    /// Clears the bar and prints the phase's line in its place, which stays: a whole
+    /// line, so that what is printed next starts on a line of its own, whatever the
+    /// terminal's width.
+    fn end(self, done: usize, total: usize, missed: &Missed) {
+        self.bar.finish_and_clear();
+        eprintln!(
+            "{}",
+            phase_line(self.step, done, total, self.started, missed)
+        );
+    }
+}
+
+/// How progress is shown.
+enum Shown<W: Write + Send + 'static> {
+    /// A bar per phase, on a terminal.
+    Bar { bar: Option<Drawn>, missed: Missed },
+    /// Plain lines, and the thread that prints one every [`HEARTBEAT`] while a phase
+    /// runs without moving.
+    Lines {
+        lines: Arc<Mutex<Lines<W>>>,
+        heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+    },
+}
+
+/// Shows an apply's progress events ([`Event`]); [`ApplyProgress::finish`] before the
+/// apply's summary is printed, so that a bar never draws over it.
+pub struct ApplyProgress<W: Write + Send + 'static> {
+    shown: Shown<W>,
+}
+
+impl ApplyProgress<std::io::Stderr> {
+    /// On stderr: a bar when it is a terminal, plain lines otherwise.
+    pub fn on_stderr() -> Self {
+        use std::io::IsTerminal;
+        if std::io::stderr().is_terminal() {
+            ApplyProgress::bar()
+        } else {
+            ApplyProgress::lines(std::io::stderr())
+        }
+    }
+
+    /// A bar per phase on stderr (drawn by `indicatif`, which draws nothing when stderr
+    /// is not a terminal).
+    pub fn bar() -> Self {
+        ApplyProgress {
+            shown: Shown::Bar {
+                bar: None,
+                missed: Missed::default(),
+            },
+        }
+    }
+}
+
+impl<W: Write + Send + 'static> ApplyProgress<W> {
+    /// Plain lines on `out`.
+    pub fn lines(out: W) -> Self {
+        let lines = Arc::new(Mutex::new(Lines {
+            out,
+            running: None,
+            missed: Missed::default(),
+            last_line: Instant::now(),
+        }));
+        let (stop, stopped) = mpsc::channel::<()>();
+        let shared = Arc::clone(&lines);
+        let heartbeat = std::thread::spawn(move || {
+            let tick = Duration::from_millis(500);
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
+                let mut lines = shared.lock().unwrap_or_else(|e| e.into_inner());
+                if lines.running.is_some() && lines.last_line.elapsed() >= HEARTBEAT {
+                    lines.state();
+                }
+            }
+        });
+        ApplyProgress {
+            shown: Shown::Lines {
+                lines,
+                heartbeat: Some((stop, heartbeat)),
+            },
+        }
+    }
+
+    /// Shows one event.
+    pub fn event(&mut self, event: &Event<'_>) {
+        match &mut self.shown {
+            Shown::Lines { lines, .. } => {
+                lines.lock().unwrap_or_else(|e| e.into_inner()).event(event)
+            }
+            Shown::Bar { bar, missed } => bar_event(bar, missed, event),
+        }
+    }
+
+    /// Stops the heartbeat and leaves the last bar as it stands.
+    pub fn finish(&mut self) {
+        match &mut self.shown {
+            Shown::Lines { heartbeat, .. } => {
+                if let Some((stop, thread)) = heartbeat.take() {
+                    let _ = stop.send(());
+                    let _ = thread.join();
+                }
+            }
+            Shown::Bar { bar, missed } => {
+                // A phase that did not finish (the apply stopped in it).
+                if let Some(drawn) = bar.take() {
+                    let (done, total) = (drawn.bar.position(), drawn.bar.length());
+                    drawn.end(done as usize, total.unwrap_or(done) as usize, missed);
+                }
+            }
+        }
+    }
+}
+
+impl<W: Write + Send + 'static> Drop for ApplyProgress<W> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn bar_event(bar: &mut Option<Drawn>, missed: &mut Missed, event: &Event<'_>) {
+    match *event {
+        Event::Started { step, total } => {
+            if let Some(previous) = bar.take() {
+                let (done, total) = (previous.bar.position(), previous.bar.length());
+                previous.end(done as usize, total.unwrap_or(done) as usize, missed);
+            }
+            let (label, noun) = label(step);
+            let style = ProgressStyle::with_template(
+                "{prefix:>17} [{bar:30}] {human_pos}/{human_len} {msg}, {elapsed}",
+            )
+            .expect("the template is valid")
+            .progress_chars("=> ");
+            let new =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr())
+                    .with_style(style)
+                    .with_prefix(label)
+                    .with_message(noun_for(total, noun));
+            new.enable_steady_tick(Duration::from_millis(250));
+            *bar = Some(Drawn {
+                bar: new,
+                step,
+                started: Instant::now(),
+            });
+            *missed = Missed::default();
+        }
+        Event::Advanced { done, .. } => {
+            if let Some(drawn) = bar {
+                drawn.bar.set_position(done as u64);
+            }
+        }
+        Event::Outcome { outcome, .. } => match outcome {
+            ChangeOutcome::Done => {}
+            ChangeOutcome::Refused => missed.refused += 1,
+            ChangeOutcome::Unconfirmed => missed.unconfirmed += 1,
+            ChangeOutcome::NotSent => missed.not_sent += 1,
+        },
+        Event::Finished { done, total, .. } => {
+            if let Some(drawn) = bar.take() {
+                drawn.end(done, total, missed);
+            }
+        }
+        Event::Migration { queue, ref step } => {
+            let text = format!(
+                "migrating queue {:?} in vhost {:?}: {}",
+                queue.name,
+                queue.vhost.as_deref().unwrap_or_default(),
+                migration_step(step)
+            );
+            match bar {
+                Some(drawn) => drawn.bar.println(text),
+                None => eprintln!("{text}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn plain_lines_come_at_each_tenth_and_at_the_end() {
+        let out = Shared::default();
+        let mut progress = ApplyProgress::lines(out.clone());
+        let total = 8000;
+        progress.event(&Event::Started {
+            step: Step::Create,
+            total,
+        });
+        // A chunk answered every 100 objects: 80 events, a line at each tenth only.
+        for done in (100..=total).step_by(100) {
+            progress.event(&Event::Advanced {
+                step: Step::Create,
+                done,
+                total,
+            });
+        }
+        progress.event(&Event::Finished {
+            step: Step::Create,
+            done: total,
+            total,
+        });
+        progress.event(&Event::Started {
+            step: Step::DeleteQueues,
+            total: 1,
+        });
+        progress.event(&Event::Finished {
+            step: Step::DeleteQueues,
+            done: 0,
+            total: 1,
+        });
+        progress.finish();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + 9 + 1 + 2, "{text}");
+        assert_eq!(lines[0], "creating: 0 of 8,000 objects, 0 s");
+        assert_eq!(lines[1], "creating: 800 of 8,000 objects, 0 s");
+        assert_eq!(lines[9], "creating: 7,200 of 8,000 objects, 0 s");
+        assert_eq!(lines[10], "creating: 8,000 of 8,000 objects, 0 s");
+        assert_eq!(lines[11], "deleting: 0 of 1 queue, 0 s");
+        assert_eq!(lines[12], "deleting: 0 of 1 queue, 0 s");
+    }
+
+    #[test]
+    fn a_phase_that_stops_says_what_was_not_made() {
+        let out = Shared::default();
+        let mut progress = ApplyProgress::lines(out.clone());
+        let change = crate::diff::Change {
+            action: crate::diff::Action::Create,
+            id: crate::model::ObjectId {
+                kind: crate::model::ObjectKind::Queue,
+                vhost: Some("shop".into()),
+                name: "audit".into(),
+            },
+            before: None,
+            after: None,
+            reason: None,
+            messages: None,
+            unmanaged: false,
+            handle: None,
+        };
+        progress.event(&Event::Started {
+            step: Step::Create,
+            total: 3,
+        });
+        for outcome in [
+            ChangeOutcome::Done,
+            ChangeOutcome::Unconfirmed,
+            ChangeOutcome::NotSent,
+        ] {
+            progress.event(&Event::Outcome {
+                change: &change,
+                outcome,
+            });
+        }
+        progress.event(&Event::Finished {
+            step: Step::Create,
+            done: 1,
+            total: 3,
+        });
+        progress.finish();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            text.lines().last(),
+            Some("creating: 1 of 3 objects, 0 s; 1 not confirmed, 1 not sent")
+        );
+    }
+
+    #[test]
+    fn the_heartbeat_prints_while_a_phase_does_not_move() {
+        let out = Shared::default();
+        let mut progress = ApplyProgress::lines(out.clone());
+        progress.event(&Event::Started {
+            step: Step::Create,
+            total: 10,
+        });
+        // As if the last line were a heartbeat ago: the thread prints the state again.
+        if let Shown::Lines { lines, .. } = &progress.shown {
+            lines.lock().unwrap().last_line = Instant::now() - HEARTBEAT;
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while out
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            < 2
+        {
+            assert!(Instant::now() < deadline, "no heartbeat line");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        progress.finish();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.lines()
+                .all(|l| l.starts_with("creating: 0 of 10 objects")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn elapsed_times_read_in_seconds_then_minutes() {
+        assert_eq!(elapsed(Duration::from_millis(12_400)), "12 s");
+        assert_eq!(elapsed(Duration::from_secs(185)), "3 min 05 s");
+    }
+}
