@@ -37,6 +37,7 @@ mod spec;
 
 mod apply_safety;
 mod boot_definitions;
+mod ci_script;
 mod cluster;
 mod connect;
 mod corpus;

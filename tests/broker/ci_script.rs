@@ -1,0 +1,398 @@
+//! The CI flow of docs/ci.md, end to end, against a real RabbitMQ 3.10 node: the
+//! script the GitHub Action runs, `scripts/ci/warren-ci`, itself (never a paraphrase of
+//! it) for a pull request (lint, plan, comment) and for the merge (apply), then a plan
+//! that finds nothing left to do; and its `install` from a stand-in for a release.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::node::{Node, Version};
+use crate::support::{Capture, Run};
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ci/warren-ci");
+
+/// A repository that holds a spec, and the script's output directory.
+struct Checkout {
+    dir: tempfile::TempDir,
+}
+
+impl Checkout {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// `warren-ci ARGS` in the checkout, against `node`, as a CI job runs it: the
+    /// broker from WARREN_URL / WARREN_USER / WARREN_PASSWORD, output in `out/`, the
+    /// step outputs in `github-output`.
+    fn script(&self, node: &Node, args: &[&str]) -> Command {
+        let mut command = Command::new(SCRIPT);
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("WARREN", env!("CARGO_BIN_EXE_warren"))
+            .env("WARREN_CI_OUT", self.path("out"))
+            .env("GITHUB_OUTPUT", self.path("github-output"))
+            .env("WARREN_URL", &node.mgmt_url)
+            .env("WARREN_USER", &node.user)
+            .env("WARREN_PASSWORD", &node.password)
+            .env("NO_COLOR", "1")
+            .env_remove("WARREN_TARGET_VERSION")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("CI_ORDERS_PASSWORD");
+        command
+    }
+}
+
+fn spec(name: &str, vhost: &str) -> String {
+    format!(
+        "version: 1\nname: {name}\nladders:\n  standard:\n    delays: [30s, 5m]\nvhosts:\n  {vhost}:\n    defaults:\n      retry: {{ ladder: standard }}\n    services:\n      orders:\n        exchange: {{ name: orders, type: topic }}\n        consumers:\n          email:\n            routing_keys: [\"order.created\"]\nusers:\n  {name}_app:\n    password: {{ env: CI_ORDERS_PASSWORD }}\n    permissions:\n      {vhost}:\n        configure: '^$'\n        write: '^orders$'\n        read: '^orders\\.'\n"
+    )
+}
+
+#[track_caller]
+fn expect(run: Run, code: i32) -> Run {
+    assert_eq!(
+        run.code,
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    run
+}
+
+#[test]
+fn the_documented_flow_lints_plans_comments_applies_and_converges() {
+    let node = Node::shared(Version::V3_10);
+    let vhost = node.unused_vhost("ci-script");
+    let name = format!("ci_{}", vhost.replace('-', "_"));
+    let checkout = Checkout {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(checkout.path("warren.yaml"), spec(&name, &vhost)).unwrap();
+
+    // Pull request: lint writes SARIF.
+    expect(
+        checkout
+            .script(node, &["lint", "warren.yaml", "--", "--deny", "warnings"])
+            .run(),
+        0,
+    );
+    let sarif: Value = serde_json::from_str(&checkout.read("out/lint.sarif")).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+
+    // Pull request: plan without the application's password (only the merge job has
+    // it). Changes are not a failure: exit 0, and the status says so.
+    let plan = expect(checkout.script(node, &["plan", "warren.yaml"]).run(), 0);
+    assert!(plan.stderr.contains("changes pending"), "{}", plan.stderr);
+    assert_eq!(checkout.read("out/plan.status"), "changes\n");
+    let outputs = checkout.read("github-output");
+    assert!(
+        outputs.lines().any(|l| l == "changes=true")
+            && outputs.lines().any(|l| l == "written=true"),
+        "{outputs}"
+    );
+    let markdown = checkout.read("out/plan.md");
+    assert!(markdown.contains("orders.email"), "{markdown}");
+    let json: Value = serde_json::from_str(&checkout.read("out/plan.json")).unwrap();
+    assert!(json["summary"]["create"].as_u64().unwrap() > 0, "{json}");
+    // With --detailed-exitcode, changes exit 2 (for CI systems that gate on it).
+    expect(
+        checkout
+            .script(node, &["plan", "warren.yaml", "--detailed-exitcode"])
+            .run(),
+        2,
+    );
+
+    // Pull request: the comment, posted once and then updated, through `gh api`.
+    let gh = FakeGh::new();
+    for _ in 0..2 {
+        expect(
+            gh.env(checkout.script(node, &["comment", "warren.yaml"]))
+                .run(),
+            0,
+        );
+    }
+    let calls = gh.calls();
+    assert_eq!(
+        calls.iter().filter(|c| c.contains("--method POST")).count(),
+        1,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.contains("--method PATCH"))
+            .count(),
+        1,
+        "{calls:#?}"
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.contains("repos/example/shop/issues/comments/1001")),
+        "the comment posted first is the one updated: {calls:#?}"
+    );
+    let body = gh.comment(1001);
+    assert!(
+        body.starts_with("<!-- warren-ci plan: warren.yaml -->"),
+        "{body}"
+    );
+    assert!(body.contains(&markdown), "{body}");
+    assert_eq!(
+        gh.comment_count(),
+        2,
+        "one comment of warren and the other one"
+    );
+
+    // Merge: apply, with the application's password. (Arguments after `--` go to
+    // warren: other tests' applies may hold the broker-wide lock for a moment.)
+    let apply = expect(
+        checkout
+            .script(
+                node,
+                &["apply", "warren.yaml", "--", "--lock-timeout", "2m"],
+            )
+            .env("CI_ORDERS_PASSWORD", "orders-secret")
+            .run(),
+        0,
+    );
+    assert!(apply.stdout.contains("Applied: "), "{}", apply.stdout);
+
+    // The next pull request's plan: nothing to do.
+    std::fs::remove_file(checkout.path("github-output")).unwrap();
+    expect(
+        checkout
+            .script(node, &["plan", "warren.yaml", "--detailed-exitcode"])
+            .env("CI_ORDERS_PASSWORD", "orders-secret")
+            .run(),
+        0,
+    );
+    assert_eq!(checkout.read("out/plan.status"), "no-changes\n");
+    assert!(
+        checkout
+            .read("github-output")
+            .lines()
+            .any(|l| l == "changes=false")
+    );
+
+    // Another spec's pull request that would take these objects over: warren refuses
+    // the plan (exit 4), and plan.md is still written, so the comment says why.
+    std::fs::write(
+        checkout.path("other.yaml"),
+        spec(&format!("{name}_other"), &vhost),
+    )
+    .unwrap();
+    let refused = checkout.script(node, &["plan", "other.yaml"]).run();
+    assert_eq!(refused.code, Some(4), "{}", refused.stderr);
+    let markdown = checkout.read("out/plan.md");
+    assert!(
+        markdown.contains("This plan cannot be applied"),
+        "{markdown}"
+    );
+    assert!(!checkout.path("out/plan.status").exists());
+}
+
+#[test]
+fn a_spec_error_fails_the_plan_with_warrens_code_and_no_plan_file() {
+    let node = Node::shared(Version::V3_10);
+    let checkout = Checkout {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(checkout.path("warren.yaml"), "version: 1\nvhostz: {}\n").unwrap();
+    let lint = checkout.script(node, &["lint", "warren.yaml"]).run();
+    assert_eq!(lint.code, Some(1), "{}", lint.stderr);
+    let plan = checkout.script(node, &["plan", "warren.yaml"]).run();
+    assert_eq!(plan.code, Some(1), "{}", plan.stderr);
+    assert!(plan.stderr.contains("warren.yaml:2:1"), "{}", plan.stderr);
+    assert!(!checkout.path("out/plan.md").exists());
+    assert!(!checkout.path("out/plan.status").exists());
+}
+
+#[test]
+fn install_checks_the_release_checksum() {
+    let node = Node::shared(Version::V3_10);
+    let checkout = Checkout {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    // Laid out as a GitHub release: `…/download/vVERSION/FILE`.
+    let releases = checkout.path("releases");
+    let release = releases.join("v9.9.9");
+    std::fs::create_dir_all(&release).unwrap();
+    let name = "warren-9.9.9-x86_64-linux";
+    std::fs::copy(env!("CARGO_BIN_EXE_warren"), release.join(name)).unwrap();
+    let sum = Command::new("sha256sum")
+        .arg(name)
+        .current_dir(&release)
+        .output()
+        .unwrap();
+    std::fs::write(release.join(format!("{name}.sha256")), &sum.stdout).unwrap();
+    let server = HttpServer::serve(&releases);
+    let install = |bin: &Path| {
+        checkout
+            .script(node, &["install", "9.9.9"])
+            .env(
+                "WARREN_CI_RELEASE_URL",
+                format!("{}/v{{version}}", server.url),
+            )
+            .env("WARREN_CI_BIN_DIR", bin)
+            .env_remove("GITHUB_PATH")
+            .run()
+    };
+    let good = checkout.path("bin");
+    let run = expect(install(&good), 0);
+    assert!(run.stderr.contains("installed: warren "), "{}", run.stderr);
+    assert!(good.join("warren").is_file());
+
+    // A binary that is not the one the checksum names is not installed.
+    std::fs::write(release.join(name), b"#!/bin/sh\necho tampered\n").unwrap();
+    let bad = checkout.path("bad-bin");
+    let run = install(&bad);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("does not match"), "{}", run.stderr);
+    assert!(!bad.join("warren").exists());
+}
+
+/// A stand-in for `gh api` on PATH: the comments of one pull request
+/// (`repos/example/shop`, #7) in a directory, `--jq` filters run by jq, every call
+/// logged.
+struct FakeGh {
+    dir: tempfile::TempDir,
+}
+
+impl FakeGh {
+    fn new() -> FakeGh {
+        let dir = tempfile::tempdir().unwrap();
+        let comments = dir.path().join("comments");
+        std::fs::create_dir(&comments).unwrap();
+        // Somebody else's comment is there first.
+        std::fs::write(comments.join("1000"), "Looks good to me").unwrap();
+        let gh = dir.path().join("gh");
+        std::fs::write(
+            &gh,
+            r#"#!/usr/bin/env bash
+# A stand-in for `gh api` with the comments of one pull request in $FAKE_GH/comments.
+set -euo pipefail
+printf '%s\n' "$*" >>"$FAKE_GH/calls"
+[ "$1" = api ] || { echo "fake gh: only api" >&2; exit 1; }
+shift
+method=GET path="" body="" jq_filter="."
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --method) method=$2; shift ;;
+    --paginate) ;;
+    --jq) jq_filter=$2; shift ;;
+    -F) body=${2#body=@}; shift ;;
+    *) path=$1 ;;
+    esac
+    shift
+done
+comments="$FAKE_GH/comments"
+case "$method $path" in
+"GET repos/example/shop/issues/7/comments")
+    for file in "$comments"/*; do
+        jq -n --arg id "$(basename "$file")" --rawfile body "$file" '{id: ($id | tonumber), body: $body}'
+    done | jq -s . | jq -r "$jq_filter"
+    ;;
+"POST repos/example/shop/issues/7/comments")
+    id=$(( $(find "$comments" -type f | wc -l) + 1000 ))
+    cp "$body" "$comments/$id"
+    jq -n --arg id "$id" '{html_url: ("https://github.com/example/shop/pull/7#issuecomment-" + $id)}' | jq -r "$jq_filter"
+    ;;
+"PATCH repos/example/shop/issues/comments/"*)
+    id=${path##*/}
+    [ -f "$comments/$id" ] || { echo "fake gh: no comment $id" >&2; exit 1; }
+    cp "$body" "$comments/$id"
+    jq -n --arg id "$id" '{html_url: ("https://github.com/example/shop/pull/7#issuecomment-" + $id)}' | jq -r "$jq_filter"
+    ;;
+*) echo "fake gh: unexpected $method $path" >&2; exit 1 ;;
+esac
+"#,
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeGh { dir }
+    }
+
+    fn env(&self, mut command: Command) -> Command {
+        let path = format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        command
+            .env("PATH", path)
+            .env("FAKE_GH", self.dir.path())
+            .env("GH_TOKEN", "not-a-real-token")
+            .env("GITHUB_REPOSITORY", "example/shop")
+            .env("WARREN_CI_PR", "7");
+        command
+    }
+
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn comment(&self, id: u64) -> String {
+        std::fs::read_to_string(self.dir.path().join("comments").join(id.to_string())).unwrap()
+    }
+
+    fn comment_count(&self) -> usize {
+        std::fs::read_dir(self.dir.path().join("comments"))
+            .unwrap()
+            .count()
+    }
+}
+
+/// `python3 -m http.server` on a free local port, serving one directory.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn serve(dir: &Path) -> HttpServer {
+        let mut child = Command::new("python3")
+            .args([
+                "-u",
+                "-c",
+                "import functools, http.server, sys\n\
+                 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n\
+                 handler.log_message = lambda *args: None\n\
+                 server = http.server.HTTPServer(('127.0.0.1', 0), handler)\n\
+                 print(server.server_address[1])\n\
+                 server.serve_forever()",
+            ])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut port = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut port)
+            .unwrap();
+        HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{}", port.trim()),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
