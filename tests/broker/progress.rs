@@ -49,15 +49,11 @@ fn a_piped_apply_prints_plain_progress_lines_and_stdout_stays_json() {
         .warren(&["apply", spec.arg(), "--auto-approve", "--format", "json"])
         .run()
         .expect(0);
-    // Progress is on stderr only: stdout starts with the plan, one JSON document, and
-    // holds no progress line.
-    let mut documents = serde_json::Deserializer::from_str(&run.stdout).into_iter::<Value>();
-    let plan = documents
-        .next()
-        .expect("a JSON document on stdout")
-        .unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
-    let total = plan["summary"]["create"].as_u64().unwrap();
-    assert!(total > 600, "{}", plan["summary"]);
+    // Progress is on stderr only: stdout is exactly one JSON document.
+    let document: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", run.stdout));
+    let total = document["plan"]["summary"]["create"].as_u64().unwrap();
+    assert!(total > 600, "{}", document["plan"]["summary"]);
     assert!(!run.stdout.contains("creating:"), "{}", run.stdout);
     // On a pipe: plain lines, the first at the start of the phase, the last at its
     // end, counts that only grow.
@@ -118,8 +114,8 @@ fn an_apply_on_a_terminal_shows_a_bar_and_its_summary_intact() {
     assert!(screen.contains("\r\x1b[2K"), "{screen:?}");
     let last = screen
         .split(['\n', '\r'])
-        .filter_map(|l| l.trim_start_matches("\x1b[2K").strip_prefix("creating: "))
-        .last()
+        .rev()
+        .find_map(|l| l.trim_start_matches("\x1b[2K").strip_prefix("creating: "))
         .unwrap_or_else(|| panic!("no final line of the phase: {screen:?}"));
     let (done, rest) = last.split_once(" of ").unwrap();
     assert!(rest.starts_with(&format!("{done} objects, ")), "{last}");
