@@ -308,7 +308,8 @@ impl<W: Write + Send + 'static> ApplyProgress<W> {
         }
     }
 
-    /// Stops the heartbeat and leaves the last bar as it stands.
+    /// Stops the heartbeat; a bar still drawn (the apply stopped in its phase) gives
+    /// way to the phase's line, with what was made so far.
     pub fn finish(&mut self) {
         match &mut self.shown {
             Shown::Lines { heartbeat, .. } => {
