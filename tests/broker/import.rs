@@ -35,7 +35,17 @@ fn objects_of_another_spec_are_left_out_unless_its_name_is_given(version: Versio
     let spec = Spec::new(&format!(
         "version: 1\nname: {owner}\nvhosts:\n  {vhost}:\n    queues:\n      a: {{ type: classic }}\n      b: {{ type: quorum }}\n"
     ));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(
+        node,
+        &[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--lock-timeout",
+            "2m",
+        ],
+    )
+    .expect(0);
     // A queue someone made by hand, which no spec manages.
     node.put(
         &format!("/api/queues/{}/loose", pct(&vhost)),
@@ -66,7 +76,11 @@ fn objects_of_another_spec_are_left_out_unless_its_name_is_given(version: Versio
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
     assert_eq!(plan["summary"]["adopt"], 1, "{}", planned.stdout);
-    warren(node, &["apply", &imported, "--auto-approve"]).expect(0);
+    warren(
+        node,
+        &["apply", &imported, "--auto-approve", "--lock-timeout", "2m"],
+    )
+    .expect(0);
     warren(node, &["plan", &imported]).expect(0);
 }
 
@@ -88,7 +102,17 @@ fn permissions_of_users_the_spec_does_not_hold(version: Version) {
         )
     };
     let spec = Spec::new(&text(&app));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(
+        node,
+        &[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--lock-timeout",
+            "2m",
+        ],
+    )
+    .expect(0);
     let permission = node.get(&format!("/api/permissions/{}/{}", pct(&vhost), pct(&app)));
     assert_eq!(permission["write"], "^orders$", "{permission}");
     warren(node, &["plan", spec.arg()]).expect(0);
@@ -190,7 +214,11 @@ fn a_vhost_scoped_export_round_trips(version: Version) {
     .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
-    warren(node, &["apply", spec, "--auto-approve"]).expect(0);
+    warren(
+        node,
+        &["apply", spec, "--auto-approve", "--lock-timeout", "2m"],
+    )
+    .expect(0);
     warren(node, &["plan", spec]).expect(0);
 }
 

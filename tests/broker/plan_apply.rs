@@ -546,7 +546,17 @@ fn user_limits_and_global_parameters_converge(version: Version) {
         )
     };
     let spec = Spec::new(&spec_text(100));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(
+        node,
+        &[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--lock-timeout",
+            "2m",
+        ],
+    )
+    .expect(0);
     warren(node, &["plan", spec.arg()]).expect(0);
     let limits = node.get(&format!("/api/user-limits/{vhost}-app"));
     assert_eq!(limits[0]["value"]["max-channels"], 100, "{limits}");
@@ -571,7 +581,17 @@ fn user_limits_and_global_parameters_converge(version: Version) {
         changes(&plan),
         vec![("update".into(), "user".into(), format!("{vhost}-app"))]
     );
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    warren(
+        node,
+        &[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--lock-timeout",
+            "2m",
+        ],
+    )
+    .expect(0);
     assert_eq!(
         node.get(&format!("/api/user-limits/{vhost}-app"))[0]["value"]["max-channels"],
         50

@@ -236,7 +236,9 @@ fn no_secret_in_any_output(version: Version) {
         ])
         .expect(2);
     let saved = sweep.written(&saved, true);
-    sweep.live(&["apply", &saved, "--auto-approve"]).expect(0);
+    sweep
+        .live(&["apply", &saved, "--auto-approve", "--lock-timeout", "2m"])
+        .expect(0);
     sweep.live(&["plan", spec]).expect(0);
     sweep.live(&["state", "show", spec]).expect(0);
     sweep.live(&["state", "repair", spec]).expect(0);
@@ -300,7 +302,9 @@ fn no_secret_in_any_output(version: Version) {
         .expect(2);
     let refused_plan = sweep.written(&refused_plan, true);
     for target in [refused_plan.as_str(), spec] {
-        let refused = sweep.live(&["apply", target, "--auto-approve"]).expect(1);
+        let refused = sweep
+            .live(&["apply", target, "--auto-approve", "--lock-timeout", "2m"])
+            .expect(1);
         assert!(
             refused.stderr.contains("not a valid URI") && refused.stderr.contains("fed:***@"),
             "the broker's refusal, which echoes the URI, is shown redacted:\n{}",
