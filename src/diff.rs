@@ -54,6 +54,26 @@ pub struct Change {
 }
 
 impl Change {
+    /// A change with no reason, message count, handle, and managed by the spec: what
+    /// the comparison makes before it learns more.
+    pub fn new(
+        action: Action,
+        id: ObjectId,
+        before: Option<Value>,
+        after: Option<Value>,
+    ) -> Change {
+        Change {
+            action,
+            id,
+            before,
+            after,
+            reason: None,
+            messages: None,
+            unmanaged: false,
+            handle: None,
+        }
+    }
+
     /// Whether this creates an unchanged object again because an object it hangs on is
     /// replaced (a binding of a replaced queue): the only creates that carry a reason.
     pub fn is_recreated(&self) -> bool {
@@ -224,16 +244,7 @@ fn only_keys_of(value: &Value, keys_from: &Value) -> Value {
 }
 
 fn change(action: Action, id: &ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
-    Change {
-        action,
-        id: id.clone(),
-        before,
-        after,
-        reason: None,
-        messages: None,
-        unmanaged: false,
-        handle: None,
-    }
+    Change::new(action, id.clone(), before, after)
 }
 
 /// Deleting a queue or exchange removes its bindings: bindings that are unchanged but

@@ -190,16 +190,7 @@ mod tests {
             "{difference}"
         );
         // A policy the plan deletes does not count.
-        let delete = Change {
-            action: Action::Delete,
-            id: id(ObjectKind::Policy, "theirs"),
-            before: None,
-            after: None,
-            reason: None,
-            messages: None,
-            unmanaged: false,
-            handle: None,
-        };
+        let delete = Change::new(Action::Delete, id(ObjectKind::Policy, "theirs"), None, None);
         assert_eq!(dependencies(&desired, &live, &[delete], target), before);
     }
 }

@@ -254,14 +254,13 @@ mod tests {
 
     fn replace(name: &str) -> Change {
         Change {
-            action: Action::Replace,
-            id: queue(name),
-            before: Some(classic()),
-            after: Some(quorum()),
-            reason: None,
             messages: Some(3),
-            unmanaged: false,
-            handle: None,
+            ..Change::new(
+                Action::Replace,
+                queue(name),
+                Some(classic()),
+                Some(quorum()),
+            )
         }
     }
 

@@ -733,16 +733,7 @@ mod tests {
     }
 
     fn change(action: Action, id: ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
-        Change {
-            action,
-            id,
-            before,
-            after,
-            reason: None,
-            messages: None,
-            unmanaged: false,
-            handle: None,
-        }
+        Change::new(action, id, before, after)
     }
 
     fn plan(changes: Vec<Change>, desired: Vec<DesiredObject>) -> Plan {

@@ -569,16 +569,7 @@ mod tests {
     }
 
     fn change(action: Action, id: ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
-        Change {
-            action,
-            id,
-            before,
-            after,
-            reason: None,
-            messages: None,
-            unmanaged: false,
-            handle: None,
-        }
+        Change::new(action, id, before, after)
     }
 
     #[test]
