@@ -483,3 +483,35 @@ fn attach_binding_handles(changes: &mut [Change], live: &Definitions) {
         }
     }
 }
+
+#[cfg(test)]
+impl Plan {
+    /// A summarized plan of spec `shop` (serial 3) against RabbitMQ 4.0.5 with these
+    /// changes and desired objects and nothing else: the renderers' test fixture.
+    pub(crate) fn of_changes(changes: Vec<Change>, desired: Vec<DesiredObject>) -> Plan {
+        let mut plan = Plan {
+            format: PLAN_FORMAT.into(),
+            spec: "shop".into(),
+            target_version: "4.0".into(),
+            broker_version: Some("4.0.5".into()),
+            vhosts: vec!["shop".into()],
+            serial: 3,
+            broker_id: None,
+            prune_unmanaged: false,
+            desired,
+            changes,
+            adopted: vec![],
+            dependencies: None,
+            unmanaged: vec![],
+            conflicts: vec![],
+            captured: vec![],
+            overlaps: vec![],
+            migrations: vec![],
+            unknown_passwords: Default::default(),
+            summary: Summary::default(),
+            basis: None,
+        };
+        plan.summarize();
+        plan
+    }
+}

@@ -721,7 +721,7 @@ fn inline(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::ObjectId;
-    use crate::plan::{Conflict, DesiredObject, PLAN_FORMAT, Summary};
+    use crate::plan::{Conflict, DesiredObject};
     use serde_json::json;
 
     fn id(kind: ObjectKind, vhost: &str, name: &str) -> ObjectId {
@@ -737,30 +737,7 @@ mod tests {
     }
 
     fn plan(changes: Vec<Change>, desired: Vec<DesiredObject>) -> Plan {
-        let mut plan = Plan {
-            format: PLAN_FORMAT.into(),
-            spec: "shop".into(),
-            target_version: "4.0".into(),
-            broker_version: Some("4.0.5".into()),
-            vhosts: vec!["shop".into()],
-            serial: 3,
-            broker_id: None,
-            prune_unmanaged: false,
-            desired,
-            changes,
-            adopted: vec![],
-            dependencies: None,
-            unmanaged: vec![],
-            conflicts: vec![],
-            captured: vec![],
-            overlaps: vec![],
-            migrations: vec![],
-            unknown_passwords: Default::default(),
-            summary: Summary::default(),
-            basis: None,
-        };
-        plan.summarize();
-        plan
+        Plan::of_changes(changes, desired)
     }
 
     fn queue(kind: &str) -> Value {

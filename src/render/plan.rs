@@ -593,87 +593,72 @@ mod tests {
         );
         recreated.reason = Some("`audit` is replaced, which removes this binding".into());
         let mut plan = Plan {
-            format: PLAN_FORMAT.into(),
-            spec: "shop".into(),
-            target_version: "4.0".into(),
-            broker_version: Some("4.0.5".into()),
-            vhosts: vec!["shop".into()],
-            serial: 3,
-            broker_id: None,
-            prune_unmanaged: false,
-            adopted: vec![],
-            dependencies: None,
-            basis: None,
-            unknown_passwords: Default::default(),
-            desired: vec![],
-            changes: vec![
-                change(
-                    Action::Update,
-                    id(ObjectKind::User, None, "orders_app"),
-                    Some(json!({"password_hash": "old", "tags": []})),
-                    Some(json!({"password_hash": "new", "tags": ["management"]})),
-                ),
-                change(
-                    Action::Create,
-                    id(ObjectKind::User, None, "email_app"),
-                    None,
-                    Some(json!({"password_hash": "c2VjcmV0aGFzaA==", "tags": ["management"]})),
-                ),
-                change(
-                    Action::Update,
-                    id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
-                    Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
-                    Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
-                ),
-                change(
-                    Action::Create,
-                    id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.2"),
-                    None,
-                    Some(
-                        json!({"pattern": "\\.retry\\.2$", "apply-to": "queues", "priority": 100,
-                                "definition": {"message-ttl": 300000, "dead-letter-exchange": "warren.retry"}}),
-                    ),
-                ),
-                change(
-                    Action::Create,
-                    id(ObjectKind::Exchange, Some("shop"), "orders"),
-                    None,
-                    Some(
-                        json!({"type": "topic", "durable": true, "auto_delete": false,
-                                "internal": false, "arguments": {"alternate-exchange": "orders.unrouted"}}),
-                    ),
-                ),
-                change(
-                    Action::Create,
-                    id(ObjectKind::Permission, Some("shop"), "email_app"),
-                    None,
-                    Some(
-                        json!({"user": "email_app", "configure": "", "write": "^orders$", "read": "^orders\\."}),
-                    ),
-                ),
-                replace,
-                change(
-                    Action::Create,
-                    id(ObjectKind::Queue, Some("shop"), "orders.email"),
-                    None,
-                    Some(json!({"durable": true, "auto_delete": false,
-                                "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
-                ),
-                change(
-                    Action::Create,
-                    id(ObjectKind::Queue, Some("shop"), "orders.invoice"),
-                    None,
-                    Some(json!({"durable": true, "auto_delete": false,
-                                "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
-                ),
-                recreated,
-            ],
             unmanaged: vec![id(ObjectKind::Queue, Some("shop"), "handmade")],
-            conflicts: vec![],
-            captured: vec![],
-            overlaps: vec![],
-            migrations: Vec::new(),
-            summary: Summary::default(),
+            ..Plan::of_changes(
+                vec![
+                    change(
+                        Action::Update,
+                        id(ObjectKind::User, None, "orders_app"),
+                        Some(json!({"password_hash": "old", "tags": []})),
+                        Some(json!({"password_hash": "new", "tags": ["management"]})),
+                    ),
+                    change(
+                        Action::Create,
+                        id(ObjectKind::User, None, "email_app"),
+                        None,
+                        Some(json!({"password_hash": "c2VjcmV0aGFzaA==", "tags": ["management"]})),
+                    ),
+                    change(
+                        Action::Update,
+                        id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
+                        Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
+                        Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
+                    ),
+                    change(
+                        Action::Create,
+                        id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.2"),
+                        None,
+                        Some(
+                            json!({"pattern": "\\.retry\\.2$", "apply-to": "queues", "priority": 100,
+                                "definition": {"message-ttl": 300000, "dead-letter-exchange": "warren.retry"}}),
+                        ),
+                    ),
+                    change(
+                        Action::Create,
+                        id(ObjectKind::Exchange, Some("shop"), "orders"),
+                        None,
+                        Some(
+                            json!({"type": "topic", "durable": true, "auto_delete": false,
+                                "internal": false, "arguments": {"alternate-exchange": "orders.unrouted"}}),
+                        ),
+                    ),
+                    change(
+                        Action::Create,
+                        id(ObjectKind::Permission, Some("shop"), "email_app"),
+                        None,
+                        Some(
+                            json!({"user": "email_app", "configure": "", "write": "^orders$", "read": "^orders\\."}),
+                        ),
+                    ),
+                    replace,
+                    change(
+                        Action::Create,
+                        id(ObjectKind::Queue, Some("shop"), "orders.email"),
+                        None,
+                        Some(json!({"durable": true, "auto_delete": false,
+                                "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
+                    ),
+                    change(
+                        Action::Create,
+                        id(ObjectKind::Queue, Some("shop"), "orders.invoice"),
+                        None,
+                        Some(json!({"durable": true, "auto_delete": false,
+                                "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
+                    ),
+                    recreated,
+                ],
+                vec![],
+            )
         };
         plan.summarize();
         assert_eq!((plan.summary.create, plan.summary.recreate), (6, 1));
@@ -739,26 +724,8 @@ mod tests {
             )
         }));
         let mut plan = Plan {
-            format: PLAN_FORMAT.into(),
-            spec: "shop".into(),
-            target_version: "4.0".into(),
-            broker_version: Some("4.0.5".into()),
-            vhosts: vec!["shop".into()],
             serial: 0,
-            broker_id: None,
-            prune_unmanaged: false,
-            adopted: vec![],
-            dependencies: None,
-            basis: None,
-            desired: vec![],
-            changes,
-            unmanaged: vec![],
-            conflicts: vec![],
-            captured: vec![],
-            overlaps: vec![],
-            migrations: Vec::new(),
-            unknown_passwords: Default::default(),
-            summary: Summary::default(),
+            ..Plan::of_changes(changes, vec![])
         };
         plan.summarize();
         let mut out = Vec::new();
