@@ -233,6 +233,41 @@ pub enum Command {
         #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
         target_version: TargetVersion,
     },
+    /// Send a consumer's parked messages back to its work queue once the fault that
+    /// parked them is fixed: oldest first, each exactly once (in AMQP transactions),
+    /// each starting its retry ladder again (docs/operating.md).
+    Replay {
+        /// The spec file.
+        #[arg(value_name = "SPEC")]
+        spec: PathBuf,
+        /// The consumer's parking queue, or its work queue.
+        #[arg(long, value_name = "QUEUE")]
+        queue: String,
+        /// The vhost (needed when the queue is in several).
+        #[arg(long, value_name = "VHOST")]
+        vhost: Option<String>,
+        /// Move at most N messages (default: every message parked when the replay starts).
+        #[arg(long, value_name = "N")]
+        limit: Option<u64>,
+        /// Messages per transaction: an interrupted replay returns at most this many
+        /// taken messages to the parking queue.
+        #[arg(long, value_name = "N", default_value_t = crate::replay::DEFAULT_BATCH, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+        batch: u16,
+        /// Say what would move, and move nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Move without asking (required when there is no terminal to ask on).
+        #[arg(long)]
+        auto_approve: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
+        format: TraceFormat,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        /// How long to wait for locks held by applies or other replays (e.g. `5m`).
+        #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_wait)]
+        lock_timeout: std::time::Duration,
+    },
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
     Completions {
@@ -351,10 +386,10 @@ pub enum GraphFormat {
     Dot,
 }
 
-/// `warren trace` output formats.
+/// Output formats of `warren trace` and `warren replay`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TraceFormat {
-    /// Numbered steps for people.
+    /// Text for people.
     Text,
     /// One JSON document.
     Json,

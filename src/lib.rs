@@ -32,6 +32,7 @@ pub mod lint;
 pub mod model;
 pub mod plan;
 pub mod render;
+pub mod replay;
 pub mod schema;
 pub mod spec;
 pub mod suggest;

@@ -12,10 +12,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compile::contract::{
-    ConsumerContract, Contract, HEADERS_TO_STRIP, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER,
-    RetryContract,
-};
+use crate::compile::contract::{ConsumerContract, Contract, RetryContract};
+use crate::model::headers::{DEATH_HEADERS, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER};
 use crate::model::queue_facts::{QueueFacts, operator_policies, queue_facts};
 use crate::model::routing::{Death, Headers, Hop, Letter, PublishError, Reason, Route, Topology};
 use crate::model::{Definitions, TargetVersion};
@@ -630,7 +628,7 @@ impl<'w, 'a> Walk<'w, 'a> {
                     Action::Retry(retry, n) => {
                         let step = &retry.schedule[n];
                         let mut copy = letter.clone();
-                        for header in HEADERS_TO_STRIP {
+                        for header in DEATH_HEADERS {
                             copy.headers.remove(*header);
                         }
                         copy.deaths.clear();

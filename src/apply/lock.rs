@@ -19,18 +19,6 @@ use crate::broker::{BrokerError, Client, LockName};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
 
-/// A holder name for this process: host, pid and a random token.
-pub fn holder_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown-host".into());
-    format!(
-        "{host}:{}:{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    )
-}
-
 /// The locks applying `plan` needs.
 pub fn needed(plan: &Plan) -> Vec<LockName> {
     let mut names = vec![LockName::Spec(plan.spec.clone())];

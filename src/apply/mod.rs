@@ -11,7 +11,8 @@ mod migrate;
 pub mod progress;
 pub mod repair;
 
-pub use lock::{Interrupt, UnlockError, Unlocked, holder_name, needed, unlock};
+pub use crate::broker::holder_name;
+pub use lock::{Interrupt, UnlockError, Unlocked, needed, unlock};
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::lock::holder_name;
+use crate::broker::holder_name;
 use crate::broker::{BrokerError, BrokerLock, Client, LockName};
 use crate::model::objects::Objects;
 use crate::model::record::{DamagedRecord, RECORD_FORMAT, Record};

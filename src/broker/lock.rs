@@ -41,6 +41,19 @@ const PROMPT: Duration = Duration::from_millis(HEARTBEAT_SECS as u64 * 1000 / 2)
 /// How often a waiting apply tries again.
 const RETRY_EVERY: Duration = Duration::from_millis(250);
 
+/// A holder name for this process: host, pid and a random token. Every command that
+/// takes locks (apply, repair, replay) names itself so.
+pub fn holder_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into());
+    format!(
+        "{host}:{}:{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
+}
+
 /// One lock: what it protects.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockName {

@@ -15,6 +15,7 @@ mod live;
 mod lock;
 mod migrate;
 mod record;
+mod replay;
 mod write;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -30,8 +31,9 @@ use crate::model::redact::redact_text;
 pub use endpoint::{DEFAULT_URL, Endpoint, WHERE_TO_CONFIGURE};
 pub use guard::GuardedQueue;
 pub use live::{BindingEnds, LiveState, Named};
-pub use lock::{BrokerLock, LockName};
+pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};
+pub use replay::{QueueNow, ReplayError, ReplayFailure, ReplayMove, rewrite};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).

@@ -3,7 +3,7 @@
 //! broker is down" from "warren refused to lose data" by the code alone.
 
 use crate::apply::ApplyError;
-use crate::broker::BrokerError;
+use crate::broker::{BrokerError, ReplayFailure};
 
 /// Success; for `plan` and `diff` also when there are changes, unless
 /// `--detailed-exitcode` asks for [`CHANGES`].
@@ -69,6 +69,18 @@ pub fn of_apply(error: &ApplyError) -> u8 {
             code => code,
         },
         ApplyError::Interrupted { .. } | ApplyError::LocksLost { .. } => ERROR,
+    }
+}
+
+/// The exit code of a replay that did not run or did not finish.
+pub fn of_replay(failure: &ReplayFailure) -> u8 {
+    match failure {
+        ReplayFailure::Broker(error) => of_broker(error),
+        ReplayFailure::Connect { .. } => BROKER_UNAVAILABLE,
+        ReplayFailure::QueueMissing { .. }
+        | ReplayFailure::UserId { .. }
+        | ReplayFailure::Channel(_)
+        | ReplayFailure::Returned { .. } => ERROR,
     }
 }
 

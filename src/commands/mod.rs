@@ -8,6 +8,7 @@ mod graph;
 mod import;
 mod lint;
 mod plan;
+mod replay;
 mod schema;
 mod shell;
 mod state;
@@ -184,6 +185,33 @@ pub fn run() -> ExitCode {
             stdout,
             stderr,
         ),
+        Command::Replay {
+            spec,
+            queue,
+            vhost,
+            limit,
+            batch,
+            dry_run,
+            auto_approve,
+            format,
+            broker,
+            lock_timeout,
+        } => replay::replay(
+            &spec,
+            &broker,
+            &replay::Flags {
+                queue: &queue,
+                vhost: vhost.as_deref(),
+                limit,
+                batch,
+                dry_run,
+                auto_approve,
+                format,
+                lock_timeout,
+            },
+            stdout,
+            stderr,
+        ),
         Command::Completions { shell } => shell::completions(shell, stdout),
         Command::Man { output_dir } => shell::man(output_dir.as_deref(), stdout, stderr),
         Command::State { action } => match action {
@@ -223,7 +251,9 @@ impl Command {
             | Command::Apply { plan, .. }
             | Command::Diff { plan, .. } => plan.format == Format::Json,
             Command::Lint { format, .. } => *format == LintFormat::Json,
-            Command::Trace { format, .. } => *format == TraceFormat::Json,
+            Command::Trace { format, .. } | Command::Replay { format, .. } => {
+                *format == TraceFormat::Json
+            }
             _ => false,
         }
     }

@@ -489,7 +489,7 @@ impl ApplyRun {
 }
 /// A flag set by SIGINT or SIGTERM: the apply stops at its next safe point, releases
 /// its lock and reports what it did.
-fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> apply::Interrupt {
+pub(super) fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> apply::Interrupt {
     let interrupt = apply::Interrupt::default();
     let flag = interrupt.clone();
     runtime.spawn(async move {
@@ -517,18 +517,35 @@ pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> bool
     ask(Some(stdout), stderr)
 }
 
-/// Asks on the terminal, the question on `question`, or on stderr when `None` (stdout
-/// holds a JSON document); anything but "yes" declines.
+/// Asks whether to apply, on `question`, or on stderr when `None` (stdout holds a JSON
+/// document); anything but "yes" declines.
 fn ask(question: Option<&mut dyn Write>, stderr: &mut dyn ErrorLog) -> bool {
+    ask_yes(
+        "Apply these changes?",
+        "review the plan and pass --auto-approve, or apply a saved plan file",
+        question,
+        stderr,
+    )
+}
+
+/// Asks `question` on the terminal, written to `out`, or to stderr when `None`;
+/// without a terminal, fails with `without_terminal` (what to do instead). Anything but
+/// "yes" declines.
+pub(super) fn ask_yes(
+    question: &str,
+    without_terminal: &str,
+    out: Option<&mut dyn Write>,
+    stderr: &mut dyn ErrorLog,
+) -> bool {
     if !std::io::stdin().is_terminal() {
         fail(
             stderr,
-            "no terminal to confirm on: review the plan and pass --auto-approve, or apply a saved plan file",
+            &format!("no terminal to confirm on: {without_terminal}"),
         );
         return false;
     }
-    let text = "\nApply these changes? Only `yes` is accepted: ";
-    match question {
+    let text = format!("\n{question} Only `yes` is accepted: ");
+    match out {
         Some(out) => {
             let _ = write!(out, "{text}");
             let _ = out.flush();

@@ -9,31 +9,8 @@ use super::consumer::ConsumerContext;
 use super::naming::{PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::retry::RetryObjects;
+use crate::model::headers::{DEATH_HEADERS, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER};
 use crate::spec::{OnExhausted, RetryMode, SpecPath};
-
-/// Header carrying how many retries a message has had, in `publish` mode. Consumers set
-/// it when they re-publish; brokers from 4.0 on ignore a re-published `x-death`, so the
-/// count cannot live there.
-pub const RETRY_COUNT_HEADER: &str = "warren-retries";
-
-/// Header keeping the routing key a message was first published with, in `publish` mode.
-/// A re-published message travels with the tier's routing key and comes back from the
-/// tier with the work queue's name as its key, so without this header a retried (and
-/// a parked) message has lost the key it was routed by, e.g. `notify.sms.urgent`.
-/// Consumers set it on the first re-publish and keep it afterwards.
-pub const ORIGINAL_ROUTING_KEY_HEADER: &str = "warren-routing-key";
-
-/// Headers a consumer removes before re-publishing, so that the broker neither counts
-/// nor cycle-checks deaths that belong to the old copy.
-pub const HEADERS_TO_STRIP: &[&str] = &[
-    "x-death",
-    "x-first-death-queue",
-    "x-first-death-reason",
-    "x-first-death-exchange",
-    "x-last-death-queue",
-    "x-last-death-reason",
-    "x-last-death-exchange",
-];
 
 /// The contract of every consumer in a spec.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -134,7 +111,7 @@ impl RetryContract {
     /// Headers to remove before re-publishing (`publish` mode).
     pub fn strip_headers(&self) -> &'static [&'static str] {
         match self.mode {
-            RetryMode::Publish => HEADERS_TO_STRIP,
+            RetryMode::Publish => DEATH_HEADERS,
             _ => &[],
         }
     }

@@ -12,6 +12,7 @@
 
 pub mod arguments;
 pub mod effective;
+pub mod headers;
 pub mod id;
 pub mod migration;
 pub mod objects;

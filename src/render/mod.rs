@@ -8,5 +8,6 @@ pub mod lint;
 pub mod markdown;
 pub mod plan;
 pub mod progress;
+pub mod replay;
 pub mod state;
 pub mod trace;

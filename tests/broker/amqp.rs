@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use crate::node::{Node, pct};
 use crate::support::{Capture, warren};
 
-/// Header of the retry count in `publish` mode (`warren::compile::contract::RETRY_COUNT_HEADER`).
+/// Header of the retry count in `publish` mode (`warren::model::headers::RETRY_COUNT_HEADER`).
 pub const RETRY_HEADER: &str = "warren-retries";
 
 // ---------------------------------------------------------------------------

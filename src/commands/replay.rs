@@ -1,0 +1,192 @@
+//! `warren replay`.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::plan::{ask_yes, stop_on_signals};
+use super::{
+    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail, fail_with, load_spec,
+    report, runtime,
+};
+use crate::cli::{BrokerArgs, TraceFormat};
+use crate::compile::{self, Options};
+use crate::plan::spec_name;
+use crate::render;
+use crate::replay::{self, Prepared, RunError};
+
+/// The flags of `warren replay`.
+pub struct Flags<'f> {
+    /// `--queue`.
+    pub queue: &'f str,
+    /// `--vhost`.
+    pub vhost: Option<&'f str>,
+    /// `--limit`.
+    pub limit: Option<u64>,
+    /// `--batch`.
+    pub batch: u16,
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// `--auto-approve`.
+    pub auto_approve: bool,
+    /// `--format`.
+    pub format: TraceFormat,
+    /// `--lock-timeout`.
+    pub lock_timeout: Duration,
+}
+
+/// `warren replay SPEC --queue Q …`: prints one JSON document under `--format json`,
+/// whatever happened after the spec was read.
+pub fn replay(
+    spec: &Path,
+    connection: &BrokerArgs,
+    flags: &Flags,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> u8 {
+    let json = flags.format == TraceFormat::Json;
+    let mut run = Run::default();
+    let code = run.replay(spec, connection, flags, stdout, stderr);
+    if json && run.started {
+        let error = (code != EXIT_OK).then(|| {
+            let said = stderr.errors();
+            render::errors::error_value(code, exit::class(code), &said.messages, &said.diagnostics)
+        });
+        let document =
+            render::replay::document(run.prepared.as_ref(), flags.dry_run, run.moved, error);
+        let _ = writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&document).expect("JSON")
+        );
+    }
+    code
+}
+
+/// What one replay got to, for its JSON document.
+#[derive(Default)]
+struct Run {
+    /// The spec was read and the queue found: the document is this command's to print.
+    started: bool,
+    prepared: Option<Prepared>,
+    moved: Option<u64>,
+}
+
+impl Run {
+    fn replay(
+        &mut self,
+        spec: &Path,
+        connection: &BrokerArgs,
+        flags: &Flags,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn ErrorLog,
+    ) -> u8 {
+        let json = flags.format == TraceFormat::Json;
+        let Some(file) = load_spec(spec, Effect::Changes, stderr) else {
+            return EXIT_ERROR;
+        };
+        // Which queue is whose needs no secrets.
+        let options = Options {
+            target: crate::model::TargetVersion::DEFAULT,
+            secrets: None,
+        };
+        let compiled = match compile::compile(&file, &options) {
+            Ok(compiled) => compiled,
+            Err(found) => {
+                report(&file, &found, Effect::Changes, stderr);
+                return EXIT_ERROR;
+            }
+        };
+        let target = match replay::find(&compiled.contract, flags.queue, flags.vhost) {
+            Ok(target) => target,
+            Err(err) => return fail(stderr, &err.to_string()),
+        };
+        self.started = true;
+        let client = match client(connection) {
+            Ok(client) => client,
+            Err(err) => return broker_failed(stderr, &err),
+        };
+        let runtime = runtime();
+        let prepared = match runtime.block_on(replay::prepare(&client, target, flags.limit)) {
+            Ok(prepared) => prepared,
+            Err(failure) => {
+                return fail_with(stderr, exit::of_replay(&failure), &failure.to_string());
+            }
+        };
+        // The preview goes where people read: stdout for text, stderr under JSON.
+        let shown: &mut dyn Write = if json { stderr } else { stdout };
+        let _ = render::replay::preview(shown, &prepared, flags.batch);
+        self.prepared = Some(prepared.clone());
+        if flags.dry_run {
+            if !json {
+                let _ = writeln!(stdout, "Dry run: nothing was moved.");
+            }
+            return EXIT_OK;
+        }
+        if prepared.to_move == 0 {
+            if !json {
+                let _ = writeln!(stdout, "Nothing to replay.");
+            }
+            self.moved = Some(0);
+            return EXIT_OK;
+        }
+        let question = format!(
+            "Replay {} to `{}`?",
+            crate::text::count(prepared.to_move as usize, "message"),
+            prepared.target.rule.work_queue
+        );
+        if !flags.auto_approve
+            && !ask_yes(
+                &question,
+                "check the replay with --dry-run and pass --auto-approve",
+                (!json).then_some(&mut *stdout),
+                stderr,
+            )
+        {
+            let _ = writeln!(stderr, "replay cancelled; nothing was moved");
+            return EXIT_ERROR;
+        }
+        // A signal stops the replay after its open transaction: nothing half-moved.
+        let stop = stop_on_signals(&runtime);
+        let spec_name = spec_name(&file);
+        let result = runtime.block_on(replay::run(
+            &client,
+            &spec_name,
+            &prepared,
+            flags.batch,
+            flags.lock_timeout,
+            &stop,
+            &mut |_| {},
+        ));
+        match result {
+            Ok(replayed) => {
+                self.moved = Some(replayed.moved);
+                if !json {
+                    let _ = render::replay::done(
+                        stdout,
+                        &prepared,
+                        replayed.moved,
+                        replayed.interrupted,
+                    );
+                }
+                if replayed.interrupted {
+                    EXIT_ERROR
+                } else {
+                    EXIT_OK
+                }
+            }
+            Err(RunError::Lock(err)) => {
+                self.moved = Some(0);
+                broker_failed(stderr, &err)
+            }
+            Err(RunError::Replay(err)) => {
+                self.moved = Some(err.moved);
+                let message = format!(
+                    "the replay stopped after moving {} of {}: {}",
+                    err.moved, prepared.to_move, err.failure
+                );
+                fail_with(stderr, exit::of_replay(&err.failure), &message)
+            }
+        }
+    }
+}

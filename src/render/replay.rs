@@ -1,0 +1,205 @@
+//! What `warren replay` prints: the move it is about to make, and what it made.
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use crate::model::headers::{ORIGINAL_ROUTING_KEY_HEADER, REPLAY_COUNT_HEADER};
+use crate::replay::Prepared;
+use crate::spec::RetryMode;
+use crate::text::count;
+
+/// The retry mode as the spec writes it.
+fn mode_name(mode: RetryMode) -> &'static str {
+    match mode {
+        RetryMode::Publish => "publish",
+        RetryMode::Reject => "reject",
+        RetryMode::RejectChain => "reject-chain",
+    }
+}
+
+/// How a replayed message starts its ladder again, in the consumer's mode.
+fn restart(mode: RetryMode) -> &'static str {
+    match mode {
+        RetryMode::Publish => "its retry count (`warren-retries`) is removed",
+        RetryMode::Reject => "its `x-death` (the broker's rejection count) is removed",
+        RetryMode::RejectChain => {
+            "it enters the first work queue, and its `x-death` is removed so the broker's cycle check sees only the new path"
+        }
+    }
+}
+
+/// The move, before it is made (and all of a `--dry-run`).
+pub fn preview(out: &mut dyn Write, prepared: &Prepared, batch: u16) -> io::Result<()> {
+    let target = &prepared.target;
+    let work = &target.rule.work_queue;
+    writeln!(
+        out,
+        "Replay of consumer `{}.{}` (vhost `{}`, mode {}):",
+        target.service,
+        target.consumer,
+        target.vhost,
+        mode_name(target.mode)
+    )?;
+    writeln!(
+        out,
+        "  from  {}  ({} parked)",
+        target.parking,
+        count(prepared.parked as usize, "message")
+    )?;
+    writeln!(
+        out,
+        "  to    {}  ({} ready, {})",
+        work,
+        prepared.work.messages,
+        count(prepared.work.consumers as usize, "consumer")
+    )?;
+    let limit = match prepared.limit {
+        Some(limit) if limit < u64::from(prepared.parked) => format!(" (--limit {limit})"),
+        _ => String::new(),
+    };
+    writeln!(
+        out,
+        "  moves {}{limit}, oldest first, {} per transaction",
+        count(prepared.to_move as usize, "message"),
+        batch
+    )?;
+    writeln!(
+        out,
+        "  each starts its ladder again: {}; its first routing key is kept in `{ORIGINAL_ROUTING_KEY_HEADER}`; `{REPLAY_COUNT_HEADER}` counts its replays",
+        restart(target.mode)
+    )?;
+    if prepared.work.consumers == 0 && prepared.to_move > 0 {
+        writeln!(
+            out,
+            "  note: `{work}` has no consumer now: the messages will wait there until one starts"
+        )?;
+    }
+    Ok(())
+}
+
+/// The end of a replay that ran.
+pub fn done(
+    out: &mut dyn Write,
+    prepared: &Prepared,
+    moved: u64,
+    interrupted: bool,
+) -> io::Result<()> {
+    let target = &prepared.target;
+    let moved_text = count(moved as usize, "message");
+    if interrupted {
+        writeln!(
+            out,
+            "Stopped on a signal after replaying {moved_text} of {} from `{}` to `{}`; the rest are still parked.",
+            prepared.to_move, target.parking, target.rule.work_queue
+        )
+    } else if moved < prepared.to_move {
+        writeln!(
+            out,
+            "Replayed {moved_text} from `{}` to `{}`: the parking queue held no more (another reader took some).",
+            target.parking, target.rule.work_queue
+        )
+    } else {
+        writeln!(
+            out,
+            "Replayed {moved_text} from `{}` to `{}`.",
+            target.parking, target.rule.work_queue
+        )
+    }
+}
+
+/// The JSON document of `warren replay --format json`: what was to move, what moved
+/// (`null` for a dry run or a replay that never started), and the error, if any.
+pub fn document(
+    prepared: Option<&Prepared>,
+    dry_run: bool,
+    moved: Option<u64>,
+    error: Option<Value>,
+) -> Value {
+    json!({
+        "format": "warren-replay/1",
+        "dry_run": dry_run,
+        "replay": prepared.map(|p| json!({
+            "vhost": p.target.vhost,
+            "service": p.target.service,
+            "consumer": p.target.consumer,
+            "mode": mode_name(p.target.mode),
+            "parking": {"queue": p.target.parking, "messages": p.parked},
+            "work": {
+                "queue": p.target.rule.work_queue,
+                "messages": p.work.messages,
+                "consumers": p.work.consumers,
+            },
+            "limit": p.limit,
+            "to_move": p.to_move,
+        })),
+        "moved": moved,
+        "error": error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::QueueNow;
+    use crate::model::headers::Replay;
+    use crate::replay::Target;
+
+    fn prepared(mode: RetryMode, consumers: u32) -> Prepared {
+        Prepared {
+            target: Target {
+                vhost: "shop".into(),
+                service: "orders".into(),
+                consumer: "email".into(),
+                mode,
+                parking: "orders.email.parking".into(),
+                rule: Replay {
+                    work_queue: "orders.email".into(),
+                },
+            },
+            parked: 100,
+            work: QueueNow {
+                messages: 3,
+                consumers,
+            },
+            limit: Some(40),
+            to_move: 40,
+        }
+    }
+
+    fn text(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+        let mut out = Vec::new();
+        f(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_preview_says_what_moves_and_how_it_restarts() {
+        insta::assert_snapshot!(text(|o| preview(o, &prepared(RetryMode::Reject, 0), 100)));
+        insta::assert_snapshot!(text(|o| preview(o, &prepared(RetryMode::Publish, 2), 10)));
+    }
+
+    #[test]
+    fn the_end_says_how_many_moved() {
+        let p = prepared(RetryMode::RejectChain, 1);
+        insta::assert_snapshot!(text(|o| {
+            done(o, &p, 40, false)?;
+            done(o, &p, 12, true)?;
+            done(o, &p, 30, false)
+        }));
+    }
+
+    #[test]
+    fn the_document_holds_the_counts() {
+        let p = prepared(RetryMode::Publish, 2);
+        let doc = document(Some(&p), false, Some(40), None);
+        assert_eq!(doc["format"], "warren-replay/1");
+        assert_eq!(doc["replay"]["parking"]["messages"], 100);
+        assert_eq!(doc["replay"]["to_move"], 40);
+        assert_eq!(doc["replay"]["mode"], "publish");
+        assert_eq!(doc["moved"], 40);
+        assert!(doc["error"].is_null());
+        let dry = document(Some(&p), true, None, None);
+        assert!(dry["moved"].is_null());
+    }
+}
