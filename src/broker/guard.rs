@@ -58,7 +58,10 @@ impl Client {
             by_vhost.entry(queue.vhost).or_default().push(index);
         }
         for (vhost, indices) in by_vhost {
-            let connection = match self.amqp_connection(vhost).await {
+            let connection = match self
+                .amqp_connection(vhost, "warren: emptiness checks before deleting queues")
+                .await
+            {
                 Ok(connection) => connection,
                 Err(error) => {
                     answered(indices.len());
@@ -100,8 +103,13 @@ impl Client {
     }
 
     /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP
-    /// listener the management API reports, on the host of the management URL.
-    pub(super) async fn amqp_connection(&self, vhost: &str) -> Result<Connection, BrokerError> {
+    /// listener the management API reports, on the host of the management URL. `name`
+    /// is what the broker's connection list shows for it (`warren replay`, …).
+    pub(super) async fn amqp_connection(
+        &self,
+        vhost: &str,
+        name: &str,
+    ) -> Result<Connection, BrokerError> {
         let url = self
             .amqp_url()
             .await
@@ -112,7 +120,8 @@ impl Client {
             })?;
         let shown = redact_uri(url.as_str());
         let with_login = self.amqp_login(&url, vhost);
-        let connect = Connection::connect(with_login.as_str(), ConnectionProperties::default());
+        let properties = ConnectionProperties::default().with_connection_name(name.into());
+        let connect = Connection::connect(with_login.as_str(), properties);
         match tokio::time::timeout(self.endpoint.timeout, connect).await {
             Ok(Ok(connection)) => Ok(connection),
             Ok(Err(error)) => {

@@ -122,7 +122,9 @@ impl Client {
         value: &Value,
     ) -> Result<(), BrokerError> {
         let what = format!("queue.declare {name:?} in vhost {vhost:?}");
-        let connection = self.amqp_connection(vhost).await?;
+        let connection = self
+            .amqp_connection(vhost, "warren: queue migration")
+            .await?;
         let declared = async {
             let channel = connection.create_channel().await?;
             declare_on(&channel, name, value).await
@@ -334,7 +336,9 @@ impl Client {
     ) -> Result<Drained, BrokerError> {
         let what = format!("queue.delete {name:?} in vhost {vhost:?}");
         let failed = |error: &lapin::Error| amqp_error(&what, error);
-        let connection = self.amqp_connection(vhost).await?;
+        let connection = self
+            .amqp_connection(vhost, "warren: queue migration")
+            .await?;
         let outcome = async {
             let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
             let drained = drain_check(&channel, name, vhost, queue_type, &failed).await?;

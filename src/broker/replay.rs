@@ -211,7 +211,7 @@ impl Client {
     }
 
     async fn replay_connection(&self, vhost: &str) -> Result<Connection, ReplayFailure> {
-        self.amqp_connection(vhost)
+        self.amqp_connection(vhost, "warren replay")
             .await
             .map_err(|error| match error {
                 // The connection error's own text speaks of the checks at deletion.

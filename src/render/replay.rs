@@ -96,7 +96,7 @@ pub fn done(
     } else if moved < prepared.to_move {
         writeln!(
             out,
-            "Replayed {moved_text} from `{}` to `{}`: the parking queue held no more (another reader took some).",
+            "Replayed {moved_text} from `{}` to `{}`: the parking queue held no more ready messages (another reader holds some, or a stopped replay's are still being returned).",
             target.parking, target.rule.work_queue
         )
     } else {

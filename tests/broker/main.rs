@@ -51,6 +51,7 @@ mod ownership;
 mod plan_apply;
 mod progress;
 mod pull_request;
+mod replay;
 mod retry_behaviour;
 mod secrets;
 mod smoke;

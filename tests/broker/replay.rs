@@ -1,0 +1,582 @@
+//! `warren replay` on real RabbitMQ 3.10 and 4.0 nodes, with a real AMQP client.
+//!
+//! - In every retry mode, on classic and on quorum queues: 100 messages parked through
+//!   real failures of a consumer that follows the contract; `replay --limit 40` moves
+//!   exactly 40, the consumer succeeds on each at its first delivery (its retry count
+//!   is 0 again) with its body, properties, headers and first routing key; 60 stay
+//!   parked; a replayed message that fails again climbs the whole ladder from tier 1
+//!   and is parked again.
+//! - warren killed (SIGKILL) at random moments of a replay: every message is in the
+//!   parking queue or in the work queue, exactly once (`WARREN_REPLAY_KILL_TRIALS`
+//!   kills per version, default 3; `scripts/reliability` runs 30).
+//! - Two replays at once move exactly what both asked for; a work queue deleted during
+//!   a replay stops it, and the count it reports is exact.
+//! - Bad input changes nothing: a queue that is not a parking queue, a queue not
+//!   applied yet.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use lapin::types::{AMQPValue, FieldTable, LongString};
+use serde_json::{Value, json};
+
+use crate::amqp::{self, Action, Client, Contract, Decide, Event, Log, eventually, message};
+use crate::background::Background;
+use crate::node::{Node, Version, pct};
+use crate::spec::Spec;
+use crate::support::Capture;
+
+per_version!(
+    every_mode_on_classic_queues,
+    every_mode_on_quorum_queues,
+    a_killed_replay_loses_and_doubles_nothing,
+    two_replays_at_once_move_what_both_asked_for,
+    a_work_queue_deleted_during_a_replay_stops_it_with_an_exact_count,
+    bad_input_changes_nothing,
+);
+
+/// Upper bound for anything that should happen "soon" (never tight).
+const SOON: Duration = Duration::from_secs(30);
+
+/// Messages parked per consumer.
+const PARKED: usize = 100;
+
+/// Messages the first replay moves.
+const FIRST_REPLAY: usize = 40;
+
+/// One service, one consumer per retry mode, short delays.
+fn spec(vhost: &str, queue_type: &str) -> Spec {
+    Spec::new(&format!(
+        r#"version: 1
+name: {vhost}
+defaults:
+  queue_type: {queue_type}
+vhosts:
+  {vhost}:
+    services:
+      orders:
+        exchange:
+          name: orders
+          type: topic
+        consumers:
+          by-publish:
+            routing_keys: ["order.publish.#"]
+            retry:
+              delays: [100ms, 200ms]
+              mode: publish
+              on_exhausted: park
+          by-reject:
+            routing_keys: ["order.reject.#"]
+            retry:
+              delays: [100ms]
+              max_retries: 2
+              mode: reject
+              on_exhausted: park
+          by-chain:
+            routing_keys: ["order.chain.#"]
+            retry:
+              delays: [100ms, 200ms]
+              mode: reject-chain
+              on_exhausted: park
+"#
+    ))
+}
+
+/// A spec applied to a fresh vhost of the shared node, its contract, a connection.
+struct Setup {
+    node: &'static Node,
+    vhost: String,
+    spec: Spec,
+    contract: Contract,
+    rt: tokio::runtime::Runtime,
+    client: Client,
+}
+
+impl Setup {
+    #[track_caller]
+    fn start(version: Version, prefix: &str, queue_type: &str) -> Setup {
+        let node = Node::shared(version);
+        let vhost = node.unused_vhost(prefix);
+        let spec = spec(&vhost, queue_type);
+        node.warren(&[
+            "apply",
+            spec.arg(),
+            "--auto-approve",
+            "--lock-timeout",
+            "2m",
+        ])
+        .run()
+        .expect(0);
+        node.put(
+            &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
+            &json!({"configure": ".*", "write": ".*", "read": ".*"}),
+        );
+        let contract = Contract::of(&spec.path, version.target());
+        let rt = amqp::runtime();
+        let client = rt.block_on(Client::connect(node, &vhost));
+        Setup {
+            node,
+            vhost,
+            spec,
+            contract,
+            rt,
+            client,
+        }
+    }
+
+    /// `warren replay SPEC --queue QUEUE ARGS --auto-approve` against the node.
+    fn replay(&self, queue: &str, args: &[&str]) -> std::process::Command {
+        let mut all = vec![
+            "replay",
+            self.spec.arg(),
+            "--queue",
+            queue,
+            "--auto-approve",
+        ];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--lock-timeout", "1m"]);
+        self.node.warren(&all)
+    }
+
+    /// Ready messages in `queue` (exact: passive declare).
+    fn ready(&self, queue: &str) -> u32 {
+        self.rt.block_on(self.client.ready(queue))
+    }
+
+    /// Waits until `queue` holds exactly `n` ready messages.
+    #[track_caller]
+    fn wait_for_ready(&self, queue: &str, n: u32) {
+        let reached = self.node.wait_until(SOON, || self.ready(queue) == n);
+        assert!(
+            reached,
+            "{queue}: expected {n} messages, found {}",
+            self.ready(queue)
+        );
+    }
+
+    /// Publishes `count` messages with ids `PREFIX-i` and routing keys `KEY.i` to the
+    /// service's exchange, with properties and headers that must survive.
+    fn publish_many(&self, exchange: &str, key: &str, prefix: &str, count: usize) {
+        self.rt.block_on(async {
+            let mut pending = Vec::new();
+            for i in 0..count {
+                let confirm = self
+                    .client
+                    .publish_unconfirmed(
+                        exchange,
+                        &format!("{key}.{i}"),
+                        format!("body {prefix}-{i}").as_bytes(),
+                        kept_properties(&format!("{prefix}-{i}")),
+                    )
+                    .await
+                    .unwrap();
+                pending.push(confirm);
+            }
+            for confirmation in futures::future::join_all(pending).await {
+                let confirmation = confirmation.unwrap();
+                assert!(confirmation.is_ack());
+                assert!(confirmation.take_message().is_none(), "unroutable");
+            }
+        });
+    }
+
+    /// Every message in `queue`, taken (acked): message ids in order.
+    fn drain(&self, queue: &str) -> Vec<String> {
+        let mut ids = Vec::new();
+        while let Some(delivery) = self.rt.block_on(self.client.get(queue)) {
+            ids.push(
+                delivery
+                    .properties
+                    .message_id()
+                    .as_ref()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default(),
+            );
+        }
+        ids
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.rt.block_on(self.client.close());
+        }
+    }
+}
+
+/// Properties a replayed message must keep.
+fn kept_properties(id: &str) -> lapin::BasicProperties {
+    let mut headers = FieldTable::default();
+    headers.insert(
+        "tenant".into(),
+        AMQPValue::LongString(LongString::from("acme")),
+    );
+    message(id)
+        .with_headers(headers)
+        .with_content_type("text/plain".into())
+        .with_correlation_id(format!("c-{id}").as_str().into())
+}
+
+fn every_mode_on_classic_queues(version: Version) {
+    every_mode(version, "classic");
+}
+
+fn every_mode_on_quorum_queues(version: Version) {
+    every_mode(version, "quorum");
+}
+
+/// The scenario of the module's first point, for each consumer of [`spec`].
+fn every_mode(version: Version, queue_type: &str) {
+    let s = Setup::start(version, &format!("replay-{queue_type}"), queue_type);
+    // Phase 1: every attempt fails, so every message climbs its ladder and is parked.
+    let failing = Arc::new(AtomicBool::new(true));
+    let decide: Decide = {
+        let failing = failing.clone();
+        Arc::new(move |_, _| !failing.load(Ordering::SeqCst))
+    };
+    let log = Log::default();
+    let consumers: Vec<(&str, &str)> = vec![
+        ("by-publish", "order.publish"),
+        ("by-reject", "order.reject"),
+        ("by-chain", "order.chain"),
+    ];
+    for (name, _) in &consumers {
+        let contract = s.contract.consumer(name).clone();
+        s.rt.block_on(amqp::spawn_consumer(
+            &s.client,
+            &contract,
+            20,
+            decide.clone(),
+            &log,
+            false,
+        ));
+    }
+    for (name, key) in &consumers {
+        s.publish_many("orders", key, name, PARKED);
+    }
+    for (name, _) in &consumers {
+        let parking = parking_of(&s.contract, name);
+        s.wait_for_ready(&parking, PARKED as u32);
+    }
+
+    // None is parked twice: a second later the counts still hold.
+    std::thread::sleep(Duration::from_millis(1000));
+    for (name, _) in &consumers {
+        let parking = parking_of(&s.contract, name);
+        assert_eq!(
+            s.ready(&parking),
+            PARKED as u32,
+            "{name}: parked after a second"
+        );
+    }
+    // Phase 2: the fault is fixed; 40 of each consumer's parked messages come back.
+    failing.store(false, Ordering::SeqCst);
+    for (name, key) in &consumers {
+        let contract = s.contract.consumer(name).clone();
+        let retry = contract.retry().clone();
+        let parking = parking_of(&s.contract, name);
+        let before = log.len();
+        let out = s
+            .replay(&contract.queue, &["--limit", &FIRST_REPLAY.to_string()])
+            .run()
+            .expect(0);
+        assert!(
+            out.stdout.contains(&format!(
+                "Replayed {FIRST_REPLAY} messages from `{parking}`"
+            )),
+            "{}",
+            out.stdout
+        );
+        let reached =
+            s.rt.block_on(eventually(SOON, || log.len() >= before + FIRST_REPLAY));
+        assert!(
+            reached,
+            "{name}: {} of {FIRST_REPLAY} replayed deliveries",
+            log.len() - before
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let events: Vec<Event> = log.events()[before..].to_vec();
+        assert_eq!(
+            events.len(),
+            FIRST_REPLAY,
+            "{name}: more deliveries than replayed"
+        );
+        let mut ids = BTreeSet::new();
+        for event in &events {
+            assert_eq!(event.action, Action::Processed, "{name}");
+            assert_eq!(
+                event.retries, 0,
+                "{name} ({}): a replayed message starts its ladder again",
+                retry.mode
+            );
+            assert_eq!(event.queue, contract.queue, "{name}: the first work queue");
+            let id = event.message_id.clone().unwrap();
+            assert_eq!(event.body, format!("body {id}").into_bytes());
+            let index = id.rsplit_once('-').unwrap().1;
+            assert_eq!(
+                header_text(&event.headers, "warren-routing-key").as_deref(),
+                Some(format!("{key}.{index}").as_str()),
+                "{name}: the first routing key is kept"
+            );
+            assert_eq!(
+                header_text(&event.headers, "tenant").as_deref(),
+                Some("acme")
+            );
+            assert_eq!(
+                event.headers.get("warren-replays").and_then(amqp::as_u64),
+                Some(1)
+            );
+            for gone in ["x-death", "warren-retries", "x-first-death-queue"] {
+                assert!(!event.headers.contains_key(gone), "{name}: {gone} left");
+            }
+            assert!(ids.insert(id), "{name}: a message came back twice");
+        }
+        // A quorum queue applies acks after the commit answers: its count settles.
+        s.wait_for_ready(&parking, (PARKED - FIRST_REPLAY) as u32);
+        assert_eq!(s.ready(&contract.queue), 0, "{name}");
+    }
+
+    // Phase 3: a replayed message that fails again climbs the ladder from tier 1 and is
+    // parked again, as a new message would.
+    failing.store(true, Ordering::SeqCst);
+    for (name, _) in &consumers {
+        let contract = s.contract.consumer(name).clone();
+        let retry = contract.retry().clone();
+        let parking = parking_of(&s.contract, name);
+        let before = log.len();
+        s.replay(&parking, &["--limit", "1"]).run().expect(0);
+        let attempts = retry.max_retries as usize + 1;
+        let reached =
+            s.rt.block_on(eventually(SOON, || log.len() >= before + attempts));
+        assert!(
+            reached,
+            "{name}: {} of {attempts} attempts",
+            log.len() - before
+        );
+        s.wait_for_ready(&parking, (PARKED - FIRST_REPLAY) as u32);
+        std::thread::sleep(Duration::from_millis(500));
+        let events: Vec<Event> = log.events()[before..].to_vec();
+        let counts: Vec<u32> = events.iter().map(|e| e.retries).collect();
+        assert_eq!(
+            counts,
+            (0..attempts as u32).collect::<Vec<_>>(),
+            "{name}: the retries of a replayed message that fails again"
+        );
+        let last = events.last().unwrap();
+        assert_eq!(
+            last.action,
+            if retry.mode == "publish" || retry.mode == "reject" {
+                Action::Parked
+            } else {
+                Action::Rejected
+            }
+        );
+        // The second delivery came back from tier 1 (in reject-chain mode: through tier
+        // 1 to the second attempt's queue).
+        let second = &events[1];
+        let deaths = amqp::x_death_of(&second.headers);
+        let tier_1 = &retry.schedule[0].queue;
+        assert!(
+            deaths
+                .iter()
+                .any(|d| d["queue"] == tier_1.as_str() && d["reason"] == "expired"),
+            "{name}: the second delivery did not come from tier 1: {deaths:#?}"
+        );
+        if retry.mode == "reject-chain" {
+            let path: Vec<&str> = events.iter().map(|e| e.queue.as_str()).collect();
+            let expected: Vec<&str> = contract.consume_from.iter().map(String::as_str).collect();
+            assert_eq!(path, expected, "{name}");
+        }
+    }
+}
+
+fn parking_of(contract: &Contract, consumer: &str) -> String {
+    contract
+        .consumer(consumer)
+        .retry()
+        .on_exhausted
+        .queue
+        .clone()
+        .unwrap()
+}
+
+fn header_text(headers: &BTreeMap<String, AMQPValue>, name: &str) -> Option<String> {
+    headers.get(name).and_then(amqp::as_string)
+}
+
+/// How many kills the kill test makes per version.
+fn kill_trials() -> usize {
+    std::env::var("WARREN_REPLAY_KILL_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+/// Fills the parking queue of `by-publish` with `count` messages (published to it
+/// directly: how they got there does not matter here).
+fn park_directly(s: &Setup, count: usize) -> String {
+    let parking = parking_of(&s.contract, "by-publish");
+    s.rt.block_on(async {
+        let mut pending = Vec::new();
+        for i in 0..count {
+            pending.push(
+                s.client
+                    .publish_unconfirmed("", &parking, b"parked", message(&format!("m-{i}")))
+                    .await
+                    .unwrap(),
+            );
+        }
+        for confirmation in futures::future::join_all(pending).await {
+            assert!(confirmation.unwrap().is_ack());
+        }
+    });
+    s.wait_for_ready(&parking, count as u32);
+    parking
+}
+
+fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
+    const TOTAL: usize = 2000;
+    let s = Setup::start(version, "replay-kill", "quorum");
+    let parking = park_directly(&s, TOTAL);
+    let work = s.contract.consumer("by-publish").queue.clone();
+    let mut mid_move = 0;
+    for trial in 0..kill_trials() {
+        let mut child = Background::spawn(s.replay(&parking, &["--batch", "5"]));
+        // Somewhere in the replay: after it starts (about 0.1 s) and before it ends.
+        let wait = 150 + rand::random::<u64>() % 600;
+        std::thread::sleep(Duration::from_millis(wait));
+        child.kill();
+        // The broker returns the open batch's taken messages when it sees the
+        // connection close; then the two queues hold every message once.
+        let settled = s
+            .node
+            .wait_until(SOON, || s.ready(&parking) + s.ready(&work) == TOTAL as u32);
+        let (p, w) = (s.ready(&parking), s.ready(&work));
+        assert!(settled, "trial {trial}: parking {p} + work {w} != {TOTAL}");
+        eprintln!("{version}: replay killed after {wait} ms: {w} moved, {p} parked");
+        if p > 0 && w > 0 {
+            mid_move += 1;
+        }
+        if p == 0 {
+            break;
+        }
+    }
+    // The rest moves; then each message is in the work queue exactly once. Messages a
+    // killed replay had taken come back to the parking queue when the broker has
+    // processed its connection's end, which a quorum queue does a moment after its
+    // count already includes them: the operator's answer is another replay.
+    let emptied = s.node.wait_until(SOON, || {
+        s.replay(&parking, &[]).run().expect(0);
+        s.ready(&parking) == 0
+    });
+    assert!(
+        emptied,
+        "the parking queue keeps {} messages",
+        s.ready(&parking)
+    );
+    let ids = s.drain(&work);
+    let unique: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(ids.len(), TOTAL, "messages in the work queue");
+    assert_eq!(unique.len(), TOTAL, "a message was doubled");
+    assert!(
+        mid_move > 0,
+        "no kill landed in the middle of a replay: the trials proved nothing"
+    );
+}
+
+fn two_replays_at_once_move_what_both_asked_for(version: Version) {
+    let s = Setup::start(version, "replay-twice", "classic");
+    let parking = park_directly(&s, 100);
+    let work = s.contract.consumer("by-publish").queue.clone();
+    let first = Background::spawn(s.replay(&parking, &["--limit", "30", "--batch", "1"]));
+    let second = Background::spawn(s.replay(&parking, &["--limit", "30", "--batch", "1"]));
+    first.finish().expect(0);
+    second.finish().expect(0);
+    assert_eq!(s.ready(&work), 60);
+    assert_eq!(s.ready(&parking), 40);
+}
+
+fn a_work_queue_deleted_during_a_replay_stops_it_with_an_exact_count(version: Version) {
+    const TOTAL: usize = 3000;
+    let s = Setup::start(version, "replay-deleted", "classic");
+    let parking = park_directly(&s, TOTAL);
+    let work = s.contract.consumer("by-publish").queue.clone();
+    let child = Background::spawn(s.replay(&parking, &["--batch", "2", "--format", "json"]));
+    let started = Instant::now();
+    // Deleted once some messages have moved (the replay of 3,000 two at a time takes
+    // seconds).
+    let moving = s.node.wait_until(SOON, || s.ready(&work) > 0);
+    assert!(moving, "the replay moved nothing");
+    s.node
+        .delete(&format!("/api/queues/{}/{}", pct(&s.vhost), pct(&work)));
+    let out = child.finish().expect(1);
+    eprintln!(
+        "{version}: work queue deleted {:?} into the replay",
+        started.elapsed()
+    );
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    let moved = document["moved"].as_u64().unwrap();
+    assert!(moved > 0 && moved < TOTAL as u64, "{document:#}");
+    let messages = document["error"]["messages"].to_string();
+    assert!(
+        messages.contains(&format!("`{work}` does not exist")),
+        "{messages}"
+    );
+    // What did not move is still parked; what moved went with the deleted queue.
+    s.wait_for_ready(&parking, TOTAL as u32 - moved as u32);
+}
+
+fn bad_input_changes_nothing(version: Version) {
+    let s = Setup::start(version, "replay-bad", "classic");
+    let parking = park_directly(&s, 5);
+    let contract = s.contract.consumer("by-publish").clone();
+    let tier = &contract.retry().schedule[0].queue;
+    let out = s.replay(tier, &[]).run().expect(1);
+    assert!(
+        out.stderr.contains("is not a parking queue of the spec"),
+        "{}",
+        out.stderr
+    );
+    // The spec names a consumer the broker does not have yet.
+    s.spec.write(&std::fs::read_to_string(&s.spec.path).unwrap().replace(
+        "          by-chain:",
+        "          later:\n            routing_keys: [\"order.later\"]\n            retry: { delays: [100ms], mode: reject }\n          by-chain:",
+    ));
+    let out = s.replay("orders.later", &[]).run().expect(1);
+    assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
+    // Without a terminal and without --auto-approve, nothing moves.
+    let out = s
+        .node
+        .warren(&["replay", s.spec.arg(), "--queue", &parking])
+        .stdin(std::process::Stdio::null())
+        .run()
+        .expect(1);
+    assert!(
+        out.stderr.contains("no terminal to confirm on"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(s.ready(&parking), 5);
+    assert_eq!(s.ready(&contract.queue), 0);
+    // A dry run says what would move, and moves nothing.
+    let out = s
+        .node
+        .warren(&[
+            "replay",
+            s.spec.arg(),
+            "--queue",
+            &parking,
+            "--dry-run",
+            "--format",
+            "json",
+        ])
+        .run()
+        .expect(0);
+    let document: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(document["replay"]["to_move"], 5, "{document:#}");
+    assert_eq!(document["moved"], Value::Null);
+    assert_eq!(s.ready(&parking), 5);
+}
