@@ -169,10 +169,7 @@ impl Client {
             .map_err(|f| failed(0, f))?;
         let result = async {
             let channel = new_channel(&connection).await?;
-            channel
-                .tx_select()
-                .await
-                .map_err(|e| channel_failure(&e, request))?;
+            channel.tx_select().await.map_err(|e| failure_of(&e))?;
             for queue in [request.parking, request.rule.work_queue.as_str()] {
                 if declare_passive(&channel, queue).await?.is_none() {
                     return Err(ReplayFailure::QueueMissing {
@@ -239,7 +236,13 @@ async fn move_batch(
         let got = channel
             .basic_get(request.parking.into(), BasicGetOptions { no_ack: false })
             .await
-            .map_err(|e| channel_failure(&e, request))?;
+            .map_err(|error| match reply_of(&error) {
+                Some((NOT_FOUND, _)) => ReplayFailure::QueueMissing {
+                    vhost: request.vhost.to_string(),
+                    queue: request.parking.to_string(),
+                },
+                _ => failure_of(&error),
+            })?;
         let Some(message) = got else { break };
         let delivery = message.delivery;
         let properties = rewrite(&delivery.properties, request.rule);
@@ -255,7 +258,7 @@ async fn move_batch(
                 properties,
             )
             .await
-            .map_err(|e| channel_failure(&e, request))?;
+            .map_err(|e| failure_of(&e))?;
         last_tag = Some(delivery.delivery_tag);
         count += 1;
     }
@@ -263,7 +266,7 @@ async fn move_batch(
     channel
         .basic_ack(tag, BasicAckOptions { multiple: true })
         .await
-        .map_err(|e| channel_failure(&e, request))?;
+        .map_err(|e| failure_of(&e))?;
     // The broker's last word on the destination before the commit: when the work
     // queue is gone, the channel closes and the whole batch is undone.
     if declare_passive(channel, work).await?.is_none() {
@@ -272,15 +275,12 @@ async fn move_batch(
             queue: work.to_string(),
         });
     }
-    channel
-        .tx_commit()
-        .await
-        .map_err(|e| channel_failure(&e, request))?;
+    channel.tx_commit().await.map_err(|e| failure_of(&e))?;
     // Returns of a transaction come at its commit, before commit-ok.
     let returned = channel
         .wait_for_confirms()
         .await
-        .map_err(|e| channel_failure(&e, request))?;
+        .map_err(|e| failure_of(&e))?;
     if !returned.is_empty() {
         let restored = restore(channel, request.parking, &returned).await;
         return Err(ReplayFailure::Returned {
@@ -354,19 +354,15 @@ async fn declare_passive(
             consumers: declared.consumer_count(),
         })),
         Err(error) if reply_of(&error).is_some_and(|(code, _)| code == NOT_FOUND) => Ok(None),
-        Err(error) => Err(ReplayFailure::Channel(error.to_string())),
+        Err(error) => Err(failure_of(&error)),
     }
 }
 
-fn channel_failure(error: &lapin::Error, request: &ReplayMove<'_>) -> ReplayFailure {
+/// What a channel error means for a replay. The broker reports a refused publish on
+/// the channel's next synchronous method, so any of them may carry it.
+fn failure_of(error: &lapin::Error) -> ReplayFailure {
     match reply_of(error) {
         Some((_, reply)) if reply.contains("user_id") => ReplayFailure::UserId { reply },
-        Some((NOT_FOUND, reply)) if reply.contains(request.parking) => {
-            ReplayFailure::QueueMissing {
-                vhost: request.vhost.to_string(),
-                queue: request.parking.to_string(),
-            }
-        }
         _ => ReplayFailure::Channel(error.to_string()),
     }
 }

@@ -579,4 +579,50 @@ fn bad_input_changes_nothing(version: Version) {
     assert_eq!(document["replay"]["to_move"], 5, "{document:#}");
     assert_eq!(document["moved"], Value::Null);
     assert_eq!(s.ready(&parking), 5);
+
+    // A message an application published with its own `user_id`: RabbitMQ lets only
+    // that user (or an impersonator) publish it again. The replay says so and moves
+    // nothing of its batch.
+    let app = format!("{}-app", s.vhost);
+    s.node.put(
+        &format!("/api/users/{}", pct(&app)),
+        &json!({"password": "app-secret", "tags": ""}),
+    );
+    s.node.put(
+        &format!("/api/permissions/{}/{}", pct(&s.vhost), pct(&app)),
+        &json!({"configure": "", "write": ".*", "read": ""}),
+    );
+    let url = s.node.amqp_url().replacen(
+        &format!("{}:{}", pct(&s.node.user), pct(&s.node.password)),
+        &format!("{}:app-secret", pct(&app)),
+        1,
+    );
+    s.rt.block_on(async {
+        let as_app = Client::connect_url(&format!("{url}{}", pct(&s.vhost))).await;
+        as_app
+            .publish(
+                "",
+                &parking,
+                b"signed",
+                message("signed").with_user_id(app.as_str().into()),
+            )
+            .await
+            .unwrap();
+        as_app.close().await;
+    });
+    s.wait_for_ready(&parking, 6);
+    let out = s.replay(&parking, &[]).run().expect(1);
+    assert!(
+        out.stderr.contains("`user_id`") && out.stderr.contains("impersonator"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("stopped after moving 0 of 6"),
+        "{}",
+        out.stderr
+    );
+    s.wait_for_ready(&parking, 6);
+    assert_eq!(s.ready(&contract.queue), 0);
+    s.node.delete(&format!("/api/users/{}", pct(&app)));
 }
