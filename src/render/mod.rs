@@ -9,4 +9,5 @@ pub mod markdown;
 pub mod plan;
 pub mod progress;
 pub mod state;
+pub mod status;
 pub mod trace;

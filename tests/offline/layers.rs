@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("diff", 3),
     ("lint", 3),
     ("trace", 3),
+    ("status", 3),
     ("import", 3),
     ("plan", 4),
     ("apply", 5),
