@@ -54,4 +54,5 @@ mod pull_request;
 mod retry_behaviour;
 mod secrets;
 mod smoke;
+mod status;
 mod trace;
