@@ -549,7 +549,6 @@ mod tests {
         QueueStatistics {
             vhost: "v".into(),
             name: name.into(),
-            queue_type: Some("quorum".into()),
             policy: policy.map(str::to_string),
             messages: Some(messages),
             messages_ready: Some(messages),

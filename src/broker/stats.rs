@@ -12,7 +12,7 @@ use super::{BrokerError, Client, segment};
 /// has no `message_stats`; a queue whose statistics have not been emitted yet, in its
 /// first seconds, has no `messages`). `head_message_timestamp` is there for classic
 /// queues only, and `null` unless the oldest message carries a timestamp property.
-const STATISTICS_LISTING: &str = "columns=name,type,policy,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,head_message_timestamp";
+const STATISTICS_LISTING: &str = "columns=name,policy,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,head_message_timestamp";
 
 /// One queue's statistics as the broker last emitted them (every few seconds:
 /// `collect_statistics_interval`, 5 s by default). A field the broker did not give is
@@ -24,9 +24,6 @@ pub struct QueueStatistics {
     pub vhost: String,
     /// Queue name.
     pub name: String,
-    /// `classic`, `quorum` or `stream`.
-    #[serde(default, rename = "type")]
-    pub queue_type: Option<String>,
     /// The policy the broker applies to the queue (the user policy, not an operator
     /// policy).
     #[serde(default)]
