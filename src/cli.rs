@@ -204,6 +204,30 @@ pub enum Command {
         #[arg(long, value_name = "SERVICE")]
         service: Option<String>,
     },
+    /// Report each consumer of a spec on the live broker: its work queue (messages,
+    /// consumers, rates), each retry tier's waiting messages, the parking queue and the
+    /// age of its oldest message, and what is wrong (docs/operating.md). Exit 0 when it
+    /// reports, problems included; 1 on a bad spec or flag; 3 when the broker is
+    /// unreachable.
+    Status {
+        /// The spec file.
+        #[arg(value_name = "SPEC")]
+        spec: PathBuf,
+        #[command(flatten)]
+        broker: BrokerArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+        format: StatusFormat,
+        /// Report only this vhost.
+        #[arg(long, value_name = "VHOST")]
+        vhost: Option<String>,
+        /// Report only this service.
+        #[arg(long, value_name = "SERVICE")]
+        service: Option<String>,
+        /// RabbitMQ version to compile the spec for (default: the broker's own version).
+        #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+        target_version: Option<TargetVersion>,
+    },
     /// Follow one message offline, step by step: the queues that get a copy, and for
     /// each consumer that fails it `--fail` times, every retry tier, wait and return,
     /// then parking or drop (docs/trace.md).
@@ -384,6 +408,17 @@ pub enum GraphFormat {
     Mermaid,
     /// Graphviz DOT.
     Dot,
+}
+
+/// `warren status` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFormat {
+    /// A table per vhost, for people.
+    Text,
+    /// One JSON document (`format`: `warren-status/1`).
+    Json,
+    /// Prometheus text exposition format, for node_exporter's textfile collector.
+    Prometheus,
 }
 
 /// Output formats of `warren trace` and `warren replay`.

@@ -15,10 +15,10 @@
 //! The layers, from the bottom: `model` (the leaf: the RabbitMQ vocabulary, object
 //! identity, the normal form, policy and pattern rules, passwords, redaction, versions,
 //! the ownership record's format); `spec`, `broker` and `definitions_file`; `compile`;
-//! `diff`, `lint` and `import`; `plan`; `apply` and `topology`; `render` (the only code that formats
-//! output); `cli` and `commands` (flags in, one library call, output out). A module
-//! uses only modules below it: docs/architecture.md is the map, and a test keeps it
-//! true.
+//! `diff`, `lint`, `import`, `trace` and `status`; `plan`; `apply` and `topology`;
+//! `render` (the only code that formats output); `cli` and `commands` (flags in, one
+//! library call, output out). A module uses only modules below it:
+//! docs/architecture.md is the map, and a test keeps it true.
 
 pub mod apply;
 pub mod broker;
@@ -35,6 +35,7 @@ pub mod render;
 pub mod replay;
 pub mod schema;
 pub mod spec;
+pub mod status;
 pub mod suggest;
 pub mod text;
 pub mod topology;

@@ -271,7 +271,7 @@ pub async fn prepare_for_spec(
     use crate::model::objects::objects;
     let broker = |error: BrokerError| PrepareError::Repair(error.into());
     let version = client.version().await.map_err(broker)?;
-    let target = TargetVersion::for_broker(&version).unwrap_or(TargetVersion::V3_10);
+    let target = TargetVersion::of_broker(&version);
     let compiled = compile::compile(file, &Options::reading_secrets(file, target))
         .map_err(PrepareError::Invalid)?;
     let desired = objects(&compiled.definitions);

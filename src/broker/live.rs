@@ -35,7 +35,7 @@ const LISTING_READS: usize = 3;
 /// back as `[]` instead of an object: such a listing is read again, up to
 /// [`LISTING_READS`] times, and only then refused as not understood. Reading it
 /// without the item would plan against a broker that never existed.
-async fn list<T: serde::de::DeserializeOwned>(
+pub(super) async fn list<T: serde::de::DeserializeOwned>(
     client: &Client,
     path: String,
 ) -> Result<Vec<T>, BrokerError> {

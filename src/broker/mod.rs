@@ -1,6 +1,6 @@
 //! The only network code: a client for RabbitMQ's management HTTP API. Every API path
-//! warren uses is written in this folder: reads in `live`, writes in `write`, the
-//! ownership record in `record`.
+//! warren uses is written in this folder: reads in `live`, queue statistics in
+//! `stats`, writes in `write`, the ownership record in `record`.
 //!
 //! Requests go to the first node that answers; a node that refuses connections or
 //! answers 5xx is retried with backoff and then skipped for the next URL, so a plan or
@@ -16,6 +16,7 @@ mod lock;
 mod migrate;
 mod record;
 mod replay;
+mod stats;
 mod write;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +35,7 @@ pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};
 pub use replay::{QueueNow, ReplayError, ReplayFailure, ReplayMove, rewrite};
+pub use stats::{MessageRates, QueueStatistics, Rate};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, Outcome};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).

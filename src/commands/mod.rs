@@ -12,6 +12,7 @@ mod replay;
 mod schema;
 mod shell;
 mod state;
+mod status;
 mod trace;
 
 use std::io::Write;
@@ -212,6 +213,25 @@ pub fn run() -> ExitCode {
             stdout,
             stderr,
         ),
+        Command::Status {
+            spec,
+            broker: connection,
+            format,
+            vhost,
+            service,
+            target_version,
+        } => status::status(
+            &spec,
+            &connection,
+            &status::Flags {
+                format,
+                vhost: vhost.as_deref(),
+                service: service.as_deref(),
+                target: target_version,
+            },
+            stdout,
+            stderr,
+        ),
         Command::Completions { shell } => shell::completions(shell, stdout),
         Command::Man { output_dir } => shell::man(output_dir.as_deref(), stdout, stderr),
         Command::State { action } => match action {
@@ -245,7 +265,7 @@ pub fn run() -> ExitCode {
 impl Command {
     /// Whether the command was asked for JSON on stdout.
     fn prints_json(&self) -> bool {
-        use crate::cli::{Format, LintFormat, TraceFormat};
+        use crate::cli::{Format, LintFormat, StatusFormat, TraceFormat};
         match self {
             Command::Plan { plan, .. }
             | Command::Apply { plan, .. }
@@ -254,6 +274,7 @@ impl Command {
             Command::Trace { format, .. } | Command::Replay { format, .. } => {
                 *format == TraceFormat::Json
             }
+            Command::Status { format, .. } => *format == StatusFormat::Json,
             _ => false,
         }
     }

@@ -67,6 +67,13 @@ impl TargetVersion {
             .find(|target| target.major_minor() <= (major, minor))
     }
 
+    /// [`TargetVersion::for_broker`], or the oldest supported line for a broker older
+    /// than it or a version that does not read: what a command that compiles for the
+    /// broker it talks to compiles for.
+    pub fn of_broker(version: &str) -> TargetVersion {
+        TargetVersion::for_broker(version).unwrap_or(TargetVersion::V3_10)
+    }
+
     fn major_minor(self) -> (u32, u32) {
         match self {
             TargetVersion::V3_10 => (3, 10),

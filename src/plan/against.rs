@@ -69,9 +69,7 @@ pub async fn against_broker(
     // every vhost in scope (the declared ones and those an earlier apply managed).
     let compiling = async {
         let version = client.version().await?;
-        let target = target
-            .or_else(|| TargetVersion::for_broker(&version))
-            .unwrap_or(TargetVersion::V3_10);
+        let target = target.unwrap_or_else(|| TargetVersion::of_broker(&version));
         let file = Arc::clone(&file);
         let result = tokio::task::spawn_blocking(move || {
             let options = Options::reading_secrets_with(&file, target, missing);

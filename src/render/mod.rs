@@ -10,4 +10,5 @@ pub mod plan;
 pub mod progress;
 pub mod replay;
 pub mod state;
+pub mod status;
 pub mod trace;

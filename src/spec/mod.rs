@@ -12,3 +12,24 @@ pub use duration::Duration;
 pub use load::{SpecFile, load_file, load_str};
 pub use source_map::{Location, SourceMap, SpecPath};
 pub use types::*;
+
+/// The error for a name a flag chose that the spec does not have (`--vhost`,
+/// `--service` of `graph` and `status`): what was given, the closest name when it
+/// looks like a typo, and every choice, so the user can pick one.
+pub fn not_in_spec(what: &str, given: &str, known: &[String]) -> String {
+    let choices = if known.is_empty() {
+        format!("the spec has no {what}")
+    } else {
+        let listed: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+        format!(
+            "the spec has {}: {}",
+            crate::text::count(known.len(), what),
+            listed.join(", ")
+        )
+    };
+    let hint = match crate::suggest::closest(given, known) {
+        Some(close) => format!(" (did you mean `{close}`?)"),
+        None => String::new(),
+    };
+    format!("no {what} `{given}` in the spec{hint}; {choices}")
+}

@@ -145,7 +145,7 @@ impl Topology {
         if let Some(vhost) = vhost {
             let known: Vec<String> = self.vhosts().into_iter().map(str::to_string).collect();
             if !known.iter().any(|v| v == vhost) {
-                return Err(unknown("vhost", vhost, &known));
+                return Err(crate::spec::not_in_spec("vhost", vhost, &known));
             }
         }
         let in_vhost = |node: &Node| vhost.is_none_or(|v| node.vhost == v);
@@ -169,7 +169,7 @@ impl Topology {
                         .collect::<BTreeSet<_>>()
                         .into_iter()
                         .collect();
-                    return Err(unknown("service", service, &known));
+                    return Err(crate::spec::not_in_spec("service", service, &known));
                 }
                 chosen
             }
@@ -212,24 +212,6 @@ impl Topology {
             .collect();
         Topology { nodes, edges }
     }
-}
-
-fn unknown(what: &str, given: &str, known: &[String]) -> String {
-    let choices = if known.is_empty() {
-        format!("the spec has no {what}")
-    } else {
-        let listed: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
-        format!(
-            "the spec has {}: {}",
-            crate::text::count(known.len(), what),
-            listed.join(", ")
-        )
-    };
-    let hint = match crate::suggest::closest(given, known) {
-        Some(close) => format!(" (did you mean `{close}`?)"),
-        None => String::new(),
-    };
-    format!("no {what} `{given}` in the spec{hint}; {choices}")
 }
 
 /// Compiles a spec (without its secrets: a picture needs no password) and builds its

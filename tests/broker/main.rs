@@ -55,4 +55,5 @@ mod replay;
 mod retry_behaviour;
 mod secrets;
 mod smoke;
+mod status;
 mod trace;

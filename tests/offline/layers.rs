@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("lint", 3),
     ("trace", 3),
     ("replay", 3),
+    ("status", 3),
     ("import", 3),
     ("plan", 4),
     ("apply", 5),

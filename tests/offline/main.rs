@@ -21,6 +21,7 @@ mod lint_rules;
 mod plan_markdown;
 mod refused;
 mod secrets;
+mod status;
 mod trace;
 
 use std::path::Path;

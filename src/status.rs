@@ -1,0 +1,700 @@
+//! `warren status`: what each consumer of a spec looks like on the live broker. Its
+//! work queues (messages, consumers, rates), each tier's waiting messages, the
+//! parking queue and the age of its oldest message, and what is wrong: a work queue
+//! nobody consumes, a queue not applied yet, a queue under another policy than the one
+//! warren generated for it, a parking queue that fills.
+//!
+//! [`against_broker`] reads the broker in a number of requests that does not grow
+//! with the consumers (the version, then one statistics listing per vhost);
+//! [`report`] is the pure part, the compiled spec × those statistics. Nothing here
+//! names an object: the queues come from the consumer contract, the expected policy
+//! from [`CompiledPolicies::choose`] over the compiled policies.
+
+use std::collections::BTreeSet;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::broker::{BrokerError, Client, QueueStatistics};
+use crate::compile::contract::ConsumerContract;
+use crate::compile::{self, Options};
+use crate::model::effective::CompiledPolicies;
+use crate::model::{Definitions, Policy, Queue, QueueType, TargetVersion};
+use crate::spec::diagnostic::Diagnostic;
+use crate::spec::{SpecFile, not_in_spec};
+
+/// The `format` of the JSON document: bumped when a field changes meaning or goes.
+pub const FORMAT: &str = "warren-status/1";
+
+/// The report: every chosen consumer, in spec order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// [`FORMAT`].
+    pub format: &'static str,
+    /// How many problems the consumers have, all together.
+    pub problems: usize,
+    /// The consumers.
+    pub consumers: Vec<ConsumerStatus>,
+}
+
+/// One consumer on the broker. A figure the broker did not give (a queue that does not
+/// exist, statistics not emitted yet, a rate of a queue nothing went through) is
+/// `None`: never a 0 that nobody measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConsumerStatus {
+    /// Vhost.
+    pub vhost: String,
+    /// Service.
+    pub service: String,
+    /// Consumer.
+    pub consumer: String,
+    /// Its work queue.
+    pub queue: String,
+    /// Whether the work queue exists.
+    pub exists: bool,
+    /// Ready and unacknowledged messages of the work queue.
+    pub messages: Option<u64>,
+    /// Ready messages of the work queue.
+    pub ready: Option<u64>,
+    /// Unacknowledged messages of the work queue.
+    pub unacked: Option<u64>,
+    /// Consumers of the work queue.
+    pub consumers: Option<u64>,
+    /// Messages published to the work queue per second.
+    pub publish_rate: Option<f64>,
+    /// Messages delivered from the work queue per second.
+    pub deliver_rate: Option<f64>,
+    /// The other queues it consumes (one per attempt in `reject-chain` mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<WorkQueue>,
+    /// Its delay queues, first to last; empty without a ladder.
+    pub tiers: Vec<Tier>,
+    /// Its parking queue; `None` without one.
+    pub parking: Option<Parking>,
+    /// What is wrong.
+    pub problems: Vec<Problem>,
+}
+
+/// A queue the consumer reads besides its work queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkQueue {
+    /// The queue.
+    pub queue: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Ready and unacknowledged messages.
+    pub messages: Option<u64>,
+    /// Ready messages.
+    pub ready: Option<u64>,
+    /// Unacknowledged messages.
+    pub unacked: Option<u64>,
+    /// Consumers.
+    pub consumers: Option<u64>,
+    /// Messages published per second.
+    pub publish_rate: Option<f64>,
+    /// Messages delivered per second.
+    pub deliver_rate: Option<f64>,
+}
+
+/// One delay queue of the ladder.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tier {
+    /// Its place in the ladder, from 1 (one per tier; in `reject-chain` mode one per
+    /// retry).
+    pub tier: usize,
+    /// The delay as the spec writes it.
+    pub delay: String,
+    /// The queue.
+    pub queue: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Messages waiting out their delay.
+    pub messages: Option<u64>,
+}
+
+/// The parking queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parking {
+    /// The queue.
+    pub queue: String,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Messages parked.
+    pub messages: Option<u64>,
+    /// Messages parked per second.
+    pub publish_rate: Option<f64>,
+    /// Seconds since the oldest parked message was published: known only for a classic
+    /// queue whose oldest message has a `timestamp` property (the broker reads it
+    /// without consuming anything).
+    pub oldest_age_seconds: Option<u64>,
+}
+
+/// Something wrong with one of a consumer's queues.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    /// What kind.
+    pub kind: ProblemKind,
+    /// The queue.
+    pub queue: String,
+    /// What is wrong, in a sentence.
+    pub message: String,
+}
+
+/// The kinds of [`Problem`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProblemKind {
+    /// A queue of the spec does not exist on the broker: the spec is not applied.
+    MissingQueue,
+    /// A work queue (or attempt queue) has no consumer.
+    NoConsumers,
+    /// A queue is under another policy than the one warren generated for it (or under
+    /// one where warren generated none, or under none).
+    Policy,
+    /// Messages are being parked (the parking queue's publish rate is above 0).
+    ParkingGrowing,
+    /// The parking queue holds messages.
+    ParkingNotEmpty,
+}
+
+impl ProblemKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [ProblemKind; 5] = [
+        ProblemKind::MissingQueue,
+        ProblemKind::NoConsumers,
+        ProblemKind::Policy,
+        ProblemKind::ParkingGrowing,
+        ProblemKind::ParkingNotEmpty,
+    ];
+
+    /// The name in JSON and in the Prometheus `kind` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemKind::MissingQueue => "missing-queue",
+            ProblemKind::NoConsumers => "no-consumers",
+            ProblemKind::Policy => "policy",
+            ProblemKind::ParkingGrowing => "parking-growing",
+            ProblemKind::ParkingNotEmpty => "parking-not-empty",
+        }
+    }
+}
+
+impl Serialize for ProblemKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Which consumers to report: `--vhost` and `--service`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Filter<'a> {
+    /// Only this vhost.
+    pub vhost: Option<&'a str>,
+    /// Only this service.
+    pub service: Option<&'a str>,
+}
+
+impl Filter<'_> {
+    /// Checks that the spec has the vhost and the service asked for: an error that
+    /// lists the choices otherwise.
+    pub fn check(&self, file: &SpecFile) -> Result<(), String> {
+        let vhosts = &file.spec.vhosts;
+        if let Some(vhost) = self.vhost
+            && !vhosts.contains_key(vhost)
+        {
+            let known: Vec<String> = vhosts.keys().cloned().collect();
+            return Err(not_in_spec("vhost", vhost, &known));
+        }
+        if let Some(service) = self.service {
+            let known: BTreeSet<String> = vhosts
+                .iter()
+                .filter(|(name, _)| self.vhost.is_none_or(|v| v == name.as_str()))
+                .flat_map(|(_, vhost)| vhost.services.keys().cloned())
+                .collect();
+            if !known.contains(service) {
+                let known: Vec<String> = known.into_iter().collect();
+                return Err(not_in_spec("service", service, &known));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a consumer is chosen.
+    fn keeps(&self, consumer: &ConsumerContract) -> bool {
+        self.vhost.is_none_or(|v| v == consumer.vhost)
+            && self.service.is_none_or(|s| s == consumer.service)
+    }
+}
+
+/// Why `warren status` could not report.
+#[derive(Debug)]
+pub enum StatusError {
+    /// The spec does not compile.
+    Invalid(Vec<Diagnostic>),
+    /// `--vhost` or `--service` names what the spec does not have.
+    Filter(String),
+    /// The broker could not be read.
+    Broker(BrokerError),
+}
+
+/// Reads the broker and reports on the spec's consumers that `filter` keeps: the
+/// broker's version (which the spec is compiled for, unless `target` says), then the
+/// statistics of the queues of each vhost of those consumers, one request per vhost.
+pub async fn against_broker(
+    client: &Client,
+    file: &SpecFile,
+    target: Option<TargetVersion>,
+    filter: Filter<'_>,
+) -> Result<Report, StatusError> {
+    filter.check(file).map_err(StatusError::Filter)?;
+    let version = client.version().await.map_err(StatusError::Broker)?;
+    let target = target.unwrap_or_else(|| TargetVersion::of_broker(&version));
+    // Only queue names and policies matter here: no secret is read.
+    let options = Options {
+        target,
+        secrets: None,
+    };
+    let compiled = compile::compile(file, &options).map_err(StatusError::Invalid)?;
+    let consumers: Vec<&ConsumerContract> = compiled
+        .contract
+        .consumers
+        .iter()
+        .filter(|consumer| filter.keeps(consumer))
+        .collect();
+    let mut vhosts: Vec<String> = Vec::new();
+    for consumer in &consumers {
+        if !vhosts.contains(&consumer.vhost) {
+            vhosts.push(consumer.vhost.clone());
+        }
+    }
+    let statistics = client
+        .queue_statistics(&vhosts)
+        .await
+        .map_err(StatusError::Broker)?;
+    Ok(report(
+        &consumers,
+        &compiled.definitions,
+        &statistics,
+        target,
+        SystemTime::now(),
+    ))
+}
+
+/// What a consumer's queue is for, in the sentences of its problems.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Work,
+    Attempt,
+    Tier(usize),
+    Parking,
+}
+
+impl Role {
+    fn describe(self, queue: &str) -> String {
+        match self {
+            Role::Work => format!("work queue `{queue}`"),
+            Role::Attempt => format!("attempt queue `{queue}`"),
+            Role::Tier(n) => format!("tier {n} queue `{queue}`"),
+            Role::Parking => format!("parking queue `{queue}`"),
+        }
+    }
+}
+
+/// The compiled spec and the broker's statistics, looked up by queue.
+struct Lookup<'a> {
+    live: FxHashMap<(&'a str, &'a str), &'a QueueStatistics>,
+    desired: FxHashMap<(&'a str, &'a str), &'a Queue>,
+    policies: CompiledPolicies<'a, Policy>,
+    target: TargetVersion,
+}
+
+impl<'a> Lookup<'a> {
+    fn live(&self, vhost: &str, queue: &str) -> Option<&'a QueueStatistics> {
+        self.live.get(&(vhost, queue)).copied()
+    }
+
+    /// The problems of one queue that every role shares: missing, or under another
+    /// policy than the spec gives it.
+    fn check(&self, vhost: &str, queue: &str, role: Role, problems: &mut Vec<Problem>) {
+        let Some(live) = self.live(vhost, queue) else {
+            problems.push(Problem {
+                kind: ProblemKind::MissingQueue,
+                queue: queue.to_string(),
+                message: format!(
+                    "{} does not exist on the broker: the spec is not applied (run `warren plan`)",
+                    role.describe(queue)
+                ),
+            });
+            return;
+        };
+        let Some(desired) = self.desired.get(&(vhost, queue)) else {
+            return;
+        };
+        let expected = self
+            .policies
+            .choose(vhost, queue, QueueType::of(desired), self.target)
+            .winner
+            .map(|policy| policy.name.as_str());
+        let actual = live.policy.as_deref().filter(|name| !name.is_empty());
+        if actual == expected {
+            return;
+        }
+        let what = role.describe(queue);
+        let message = match (actual, expected) {
+            (Some(actual), Some(expected)) => format!(
+                "{what} is under policy `{actual}`, not `{expected}` that the spec gives it: `{actual}` shadows it (a higher priority, or a policy the spec does not have)"
+            ),
+            (None, Some(expected)) => format!(
+                "{what} is under no policy, not `{expected}` that the spec gives it: the policy is not applied (run `warren plan`)"
+            ),
+            (Some(actual), None) => {
+                format!("{what} is under policy `{actual}`, which the spec does not give it")
+            }
+            (None, None) => unreachable!("equal"),
+        };
+        problems.push(Problem {
+            kind: ProblemKind::Policy,
+            queue: queue.to_string(),
+            message,
+        });
+    }
+
+    fn work_queue(
+        &self,
+        vhost: &str,
+        queue: &str,
+        role: Role,
+        problems: &mut Vec<Problem>,
+    ) -> WorkQueue {
+        self.check(vhost, queue, role, problems);
+        let live = self.live(vhost, queue);
+        let consumers = live.and_then(|l| l.consumers);
+        if consumers == Some(0) {
+            problems.push(Problem {
+                kind: ProblemKind::NoConsumers,
+                queue: queue.to_string(),
+                message: format!("{} has no consumers", role.describe(queue)),
+            });
+        }
+        WorkQueue {
+            queue: queue.to_string(),
+            exists: live.is_some(),
+            messages: live.and_then(|l| l.messages),
+            ready: live.and_then(|l| l.messages_ready),
+            unacked: live.and_then(|l| l.messages_unacknowledged),
+            consumers,
+            publish_rate: live.and_then(QueueStatistics::publish_rate),
+            deliver_rate: live.and_then(QueueStatistics::deliver_rate),
+        }
+    }
+}
+
+/// The report on `consumers`, from the spec's compiled definitions and the broker's
+/// statistics of their vhosts' queues; `now` dates the parked messages.
+pub fn report(
+    consumers: &[&ConsumerContract],
+    desired: &Definitions,
+    statistics: &[QueueStatistics],
+    target: TargetVersion,
+    now: SystemTime,
+) -> Report {
+    let lookup = Lookup {
+        live: statistics
+            .iter()
+            .map(|q| ((q.vhost.as_str(), q.name.as_str()), q))
+            .collect(),
+        desired: desired
+            .queues
+            .iter()
+            .map(|q| ((q.vhost.as_str(), q.name.as_str()), q))
+            .collect(),
+        policies: CompiledPolicies::new(&desired.policies),
+        target,
+    };
+    let now = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let consumers: Vec<ConsumerStatus> = consumers
+        .iter()
+        .map(|consumer| consumer_status(consumer, &lookup, now))
+        .collect();
+    Report {
+        format: FORMAT,
+        problems: consumers.iter().map(|c| c.problems.len()).sum(),
+        consumers,
+    }
+}
+
+fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> ConsumerStatus {
+    let vhost = consumer.vhost.as_str();
+    let mut problems = Vec::new();
+    let work = lookup.work_queue(vhost, &consumer.queue, Role::Work, &mut problems);
+    let attempts: Vec<WorkQueue> = consumer
+        .consume_from
+        .iter()
+        .filter(|queue| **queue != consumer.queue)
+        .map(|queue| lookup.work_queue(vhost, queue, Role::Attempt, &mut problems))
+        .collect();
+    let mut tiers: Vec<Tier> = Vec::new();
+    let mut parking = None;
+    if let Some(retry) = &consumer.retry {
+        // In `publish` mode several retries can wait in one tier's queue.
+        for step in &retry.schedule {
+            if tiers.iter().any(|tier| tier.queue == step.queue) {
+                continue;
+            }
+            let number = tiers.len() + 1;
+            lookup.check(vhost, &step.queue, Role::Tier(number), &mut problems);
+            let live = lookup.live(vhost, &step.queue);
+            tiers.push(Tier {
+                tier: number,
+                delay: step.delay.clone(),
+                queue: step.queue.clone(),
+                exists: live.is_some(),
+                messages: live.and_then(|l| l.messages),
+            });
+        }
+        if let Some(queue) = &retry.on_exhausted.queue {
+            parking = Some(parking_status(vhost, queue, lookup, now, &mut problems));
+        }
+    }
+    ConsumerStatus {
+        vhost: consumer.vhost.clone(),
+        service: consumer.service.clone(),
+        consumer: consumer.consumer.clone(),
+        queue: work.queue,
+        exists: work.exists,
+        messages: work.messages,
+        ready: work.ready,
+        unacked: work.unacked,
+        consumers: work.consumers,
+        publish_rate: work.publish_rate,
+        deliver_rate: work.deliver_rate,
+        attempts,
+        tiers,
+        parking,
+        problems,
+    }
+}
+
+fn parking_status(
+    vhost: &str,
+    queue: &str,
+    lookup: &Lookup,
+    now: u64,
+    problems: &mut Vec<Problem>,
+) -> Parking {
+    lookup.check(vhost, queue, Role::Parking, problems);
+    let live = lookup.live(vhost, queue);
+    let messages = live.and_then(|l| l.messages);
+    let publish_rate = live.and_then(QueueStatistics::publish_rate);
+    if publish_rate.is_some_and(|rate| rate > 0.0) {
+        problems.push(Problem {
+            kind: ProblemKind::ParkingGrowing,
+            queue: queue.to_string(),
+            message: format!(
+                "{} is growing: {} messages parked per second",
+                Role::Parking.describe(queue),
+                rate_text(publish_rate.unwrap_or_default())
+            ),
+        });
+    }
+    if let Some(n) = messages.filter(|&n| n > 0) {
+        problems.push(Problem {
+            kind: ProblemKind::ParkingNotEmpty,
+            queue: queue.to_string(),
+            message: format!(
+                "{} holds {} that ran out of retries",
+                Role::Parking.describe(queue),
+                crate::text::count(n, "message")
+            ),
+        });
+    }
+    let oldest_age_seconds = live
+        .filter(|_| messages.is_some_and(|n| n > 0))
+        .and_then(|l| l.head_message_timestamp)
+        .map(|timestamp| now.saturating_sub(u64::try_from(timestamp).unwrap_or(0)));
+    Parking {
+        queue: queue.to_string(),
+        exists: live.is_some(),
+        messages,
+        publish_rate,
+        oldest_age_seconds,
+    }
+}
+
+/// A rate as the broker's figures deserve: two decimals at most.
+fn rate_text(rate: f64) -> String {
+    let text = format!("{rate:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::compile::Compiled;
+    use crate::spec::load_str;
+
+    const SPEC: &str = "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c:\n            routing_keys: [a]\n            retry: { delays: [1s, 2s] }\n          plain:\n            routing_keys: [b]\n";
+
+    fn compiled() -> Compiled {
+        let file = load_str(Path::new("t.yaml"), SPEC.to_string()).unwrap();
+        compile::compile(&file, &Options::default()).unwrap_or_else(|d| panic!("{d:#?}"))
+    }
+
+    fn live(name: &str, messages: u64, policy: Option<&str>) -> QueueStatistics {
+        QueueStatistics {
+            vhost: "v".into(),
+            name: name.into(),
+            policy: policy.map(str::to_string),
+            messages: Some(messages),
+            messages_ready: Some(messages),
+            messages_unacknowledged: Some(0),
+            consumers: Some(1),
+            ..QueueStatistics::default()
+        }
+    }
+
+    fn report_of(compiled: &Compiled, statistics: &[QueueStatistics]) -> Report {
+        let consumers: Vec<&ConsumerContract> = compiled.contract.consumers.iter().collect();
+        report(
+            &consumers,
+            &compiled.definitions,
+            statistics,
+            TargetVersion::DEFAULT,
+            UNIX_EPOCH + Duration::from_secs(1_000),
+        )
+    }
+
+    fn expected_policy(compiled: &Compiled, queue: &str) -> Option<String> {
+        let desired = compiled
+            .definitions
+            .queues
+            .iter()
+            .find(|q| q.name == queue)
+            .unwrap();
+        CompiledPolicies::new(&compiled.definitions.policies)
+            .choose("v", queue, QueueType::of(desired), TargetVersion::DEFAULT)
+            .winner
+            .map(|p| p.name.clone())
+    }
+
+    /// Every queue as the spec wants it: no problem, and the figures as read.
+    fn healthy(compiled: &Compiled) -> Vec<QueueStatistics> {
+        compiled
+            .definitions
+            .queues
+            .iter()
+            .map(|q| live(&q.name, 0, expected_policy(compiled, &q.name).as_deref()))
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_broker_has_no_problems() {
+        let compiled = compiled();
+        let report = report_of(&compiled, &healthy(&compiled));
+        assert_eq!(report.problems, 0, "{report:#?}");
+        let c = &report.consumers[0];
+        assert_eq!(c.tiers.len(), 2);
+        assert_eq!(c.tiers[1].delay, "2s");
+        assert!(c.parking.is_some());
+        // A consumer without a ladder still shows its work queue.
+        let plain = &report.consumers[1];
+        assert!(plain.exists && plain.tiers.is_empty() && plain.parking.is_none());
+    }
+
+    #[test]
+    fn missing_queues_shadowing_policies_and_parked_messages_are_problems() {
+        let compiled = compiled();
+        let c = &compiled.contract.consumers[0];
+        let retry = c.retry.as_ref().unwrap();
+        let parking = retry.on_exhausted.queue.clone().unwrap();
+        let tier = retry.schedule[0].queue.clone();
+        let mut statistics = healthy(&compiled);
+        statistics.retain(|q| q.name != retry.schedule[1].queue);
+        for q in &mut statistics {
+            if q.name == tier {
+                q.policy = Some("mine".into());
+            }
+            if q.name == parking {
+                q.messages = Some(2);
+                q.head_message_timestamp = Some(900);
+                q.message_stats = Some(crate::broker::MessageRates {
+                    publish_details: Some(crate::broker::Rate { rate: Some(0.4) }),
+                    deliver_get_details: None,
+                });
+            }
+            if q.name == c.queue {
+                q.consumers = Some(0);
+            }
+        }
+        let report = report_of(&compiled, &statistics);
+        let kinds: Vec<ProblemKind> = report.consumers[0]
+            .problems
+            .iter()
+            .map(|p| p.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ProblemKind::NoConsumers,
+                ProblemKind::Policy,
+                ProblemKind::MissingQueue,
+                ProblemKind::ParkingGrowing,
+                ProblemKind::ParkingNotEmpty,
+            ]
+        );
+        let shadowed = &report.consumers[0].problems[1].message;
+        assert!(shadowed.contains("`mine`"), "{shadowed}");
+        let parked = report.consumers[0].parking.as_ref().unwrap();
+        assert_eq!(parked.oldest_age_seconds, Some(100));
+        assert_eq!(report.consumers[0].tiers[1].messages, None);
+    }
+
+    #[test]
+    fn unknown_figures_stay_unknown() {
+        let compiled = compiled();
+        let mut statistics = healthy(&compiled);
+        for q in &mut statistics {
+            q.messages = None;
+            q.consumers = None;
+        }
+        let report = report_of(&compiled, &statistics);
+        assert_eq!(report.problems, 0);
+        assert_eq!(report.consumers[0].messages, None);
+        assert_eq!(report.consumers[0].publish_rate, None);
+        assert_eq!(
+            report.consumers[0]
+                .parking
+                .as_ref()
+                .unwrap()
+                .oldest_age_seconds,
+            None
+        );
+    }
+
+    #[test]
+    fn filters_name_the_choices() {
+        let file = load_str(Path::new("t.yaml"), SPEC.to_string()).unwrap();
+        let err = Filter {
+            vhost: Some("w"),
+            service: None,
+        }
+        .check(&file)
+        .unwrap_err();
+        assert!(err.contains("no vhost `w`") && err.contains("`v`"), "{err}");
+        let err = Filter {
+            vhost: Some("v"),
+            service: Some("t"),
+        }
+        .check(&file)
+        .unwrap_err();
+        assert!(
+            err.contains("no service `t`") && err.contains("`s`"),
+            "{err}"
+        );
+    }
+}
