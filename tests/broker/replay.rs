@@ -5,7 +5,7 @@
 //!   exactly 40, the consumer succeeds on each at its first delivery (its retry count
 //!   is 0 again) with its body, properties, headers and first routing key; 60 stay
 //!   parked; a replayed message that fails again climbs the whole ladder from tier 1
-//!   and is parked again.
+//!   and is parked again. `warren status` reports 100, then 60 parked messages.
 //! - warren killed (SIGKILL) at random moments of a replay: every message is in the
 //!   parking queue or in the work queue, exactly once (`WARREN_REPLAY_KILL_TRIALS`
 //!   kills per version, default 3; `scripts/reliability` runs 30).
@@ -182,6 +182,44 @@ impl Setup {
         });
     }
 
+    /// Messages in each consumer's parking queue, as `warren status --format json`
+    /// reports them.
+    fn status_parked(&self) -> BTreeMap<String, u64> {
+        let out = self
+            .node
+            .warren(&["status", self.spec.arg(), "--format", "json"])
+            .run()
+            .expect(0);
+        let document: Value = serde_json::from_str(&out.stdout).unwrap();
+        document["consumers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let consumer = c["consumer"].as_str().unwrap().to_string();
+                (
+                    consumer,
+                    c["parking"]["messages"].as_u64().unwrap_or(u64::MAX),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits until `warren status` reports `expected` parked messages per consumer.
+    #[track_caller]
+    fn wait_for_status_parked(&self, expected: &[(&str, u64)]) {
+        let expected: BTreeMap<String, u64> =
+            expected.iter().map(|(c, n)| (c.to_string(), *n)).collect();
+        let reached = self
+            .node
+            .wait_until(SOON, || self.status_parked() == expected);
+        assert!(
+            reached,
+            "warren status reports {:?}, expected {expected:?}",
+            self.status_parked()
+        );
+    }
+
     /// Every message in `queue`, taken (acked): message ids in order.
     fn drain(&self, queue: &str) -> Vec<String> {
         let mut ids = Vec::new();
@@ -262,6 +300,9 @@ fn every_mode(version: Version, queue_type: &str) {
         s.wait_for_ready(&parking, PARKED as u32);
     }
 
+    // `warren status` reports them (its figures are the management API's statistics,
+    // which follow the queues by a few seconds).
+    s.wait_for_status_parked(&[("by-publish", 100), ("by-reject", 100), ("by-chain", 100)]);
     // None is parked twice: a second later the counts still hold.
     std::thread::sleep(Duration::from_millis(1000));
     for (name, _) in &consumers {
@@ -338,6 +379,8 @@ fn every_mode(version: Version, queue_type: &str) {
         s.wait_for_ready(&parking, (PARKED - FIRST_REPLAY) as u32);
         assert_eq!(s.ready(&contract.queue), 0, "{name}");
     }
+
+    s.wait_for_status_parked(&[("by-publish", 60), ("by-reject", 60), ("by-chain", 60)]);
 
     // Phase 3: a replayed message that fails again climbs the ladder from tier 1 and is
     // parked again, as a new message would.
