@@ -49,22 +49,9 @@ pub struct ConsumerStatus {
     pub service: String,
     /// Consumer.
     pub consumer: String,
-    /// Its work queue.
-    pub queue: String,
-    /// Whether the work queue exists.
-    pub exists: bool,
-    /// Ready and unacknowledged messages of the work queue.
-    pub messages: Option<u64>,
-    /// Ready messages of the work queue.
-    pub ready: Option<u64>,
-    /// Unacknowledged messages of the work queue.
-    pub unacked: Option<u64>,
-    /// Consumers of the work queue.
-    pub consumers: Option<u64>,
-    /// Messages published to the work queue per second.
-    pub publish_rate: Option<f64>,
-    /// Messages delivered from the work queue per second.
-    pub deliver_rate: Option<f64>,
+    /// Its work queue (its fields are the consumer's own in JSON).
+    #[serde(flatten)]
+    pub work: WorkQueue,
     /// The other queues it consumes (one per attempt in `reject-chain` mode).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<WorkQueue>,
@@ -76,7 +63,7 @@ pub struct ConsumerStatus {
     pub problems: Vec<Problem>,
 }
 
-/// A queue the consumer reads besides its work queue.
+/// A queue a consumer reads: its work queue, or one of its attempt queues.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkQueue {
     /// The queue.
@@ -462,14 +449,7 @@ fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> Co
         vhost: consumer.vhost.clone(),
         service: consumer.service.clone(),
         consumer: consumer.consumer.clone(),
-        queue: work.queue,
-        exists: work.exists,
-        messages: work.messages,
-        ready: work.ready,
-        unacked: work.unacked,
-        consumers: work.consumers,
-        publish_rate: work.publish_rate,
-        deliver_rate: work.deliver_rate,
+        work,
         attempts,
         tiers,
         parking,
@@ -603,7 +583,7 @@ mod tests {
         assert!(c.parking.is_some());
         // A consumer without a ladder still shows its work queue.
         let plain = &report.consumers[1];
-        assert!(plain.exists && plain.tiers.is_empty() && plain.parking.is_none());
+        assert!(plain.work.exists && plain.tiers.is_empty() && plain.parking.is_none());
     }
 
     #[test]
@@ -664,8 +644,8 @@ mod tests {
         }
         let report = report_of(&compiled, &statistics);
         assert_eq!(report.problems, 0);
-        assert_eq!(report.consumers[0].messages, None);
-        assert_eq!(report.consumers[0].publish_rate, None);
+        assert_eq!(report.consumers[0].work.messages, None);
+        assert_eq!(report.consumers[0].work.publish_rate, None);
         assert_eq!(
             report.consumers[0]
                 .parking

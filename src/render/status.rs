@@ -114,15 +114,14 @@ fn figure(exists: bool, value: Option<u64>) -> String {
 fn total(
     consumer: &ConsumerStatus,
     of: impl Fn(&crate::status::WorkQueue) -> Option<u64>,
-    own: Option<u64>,
 ) -> String {
-    if !consumer.exists {
+    if !consumer.work.exists {
         return MISSING.to_string();
     }
-    let attempts: Option<u64> = consumer.attempts.iter().map(&of).sum();
-    match (own, attempts) {
-        (Some(own), Some(attempts)) => (own + attempts).to_string(),
-        _ => UNKNOWN.to_string(),
+    let queues = std::iter::once(&consumer.work).chain(&consumer.attempts);
+    match queues.map(of).sum::<Option<u64>>() {
+        Some(sum) => sum.to_string(),
+        None => UNKNOWN.to_string(),
     }
 }
 
@@ -152,9 +151,9 @@ fn row(c: &ConsumerStatus) -> [String; 7] {
     [
         c.service.clone(),
         c.consumer.clone(),
-        total(c, |q| q.ready, c.ready),
-        total(c, |q| q.unacked, c.unacked),
-        figure(c.exists, c.consumers),
+        total(c, |q| q.ready),
+        total(c, |q| q.unacked),
+        figure(c.work.exists, c.work.consumers),
         tiers,
         parking,
     ]
@@ -263,30 +262,14 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
     );
     for consumer in &report.consumers {
         let labels = Labels { consumer };
-        let work = std::iter::once((
-            "work",
-            consumer.queue.as_str(),
-            consumer.messages,
-            consumer.ready,
-            consumer.unacked,
-            consumer.consumers,
-        ))
-        .chain(consumer.attempts.iter().map(|q| {
-            (
-                "attempt",
-                q.queue.as_str(),
-                q.messages,
-                q.ready,
-                q.unacked,
-                q.consumers,
-            )
-        }));
-        for (role, queue, m, r, u, c) in work {
-            let queue_labels = labels.with(&[("queue", queue), ("role", role)]);
-            messages.add(queue_labels.clone(), m);
-            ready.add(queue_labels.clone(), r);
-            unacked.add(queue_labels.clone(), u);
-            consumers.add(queue_labels, c);
+        let read = std::iter::once(("work", &consumer.work))
+            .chain(consumer.attempts.iter().map(|queue| ("attempt", queue)));
+        for (role, queue) in read {
+            let queue_labels = labels.with(&[("queue", &queue.queue), ("role", role)]);
+            messages.add(queue_labels.clone(), queue.messages);
+            ready.add(queue_labels.clone(), queue.ready);
+            unacked.add(queue_labels.clone(), queue.unacked);
+            consumers.add(queue_labels, queue.consumers);
         }
         for tier in &consumer.tiers {
             let number = tier.tier.to_string();
@@ -328,14 +311,16 @@ mod tests {
             vhost: vhost.into(),
             service: service.into(),
             consumer: name.into(),
-            queue: format!("{service}.{name}"),
-            exists: true,
-            messages: Some(3),
-            ready: Some(2),
-            unacked: Some(1),
-            consumers: Some(1),
-            publish_rate: Some(1.5),
-            deliver_rate: Some(1.4),
+            work: WorkQueue {
+                queue: format!("{service}.{name}"),
+                exists: true,
+                messages: Some(3),
+                ready: Some(2),
+                unacked: Some(1),
+                consumers: Some(1),
+                publish_rate: Some(1.5),
+                deliver_rate: Some(1.4),
+            },
             attempts: Vec::new(),
             tiers: Vec::new(),
             parking: None,
@@ -374,11 +359,11 @@ mod tests {
             },
         ];
         let mut invoicing = consumer("shop", "orders", "invoicing");
-        invoicing.consumers = Some(0);
-        invoicing.messages = None;
-        invoicing.ready = None;
-        invoicing.publish_rate = None;
-        invoicing.deliver_rate = None;
+        invoicing.work.consumers = Some(0);
+        invoicing.work.messages = None;
+        invoicing.work.ready = None;
+        invoicing.work.publish_rate = None;
+        invoicing.work.deliver_rate = None;
         invoicing.tiers = vec![
             tier(1, "orders.invoicing.retry.1", None, true),
             tier(2, "orders.invoicing.retry.2", None, false),
@@ -421,7 +406,7 @@ mod tests {
         push.tiers = vec![tier(1, "notifier.push.retry.1", Some(1), true)];
         let plain = consumer("shop", "audit", "log");
         let mut odd = consumer("odd \"vhost\"", "svc", "c");
-        odd.queue = "a\"b\\c".into();
+        odd.work.queue = "a\"b\\c".into();
         let consumers = vec![email, invoicing, push, plain, odd];
         Report {
             format: FORMAT,

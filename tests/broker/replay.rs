@@ -8,7 +8,7 @@
 //!   and is parked again. `warren status` reports 100, then 60 parked messages.
 //! - warren killed (SIGKILL) at random moments of a replay: every message is in the
 //!   parking queue or in the work queue, exactly once (`WARREN_REPLAY_KILL_TRIALS`
-//!   kills per version, default 3; `scripts/reliability` runs 30).
+//!   kills per version, default 3, and a Ctrl-C; `scripts/reliability` kills 30 times).
 //! - Two replays at once move exactly what both asked for; a work queue deleted during
 //!   a replay stops it, and the count it reports is exact.
 //! - Bad input changes nothing: a queue that is not a parking queue, a queue not
@@ -481,12 +481,39 @@ fn park_directly(s: &Setup, count: usize) -> String {
 }
 
 fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
-    const TOTAL: usize = 2000;
+    // Enough that every kill finds messages left to move.
+    let trials = kill_trials();
+    let total = 300 * trials.max(7);
     let s = Setup::start(version, "replay-kill", "quorum");
-    let parking = park_directly(&s, TOTAL);
+    let parking = park_directly(&s, total);
     let work = s.contract.consumer("by-publish").queue.clone();
+    // Ctrl-C once messages move: the open batch commits, the rest stays, and the count
+    // said is the count moved.
+    let child = Background::spawn(s.replay(&parking, &["--batch", "5"]));
+    let moving = s.node.wait_until(SOON, || s.ready(&work) > 0);
+    assert!(moving, "the replay moved nothing");
+    child.signal(libc::SIGINT);
+    let out = child.finish().expect(1);
+    let settled = s
+        .node
+        .wait_until(SOON, || s.ready(&parking) + s.ready(&work) == total as u32);
+    assert!(
+        settled,
+        "after SIGINT: parking {} + work {}",
+        s.ready(&parking),
+        s.ready(&work)
+    );
+    let moved = s.ready(&work);
+    assert!(
+        out.stdout.contains(&format!(
+            "Stopped on a signal after replaying {moved} messages of {total}"
+        )),
+        "{} moved: {}",
+        moved,
+        out.stdout
+    );
     let mut mid_move = 0;
-    for trial in 0..kill_trials() {
+    for trial in 0..trials {
         let mut child = Background::spawn(s.replay(&parking, &["--batch", "5"]));
         // Somewhere in the replay: after it starts (about 0.1 s) and before it ends.
         let wait = 150 + rand::random::<u64>() % 600;
@@ -496,9 +523,9 @@ fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
         // connection close; then the two queues hold every message once.
         let settled = s
             .node
-            .wait_until(SOON, || s.ready(&parking) + s.ready(&work) == TOTAL as u32);
+            .wait_until(SOON, || s.ready(&parking) + s.ready(&work) == total as u32);
         let (p, w) = (s.ready(&parking), s.ready(&work));
-        assert!(settled, "trial {trial}: parking {p} + work {w} != {TOTAL}");
+        assert!(settled, "trial {trial}: parking {p} + work {w} != {total}");
         eprintln!("{version}: replay killed after {wait} ms: {w} moved, {p} parked");
         if p > 0 && w > 0 {
             mid_move += 1;
@@ -522,8 +549,11 @@ fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
     );
     let ids = s.drain(&work);
     let unique: BTreeSet<&String> = ids.iter().collect();
-    assert_eq!(ids.len(), TOTAL, "messages in the work queue");
-    assert_eq!(unique.len(), TOTAL, "a message was doubled");
+    assert_eq!(ids.len(), total, "messages in the work queue");
+    assert_eq!(unique.len(), total, "a message was doubled");
+    eprintln!(
+        "replay kills on {version}: {trials} kills, {mid_move} in the middle of a move; {total} messages, each in the work queue once"
+    );
     assert!(
         mid_move > 0,
         "no kill landed in the middle of a replay: the trials proved nothing"
