@@ -20,6 +20,7 @@ mod layers;
 mod lint_rules;
 mod plan_markdown;
 mod refused;
+mod replay;
 mod secrets;
 mod status;
 mod trace;
