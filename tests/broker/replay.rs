@@ -514,9 +514,14 @@ fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
     );
     let mut mid_move = 0;
     for trial in 0..trials {
+        let moved_before = s.ready(&work);
         let mut child = Background::spawn(s.replay(&parking, &["--batch", "5"]));
-        // Somewhere in the replay: after it starts (about 0.1 s) and before it ends.
-        let wait = 150 + rand::random::<u64>() % 600;
+        // Somewhere in the move: once messages move (however long warren takes to start
+        // on a loaded machine), at a random moment of the next 300 ms, which is not the
+        // end (a replay of thousands of messages five at a time takes seconds).
+        let moving = s.node.wait_until(SOON, || s.ready(&work) > moved_before);
+        assert!(moving, "trial {trial}: the replay moved nothing");
+        let wait = rand::random::<u64>() % 300;
         std::thread::sleep(Duration::from_millis(wait));
         child.kill();
         // The broker returns the open batch's taken messages when it sees the
@@ -526,7 +531,7 @@ fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
             .wait_until(SOON, || s.ready(&parking) + s.ready(&work) == total as u32);
         let (p, w) = (s.ready(&parking), s.ready(&work));
         assert!(settled, "trial {trial}: parking {p} + work {w} != {total}");
-        eprintln!("{version}: replay killed after {wait} ms: {w} moved, {p} parked");
+        eprintln!("{version}: replay killed {wait} ms into its move: {w} moved, {p} parked");
         if p > 0 && w > 0 {
             mid_move += 1;
         }
