@@ -12,6 +12,8 @@ pub(crate) struct ConsumerContext<'a> {
     pub vhost: &'a str,
     pub service: &'a str,
     pub consumer: &'a str,
+    /// The user the consumer's application logs in as (`user:`), if named.
+    pub user: Option<&'a str>,
     pub inner_exchange: &'a str,
     pub inner_type: ExchangeType,
     pub routing_keys: &'a [String],

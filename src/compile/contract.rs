@@ -30,6 +30,10 @@ pub struct ConsumerContract {
     pub service: String,
     /// Consumer.
     pub consumer: String,
+    /// The user the consumer's application logs in as, when the spec names it: warren
+    /// generates its permissions from this contract.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// The work queue.
     pub queue: String,
     /// Every queue the consumer reads from (more than one in `reject-chain` mode).
@@ -105,6 +109,17 @@ impl RetryContract {
             RetryMode::RejectChain => vec![
                 "reject with requeue=false; the broker moves the message to the next tier, and after the last retry to the parking queue (or drops it with `on_exhausted: drop`)".to_string(),
             ],
+        }
+    }
+
+    /// Whether the consumer publishes to its retry exchange: retries and parking in
+    /// `publish` mode, parking in `reject` mode when it parks; never in `reject-chain`
+    /// mode, where the broker parks.
+    pub fn publishes(&self) -> bool {
+        match self.mode {
+            RetryMode::Publish => true,
+            RetryMode::Reject => self.on_exhausted.action == "park",
+            RetryMode::RejectChain => false,
         }
     }
 
@@ -201,6 +216,7 @@ impl Contract {
             vhost: context.vhost.to_string(),
             service: context.service.to_string(),
             consumer: context.consumer.to_string(),
+            user: context.user.map(str::to_string),
             queue: context.work_queue.clone(),
             consume_from: vec![context.work_queue.clone()],
             retry: None,
@@ -241,6 +257,7 @@ impl Contract {
             vhost: context.vhost.to_string(),
             service: context.service.to_string(),
             consumer: context.consumer.to_string(),
+            user: context.user.map(str::to_string),
             queue: context.work_queue.clone(),
             consume_from,
             retry: Some(RetryContract {

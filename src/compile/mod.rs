@@ -10,6 +10,7 @@ pub mod contract;
 pub mod names;
 pub mod naming;
 mod origins;
+pub mod permissions;
 mod plain;
 pub mod policies;
 mod resolve;
@@ -94,6 +95,10 @@ pub struct Compiled {
     /// The users' clear passwords, kept in memory only to recognise an unchanged
     /// password on the broker. Never printed or written.
     pub passwords: Passwords,
+    /// The permissions generated from the topology (consumers' `user`, services'
+    /// `publishers`) before the written ones were added: what lint compares the written
+    /// ones with.
+    pub generated_permissions: Vec<permissions::GeneratedPermission>,
 }
 
 /// Compiles a loaded spec. On failure returns every error found (and the warnings),
@@ -117,6 +122,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         services::emit_all(spec, &mut emitter);
         plain::emit_all(spec, &mut emitter);
         users::emit_all(spec, &mut emitter);
+        permissions::emit_all(spec, &mut emitter);
         emit_global_parameters(spec, &mut emitter);
         names::check_references(&mut emitter);
         policies::emit_all(spec, &file.source_map, &mut emitter);
@@ -127,6 +133,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         contract,
         diagnostics,
         passwords,
+        generated_permissions,
         ..
     } = emitter;
     let diagnostics = resolve_locations(file, diagnostics);
@@ -142,6 +149,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         contract,
         warnings: diagnostics,
         passwords,
+        generated_permissions,
     })
 }
 
@@ -233,6 +241,10 @@ pub(crate) struct Emitter {
     pub tier_needs: rustc_hash::FxHashMap<String, Vec<Option<Arc<PolicyNeed>>>>,
     /// Clear passwords of the users compiled with one.
     pub passwords: Passwords,
+    /// The services' publishers, for [`permissions::emit_all`].
+    pub publishers: Vec<permissions::PublisherUse>,
+    /// What [`permissions::emit_all`] generated.
+    pub generated_permissions: Vec<permissions::GeneratedPermission>,
 }
 
 impl Emitter {
@@ -246,6 +258,8 @@ impl Emitter {
             queue_infos: Vec::new(),
             tier_needs: Default::default(),
             passwords: Default::default(),
+            publishers: Vec::new(),
+            generated_permissions: Vec::new(),
         }
     }
 

@@ -202,6 +202,16 @@ fn emit_service(
         },
         &path.key("exchange"),
     );
+    for (index, publisher) in service.publishers.iter().enumerate() {
+        out.publishers.push(super::permissions::PublisherUse {
+            vhost: vhost.to_string(),
+            exchange: exchange_name.clone(),
+            exchange_type,
+            user: publisher.user().to_string(),
+            routing_keys: publisher.routing_keys().map(<[String]>::to_vec),
+            path: path.key("publishers").index(index),
+        });
+    }
     for (consumer_name, consumer) in &service.consumers {
         let consumer_path = path.key("consumers").key(consumer_name);
         let mut layered = layered.clone();
@@ -223,6 +233,7 @@ fn emit_service(
             vhost,
             service: service_name,
             consumer: consumer_name,
+            user: consumer.user.as_deref(),
             inner_exchange: &exchange_name,
             inner_type: exchange_type,
             routing_keys: &consumer.routing_keys,

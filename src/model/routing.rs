@@ -637,6 +637,34 @@ mod tests {
     }
 
     #[test]
+    fn topic_regexes_match_the_keys_the_broker_routes() {
+        use crate::model::pattern::topic_patterns_regex;
+        let patterns = [
+            "", "a", "*", "#", "a.b", "a.*", "*.b", "a.#", "#.b", "a.#.b", "#.#", "a.*.#", "#.*",
+            "*.#.*", "a.#.#.b", "a.b.c", "a+b.(x)", "#.", ".", "*.*", "a..b",
+        ];
+        let keys = [
+            "", "a", "b", "a.b", "a.c", "x.b", "a.x.b", "a.x.y.b", "a.b.c", "a..b", ".", "a.",
+            ".b", "ab", "a.bb", "a+b.(x)", "aab", "a.b.c.d",
+        ];
+        for pattern in patterns {
+            let regex = fancy_regex::Regex::new(&topic_patterns_regex(&[pattern])).unwrap();
+            for key in keys {
+                assert_eq!(
+                    regex.is_match(key).unwrap(),
+                    topic_matches(pattern, key),
+                    "pattern `{pattern}` ({}) on key `{key}`",
+                    topic_patterns_regex(&[pattern])
+                );
+            }
+        }
+        assert_eq!(
+            topic_patterns_regex(&["order.paid", "order.*"]),
+            "^(?:order\\.[^.]*|order\\.paid)$"
+        );
+    }
+
+    #[test]
     fn topic_words_are_split_like_the_broker() {
         assert!(topic_matches("order.#", "order"));
         assert!(topic_matches("order.#", "order.paid.eu"));

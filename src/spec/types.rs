@@ -202,6 +202,78 @@ pub struct Service {
     /// Consumers, keyed by name: each gets its own work queue bound to the inner exchange.
     #[serde(default)]
     pub consumers: IndexMap<String, Consumer>,
+    /// Users (declared under top-level `users`) that publish to the inner exchange:
+    /// warren grants each write permission on it and nothing else. An entry
+    /// `{ user: NAME, routing_keys: [...] }` on a topic exchange also limits the routing
+    /// keys it may publish with (a topic permission).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publishers: Vec<Publisher>,
+}
+
+/// A user that publishes to a service's inner exchange.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Publisher {
+    /// The user's name: it may publish with any routing key.
+    Name(String),
+    /// The user, possibly limited to some routing keys (topic exchanges only).
+    Restricted(RestrictedPublisher),
+}
+
+impl Publisher {
+    /// The user's name.
+    pub fn user(&self) -> &str {
+        match self {
+            Publisher::Name(name) => name,
+            Publisher::Restricted(restricted) => &restricted.user,
+        }
+    }
+
+    /// The routing keys the user is limited to, if any.
+    pub fn routing_keys(&self) -> Option<&[String]> {
+        match self {
+            Publisher::Name(_) => None,
+            Publisher::Restricted(restricted) => restricted.routing_keys.as_deref(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Publisher {
+    /// A name or a map: the map's own errors (an unknown key, a missing `user`) are
+    /// reported as they are, instead of an untagged enum's "did not match any variant".
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Publisher;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a user name, or `{ user: NAME, routing_keys: [KEY, …] }`")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Publisher, E> {
+                Ok(Publisher::Name(name.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Publisher, A::Error> {
+                RestrictedPublisher::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Publisher::Restricted)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A publisher limited to some routing keys.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestrictedPublisher {
+    /// The user's name (declared under top-level `users`).
+    pub user: String,
+    /// Routing keys, or topic patterns (`*` one word, `#` zero or more), the user may
+    /// publish with. Only on a topic exchange, where the broker enforces them with a
+    /// topic permission. Default: any key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_keys: Option<Vec<String>>,
 }
 
 /// The inner exchange of a service.
@@ -246,6 +318,11 @@ pub struct Consumer {
     /// retry ladder (see the consumer contract), the broker's default otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_limit: Option<DeliveryLimit>,
+    /// The user (declared under top-level `users`) the consumer's application logs in
+    /// as: warren grants it read permission on the queues it consumes from and write
+    /// permission on its retry exchange when the contract has it publish there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// How a headers binding matches.

@@ -233,6 +233,7 @@ fn predicted(
                 vhost: vhost.to_string(),
                 service: "test".into(),
                 consumer: queue.clone(),
+                user: None,
                 queue: queue.clone(),
                 consume_from: vec![queue.clone()],
                 retry: None,
