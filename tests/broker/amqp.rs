@@ -44,7 +44,11 @@ pub struct Contract {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct ConsumerContract {
+    pub service: String,
     pub consumer: String,
+    /// The user the consumer's application logs in as, when the spec names one.
+    #[serde(default)]
+    pub user: Option<String>,
     pub queue: String,
     pub consume_from: Vec<String>,
     pub retry: Option<RetryContract>,

@@ -48,6 +48,7 @@ mod locks;
 mod migrate;
 mod name_endings;
 mod ownership;
+mod permissions;
 mod plan_apply;
 mod progress;
 mod pull_request;
