@@ -119,6 +119,9 @@ pub struct Context<'a> {
     pub contract: Option<&'a Contract>,
     /// Where each object came from in the spec.
     pub origins: Option<&'a crate::compile::Origins>,
+    /// The permissions the compiler generated from the topology, before the written
+    /// ones were added (none for a definitions file).
+    pub generated_permissions: &'a [crate::compile::permissions::GeneratedPermission],
     /// The target version.
     pub target: TargetVersion,
     /// Operator policies in policy shape.
@@ -135,6 +138,7 @@ impl<'a> Context<'a> {
             spec: Some(spec),
             contract: Some(&compiled.contract),
             origins: Some(&compiled.origins),
+            generated_permissions: &compiled.generated_permissions,
             target,
             operator_policies: facts::operator_policies(&compiled.definitions),
             graph: std::cell::OnceCell::new(),
@@ -148,6 +152,7 @@ impl<'a> Context<'a> {
             spec: None,
             contract: None,
             origins: None,
+            generated_permissions: &[],
             target,
             operator_policies: facts::operator_policies(definitions),
             graph: std::cell::OnceCell::new(),

@@ -16,6 +16,7 @@ mod guest_user;
 mod ladder;
 mod name_differs_only_by_case;
 mod operator_policy_conflict;
+mod permission_broader_than_needed;
 mod permission_crosses_services;
 mod policy_priority_tie;
 mod policy_shadows_dead_lettering;
@@ -56,4 +57,5 @@ pub static RULES: &[Rule] = &[
     name_differs_only_by_case::RULE,
     guest_user::RULE,
     permission_crosses_services::RULE,
+    permission_broader_than_needed::RULE,
 ];
