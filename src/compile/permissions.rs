@@ -87,6 +87,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             need.write.insert(retry.exchange.clone());
         }
     }
+    let mut listed: BTreeSet<(String, String, String)> = BTreeSet::new();
     for publisher in std::mem::take(&mut out.publishers) {
         let user_path = if publisher.routing_keys.is_some() {
             publisher.path.key("user")
@@ -94,6 +95,24 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             publisher.path.clone()
         };
         if !check_user(&known, &publisher.user, &user_path, out) {
+            continue;
+        }
+        // Two entries would leave unclear which routing keys hold: the broker has one
+        // topic permission per user and exchange.
+        if !listed.insert((
+            publisher.vhost.clone(),
+            publisher.exchange.clone(),
+            publisher.user.clone(),
+        )) {
+            out.error(
+                "duplicate-name",
+                format!(
+                    "user `{}` is listed twice in the publishers of exchange `{}`",
+                    publisher.user, publisher.exchange
+                ),
+                user_path,
+            )
+            .hint("keep one entry; list every routing key it may publish with in that one");
             continue;
         }
         if let Some(keys) = &publisher.routing_keys {

@@ -805,3 +805,15 @@ fn publisher_routing_keys_need_a_topic_exchange() {
         "{errors:#?}"
     );
 }
+
+#[test]
+fn a_publisher_listed_twice_is_an_error() {
+    let yaml = permissions_spec("  mail_app: { password_hash: '' }\n")
+        .replace("publishers: [web,", "publishers: [web, web,");
+    let errors = errors(&yaml);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(
+        errors[0].message,
+        "user `web` is listed twice in the publishers of exchange `orders`"
+    );
+}
