@@ -5,7 +5,7 @@
 //! the exact regexes instead of the `.*` applications usually get: `read` the queues a
 //! consumer consumes from (the contract's `consume_from`), `write` the exchanges it must
 //! publish to (its retry exchange when the contract has it publish there, a service's
-//! inner exchange for its publishers), `configure` nothing. A permission written in the
+//! inner exchange or a plain exchange for their publishers), `configure` nothing. A permission written in the
 //! spec for the same user and vhost is added to the generated one, field by field.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,13 +31,14 @@ pub struct GeneratedPermission {
     pub read: String,
 }
 
-/// A user publishing to a service's inner exchange (`publishers:`), as the service
-/// emitter found it.
+/// A user publishing to an exchange the spec declares (a service's inner exchange or a
+/// plain one, `publishers:`), as its emitter found it.
 #[derive(Debug, Clone)]
 pub(crate) struct PublisherUse {
     pub vhost: String,
     pub exchange: String,
-    pub exchange_type: ExchangeType,
+    /// The exchange's type as the broker names it (`topic`, `direct`, `x-…`).
+    pub exchange_type: String,
     pub user: String,
     pub routing_keys: Option<Vec<String>>,
     /// The entry in `publishers`.
@@ -117,18 +118,17 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         }
         if let Some(keys) = &publisher.routing_keys {
             let keys_path = publisher.path.key("routing_keys");
-            if publisher.exchange_type != ExchangeType::Topic {
+            if publisher.exchange_type != ExchangeType::Topic.as_str() {
                 out.error(
                     "invalid-value",
                     format!(
                         "`routing_keys` limits a publisher only on a topic exchange, and `{}` is {}: the broker has no way to enforce it",
-                        publisher.exchange,
-                        publisher.exchange_type.as_str()
+                        publisher.exchange, publisher.exchange_type
                     ),
                     keys_path,
                 )
                 .hint(format!(
-                    "write the publisher as `- {}` (any routing key), or make the service exchange `type: topic`",
+                    "write the publisher as `- {}` (any routing key), or make the exchange `type: topic`",
                     publisher.user
                 ));
                 continue;

@@ -36,6 +36,16 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
                     ),
                 };
             }
+            for (index, publisher) in exchange.publishers.iter().enumerate() {
+                out.publishers.push(super::permissions::PublisherUse {
+                    vhost: vhost_name.clone(),
+                    exchange: name.clone(),
+                    exchange_type: exchange.kind.clone(),
+                    user: publisher.user().to_string(),
+                    routing_keys: publisher.routing_keys().map(<[String]>::to_vec),
+                    path: path.key("publishers").index(index),
+                });
+            }
             let mut arguments: Arguments = exchange.arguments.clone().into_iter().collect();
             if let Some(alternate) = &exchange.alternate_exchange {
                 arguments.insert("alternate-exchange".into(), Value::from(alternate.clone()));

@@ -206,7 +206,7 @@ fn emit_service(
         out.publishers.push(super::permissions::PublisherUse {
             vhost: vhost.to_string(),
             exchange: exchange_name.clone(),
-            exchange_type,
+            exchange_type: exchange_type.as_str().to_string(),
             user: publisher.user().to_string(),
             routing_keys: publisher.routing_keys().map(<[String]>::to_vec),
             path: path.key("publishers").index(index),

@@ -54,6 +54,8 @@ pub(super) fn place(
                 internal: exchange.internal.then_some(true),
                 alternate_exchange: alternate,
                 arguments,
+                // Import keeps permissions as the broker has them (users' `permissions`).
+                publishers: Vec::new(),
             },
         );
     }

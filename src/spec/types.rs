@@ -467,6 +467,11 @@ pub struct PlainExchange {
     /// Further `x-` arguments, kept with their JSON types.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub arguments: IndexMap<String, Value>,
+    /// Users (declared under top-level `users`) that publish to this exchange, as a
+    /// service's `publishers`: warren grants each write permission on it (and, with
+    /// `routing_keys` on a topic exchange, a topic permission for those keys).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publishers: Vec<Publisher>,
 }
 
 /// A plain queue.
