@@ -328,6 +328,7 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
                 code: rule.id,
                 message,
                 path,
+                file: None,
                 location: None,
                 help: finding.help.clone(),
                 affects,
