@@ -395,3 +395,114 @@ fn vhost_maps(vhost: &Vhost) -> [(&'static str, Vec<&str>); 5] {
         ("operator_policies", names(&vhost.operator_policies)),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::spec::{SpecFile, SpecPath, load_file};
+
+    /// A spec directory of `files` (name, text), loaded.
+    fn load(files: &[(&str, &str)]) -> (tempfile::TempDir, Result<SpecFile, Vec<String>>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let loaded =
+            load_file(dir.path()).map_err(|found| found.into_iter().map(|d| d.message).collect());
+        (dir, loaded)
+    }
+
+    const PLATFORM: &str = "version: 1\nname: platform\nladders:\n  std:\n    delays: [30s]\nvhosts:\n  v:\n    limits: { max_queues: 10 }\nglobal_parameters:\n  a: 1\n";
+    const TEAM: &str = "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c: { retry: { ladder: std } }\n    parameters:\n      shovel:\n        move: {}\nglobal_parameters:\n  b: 2\n";
+
+    fn name_of<'a>(file: &'a SpecFile, path: &[&str]) -> &'a str {
+        let written = file.file_of(&SpecPath::from_keys(path.iter().copied()));
+        written.path.file_name().unwrap().to_str().unwrap()
+    }
+
+    #[test]
+    fn named_entries_merge_by_name_and_each_is_found_in_its_file() {
+        let (_dir, loaded) = load(&[("platform.yaml", PLATFORM), ("team.yml", TEAM)]);
+        let file = loaded.unwrap();
+        let spec = &file.spec;
+        assert_eq!(spec.name.as_deref(), Some("platform"));
+        assert!(spec.vhosts["v"].limits.is_some());
+        assert!(spec.vhosts["v"].services.contains_key("s"));
+        assert!(spec.vhosts["v"].parameters["shovel"].contains_key("move"));
+        assert_eq!(spec.global_parameters.len(), 2);
+        let consumer = ["vhosts", "v", "services", "s", "consumers", "c", "retry"];
+        assert_eq!(name_of(&file, &consumer), "team.yml");
+        assert_eq!(
+            name_of(&file, &["ladders", "std", "delays"]),
+            "platform.yaml"
+        );
+        // A vhost is found in the file that writes its settings.
+        assert_eq!(name_of(&file, &["vhosts", "v"]), "platform.yaml");
+        assert_eq!(name_of(&file, &["global_parameters", "b"]), "team.yml");
+        let place = file
+            .locate(&SpecPath::from_keys(consumer.iter().copied()))
+            .unwrap();
+        assert!(place.file.ends_with("team.yml"));
+        assert_eq!((place.location.line, place.location.column), (7, 16));
+    }
+
+    #[test]
+    fn the_order_of_the_files_does_not_change_the_spec() {
+        let (_a, first) = load(&[("a.yaml", PLATFORM), ("b.yaml", TEAM)]);
+        let (_b, second) = load(&[("a.yaml", TEAM), ("b.yaml", PLATFORM)]);
+        let json = |file: SpecFile| {
+            let mut value = serde_json::to_value(&file.spec).unwrap();
+            value.sort_all_objects();
+            value
+        };
+        assert_eq!(json(first.unwrap()), json(second.unwrap()));
+    }
+
+    #[test]
+    fn a_value_of_one_file_written_in_two_is_an_error() {
+        let (dir, loaded) = load(&[
+            ("a.yaml", PLATFORM),
+            ("b.yaml", "version: 1\ndefaults: { queue_type: classic }\n"),
+            (
+                "c.yaml",
+                "version: 1\ndefaults: {}\nladders:\n  std: { delays: [1s] }\nvhosts:\n  v:\n    tags: [x]\n",
+            ),
+        ]);
+        let errors = loaded.unwrap_err();
+        let at = |name: &str, line: usize, column: usize| {
+            format!(
+                "{}:{line}:{column}",
+                Path::new(dir.path()).join(name).display()
+            )
+        };
+        assert_eq!(
+            errors,
+            [
+                format!(
+                    "the spec's `defaults` is defined in {} and in {}",
+                    at("b.yaml", 2, 1),
+                    at("c.yaml", 2, 1)
+                ),
+                format!(
+                    "ladder `std` is defined in {} and in {}",
+                    at("a.yaml", 4, 3),
+                    at("c.yaml", 4, 3)
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn hidden_files_subdirectories_and_other_files_are_not_read() {
+        let (dir, loaded) = load(&[
+            ("spec.yaml", PLATFORM),
+            (".draft.yaml", "version: 2\n"),
+            ("notes.txt", "not yaml"),
+        ]);
+        std::fs::create_dir(dir.path().join("old")).unwrap();
+        std::fs::write(dir.path().join("old/spec.yaml"), PLATFORM).unwrap();
+        assert_eq!(loaded.unwrap().files.len(), 1);
+        assert_eq!(load_file(dir.path()).unwrap().files.len(), 1);
+    }
+}

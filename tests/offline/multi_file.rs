@@ -267,3 +267,33 @@ fn bad_directories_are_clear_errors_naming_the_file() {
     );
     assert!(!out.exists());
 }
+
+/// The commands that take a plan or a spec's name as well (`apply`, `state`) take a
+/// directory as a spec: a directory with a broken file is refused with that file's
+/// error (exit 1), a good one gets as far as the broker (here none: exit 3).
+#[test]
+fn apply_and_state_take_a_directory_as_a_spec() {
+    let good = example_copy(|_| {});
+    let broken = example_copy(|spec| std::fs::write(spec.join("z.yaml"), "version: [\n").unwrap());
+    let broker = ["--url", "http://127.0.0.1:1", "--timeout", "5"];
+    for command in [
+        &["apply", "spec", "--auto-approve"][..],
+        &["state", "show", "spec"],
+        &["state", "repair", "spec"],
+        &["unlock", "spec", "--holder", "h"],
+    ] {
+        let args: Vec<&str> = command.iter().chain(&broker).copied().collect();
+        let run = warren_in(broken.path(), &args).expect(1);
+        assert!(
+            run.stderr.contains("--> spec/z.yaml:"),
+            "{command:?}: {}",
+            run.stderr
+        );
+        let run = warren_in(good.path(), &args).expect(3);
+        assert!(
+            !run.stderr.contains("cannot read"),
+            "{command:?}: {}",
+            run.stderr
+        );
+    }
+}
