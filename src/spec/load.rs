@@ -85,6 +85,22 @@ impl SpecFile {
         }
     }
 
+    /// The name of a spec that writes no `name`: the file's name without its
+    /// extension, or the directory's name (`warren plan .` included).
+    pub fn default_name(&self) -> Option<String> {
+        let path = if self.path.is_dir() {
+            self.path.canonicalize().ok()?
+        } else {
+            self.path.clone()
+        };
+        let name = if self.path.is_dir() {
+            path.file_name()?
+        } else {
+            path.file_stem()?
+        };
+        Some(name.to_string_lossy().into_owned())
+    }
+
     /// The directory relative paths in the spec start from (password files): the
     /// spec file's directory, or the directory given.
     pub fn base_dir(&self) -> &Path {
@@ -260,7 +276,10 @@ fn load_one(path: &Path, budget: usize) -> Result<(SourceFile, Spec), Vec<Diagno
         )]
     })?;
     if size > budget as u64 {
-        return Err(vec![too_large(&bytes, size, budget)]);
+        // For a directory, the size of its files read so far and this one's: the
+        // limit is on the spec, whatever the number of files it is written in.
+        let read_before = (limits::MAX_BYTES - budget) as u64;
+        return Err(vec![too_large(&bytes, read_before + size, budget)]);
     }
     let source = String::from_utf8(bytes).map_err(|err| {
         let offset = err.utf8_error().valid_up_to();

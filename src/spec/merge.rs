@@ -505,4 +505,16 @@ mod tests {
         assert_eq!(loaded.unwrap().files.len(), 1);
         assert_eq!(load_file(dir.path()).unwrap().files.len(), 1);
     }
+
+    #[test]
+    fn a_directory_without_a_name_is_named_after_itself() {
+        let (dir, loaded) = load(&[("team.yaml", TEAM)]);
+        let file = loaded.unwrap();
+        assert_eq!(file.spec.name, None);
+        let own = dir.path().file_name().unwrap().to_str().unwrap();
+        assert_eq!(file.default_name().as_deref(), Some(own));
+        // Given as `.` (or with a trailing `/`), still the directory's own name.
+        let dotted = load_file(&dir.path().join(".")).unwrap();
+        assert_eq!(dotted.default_name().as_deref(), Some(own));
+    }
 }
