@@ -40,6 +40,11 @@ impl SpecFile {
     /// in. Named entries are written in one file only ([`super::merge`]), so this is
     /// the nearest ancestor of `path` that has a writer; the first file otherwise.
     pub fn file_of(&self, path: &SpecPath) -> &SourceFile {
+        // One file: nothing to look up (hashing each ancestor of every path of a
+        // large spec's findings would cost for nothing).
+        if self.writers.is_empty() {
+            return &self.files[0];
+        }
         let mut current = Some(path.clone());
         while let Some(at) = current {
             if let Some(&index) = self.writers.get(&at) {
