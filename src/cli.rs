@@ -59,7 +59,7 @@ pub enum Command {
     /// --detailed-exitcode: 0 = no changes, 2 = changes), other codes on errors
     /// (docs/exit-codes.md).
     Plan {
-        /// The spec file.
+        /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         #[command(flatten)]
@@ -75,7 +75,7 @@ pub enum Command {
     },
     /// Apply a saved plan, or plan a spec, show it, ask, and apply it.
     Apply {
-        /// A plan file from `warren plan -o`, or a spec file.
+        /// A plan file from `warren plan -o`, or a spec (a file or a directory).
         #[arg(value_name = "PLAN_OR_SPEC")]
         target: PathBuf,
         #[command(flatten)]
@@ -101,7 +101,7 @@ pub enum Command {
     /// Check a spec (or a definitions file) for topologies that lose, duplicate or
     /// hot-loop messages; exit 1 on errors (and on warnings with `--deny warnings`).
     Lint {
-        /// The spec file.
+        /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC", required_unless_present = "definitions")]
         spec: Option<PathBuf>,
         /// Lint a RabbitMQ definitions file (e.g. a broker's export) instead of a spec.
@@ -156,7 +156,7 @@ pub enum Command {
     /// broker closes its connection, which frees every lock it held. Only when --holder
     /// names the holder the lock error printed. A dead apply's locks are already free.
     Unlock {
-        /// The spec file (its `name` names the spec whose lock is broken).
+        /// The spec, a file or a directory (its `name` names the spec whose lock is broken).
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         #[command(flatten)]
@@ -172,7 +172,7 @@ pub enum Command {
     },
     /// Show the plan of a spec against a definitions file instead of a live broker.
     Diff {
-        /// The spec file.
+        /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         /// A definitions file (e.g. a broker's export).
@@ -210,7 +210,7 @@ pub enum Command {
     /// reports, problems included; 1 on a bad spec or flag; 3 when the broker is
     /// unreachable.
     Status {
-        /// The spec file.
+        /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         #[command(flatten)]
@@ -232,7 +232,7 @@ pub enum Command {
     /// each consumer that fails it `--fail` times, every retry tier, wait and return,
     /// then parking or drop (docs/trace.md).
     Trace {
-        /// The spec file.
+        /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         /// The exchange to publish to (`""` for the default exchange).
@@ -261,7 +261,7 @@ pub enum Command {
     /// parked them is fixed: oldest first, each exactly once (in AMQP transactions),
     /// each starting its retry ladder again (docs/operating.md).
     Replay {
-        /// The spec file.
+        /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         /// The consumer's parking queue, or its work queue.
@@ -433,7 +433,7 @@ pub enum TraceFormat {
 /// Arguments shared by the commands that read a spec.
 #[derive(Debug, clap::Args)]
 pub struct SpecArgs {
-    /// The spec file.
+    /// The spec: a YAML file, or a directory of YAML files read as one spec.
     #[arg(value_name = "SPEC")]
     pub spec: PathBuf,
     /// RabbitMQ version the output must be valid for.
@@ -452,7 +452,7 @@ pub enum StateAction {
     /// objects it manages; a damaged record is shown as the broker holds it, with
     /// what is wrong.
     Show {
-        /// A spec file, or a spec's name.
+        /// A spec (a file or a directory), or a spec's name.
         #[arg(value_name = "SPEC_OR_NAME")]
         spec: String,
         #[command(flatten)]
@@ -462,7 +462,7 @@ pub enum StateAction {
     /// drop what another spec's record claims, and, given the spec file, adopt what
     /// the spec declares and finds on the broker. Under the spec's lock.
     Repair {
-        /// A spec file, or a spec's name.
+        /// A spec (a file or a directory), or a spec's name.
         #[arg(value_name = "SPEC_OR_NAME")]
         spec: String,
         #[command(flatten)]

@@ -45,7 +45,7 @@ pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
     let _ = render::diagnostics::render_with(
         stderr,
         &args.spec,
-        validation.source.as_deref(),
+        &validation.texts,
         &validation.shown,
         Effect::Reads.ending(),
     );

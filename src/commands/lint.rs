@@ -8,6 +8,7 @@ use crate::cli::LintFormat;
 use crate::lint::{self, Level, RULES};
 use crate::model::version::TargetVersion;
 use crate::render;
+use crate::spec::Texts;
 
 /// `warren lint SPEC | --definitions FILE`.
 #[allow(clippy::too_many_arguments)]
@@ -21,16 +22,16 @@ pub fn lint(
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let (file, source, diagnostics) = match (spec, definitions) {
+    let (file, texts, diagnostics) = match (spec, definitions) {
         (Some(path), _) => {
             let target = target.unwrap_or(TargetVersion::DEFAULT);
-            let (source, diagnostics) = lint::lint_spec_file(path, target);
-            (path, source, diagnostics)
+            let (texts, diagnostics) = lint::lint_spec_file(path, target);
+            (path, texts, diagnostics)
         }
         (None, Some(path)) => match super::read_definitions(path, vhost, target, stderr) {
             Ok(read) => (
                 path,
-                None,
+                Texts::default(),
                 lint::lint_definitions(&read.definitions, read.target.target),
             ),
             Err(message) => return fail(stderr, &message),
@@ -39,8 +40,7 @@ pub fn lint(
     };
     let written = match format {
         LintFormat::Human => {
-            let result =
-                render::diagnostics::render_with(stdout, file, source.as_deref(), &diagnostics, "");
+            let result = render::diagnostics::render_with(stdout, file, &texts, &diagnostics, "");
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
             if errors == 0 {
                 let warnings = diagnostics.len();

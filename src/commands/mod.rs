@@ -504,28 +504,22 @@ impl Effect {
     }
 }
 
-/// Loads a spec, printing its diagnostics; `None` when it does not load.
+/// Loads a spec (a file or a directory), printing its diagnostics; `None` when it does
+/// not load.
 fn load_spec(path: &Path, effect: Effect, stderr: &mut dyn ErrorLog) -> Option<SpecFile> {
     match spec::load_file(path) {
         Ok(file) => Some(file),
         Err(found) => {
-            let source = crate::spec::load::source_for_report(path);
-            let _ =
-                diagnostics::render_with(stderr, path, source.as_deref(), &found, effect.ending());
+            let texts = spec::Texts::for_report(path, &found);
+            let _ = diagnostics::render_with(stderr, path, &texts, &found, effect.ending());
             stderr.said_diagnostics(path, &found);
             None
         }
     }
 }
 
-/// Prints diagnostics about a loaded spec, with its source lines.
+/// Prints diagnostics about a loaded spec, with the source lines of their files.
 fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dyn ErrorLog) {
-    let _ = diagnostics::render_with(
-        stderr,
-        &file.path,
-        Some(&file.source),
-        found,
-        effect.ending(),
-    );
+    let _ = diagnostics::render_with(stderr, &file.path, file, found, effect.ending());
     stderr.said_diagnostics(&file.path, found);
 }

@@ -154,10 +154,13 @@ pub fn plan(
     exit_for_plan(&plan, detailed_exitcode)
 }
 
-/// Reads a plan file, or `None` when the file is not a plan (then it is a spec). A
-/// file that looks like a plan (`.json`, or text that starts with `{`) but does not
-/// read as one is a damaged plan, never a spec.
+/// Reads a plan file, or `None` when the file is not a plan (then it is a spec; a
+/// directory is a spec in several files). A file that looks like a plan (`.json`, or
+/// text that starts with `{`) but does not read as one is a damaged plan, never a spec.
 fn read_plan_file(path: &Path) -> Result<Option<Plan>, String> {
+    if path.is_dir() {
+        return Ok(None);
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     let looks_like_json = text.trim_start().starts_with('{')

@@ -13,15 +13,17 @@ use crate::plan::spec_name;
 use crate::render::state::{render_repair, render_state};
 use crate::spec::SpecFile;
 
-/// A spec file when `argument` names one, else `None` (then it is a spec's name).
-/// `Err` after the file's diagnostics were printed.
+/// A spec when `argument` names a file or a directory of spec files, else `None`
+/// (then it is a spec's name). `Err` after the spec's diagnostics were printed.
 fn spec_file(
     argument: &str,
     effect: Effect,
     stderr: &mut dyn ErrorLog,
 ) -> Result<Option<SpecFile>, ()> {
     let path = Path::new(argument);
-    if !path.is_file() {
+    let directory =
+        path.is_dir() && crate::spec::load::spec_files(path).is_ok_and(|files| !files.is_empty());
+    if !path.is_file() && !directory {
         return Ok(None);
     }
     load_spec(path, effect, stderr).map(Some).ok_or(())

@@ -125,7 +125,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         permissions::emit_all(spec, &mut emitter);
         emit_global_parameters(spec, &mut emitter);
         names::check_references(&mut emitter);
-        policies::emit_all(spec, &file.source_map, &mut emitter);
+        policies::emit_all(spec, file, &mut emitter);
     }
     let Emitter {
         mut definitions,
@@ -190,16 +190,14 @@ fn emit_global_parameters(spec: &crate::spec::Spec, out: &mut Emitter) {
     }
 }
 
-/// Fills in file positions from the spec paths, and orders findings by position.
+/// Fills in file positions (the file that wrote the value, and its line) from the
+/// spec paths, and orders findings by file and position.
 pub fn resolve_locations(file: &SpecFile, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     for diagnostic in &mut diagnostics {
-        if diagnostic.location.is_none()
-            && let Some(path) = &diagnostic.path
-        {
-            diagnostic.location = file.source_map.locate(path);
-        }
+        file.place_diagnostic(diagnostic);
     }
-    diagnostics.sort_by_key(|d| (d.location, d.severity));
+    diagnostics
+        .sort_by(|a, b| (&a.file, a.location, a.severity).cmp(&(&b.file, b.location, b.severity)));
     diagnostics.dedup();
     crate::spec::diagnostic::merge_affected(diagnostics)
 }

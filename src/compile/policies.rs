@@ -28,7 +28,7 @@ use super::{Emitter, QueueInfo, naming};
 use crate::model::effective::CompiledPolicies;
 use crate::model::pattern::{ending_patterns, ends_with, escape, split_patterns};
 use crate::model::{Arguments, ObjectId, ObjectKind, Policy, Queue, RESERVED_PREFIX};
-use crate::spec::{QueueType, SourceMap, Spec, SpecPath};
+use crate::spec::{QueueType, Spec, SpecFile, SpecPath};
 
 /// Default priority of generated policies.
 pub const DEFAULT_PRIORITY: i64 = 100;
@@ -61,7 +61,7 @@ struct Group<'q> {
 
 /// Emits the generated policies of every vhost. `source` places the second spec
 /// location an error names.
-pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
+pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
     let priority = spec.policy_priority.unwrap_or(DEFAULT_PRIORITY);
     if priority < 1 {
         out.error(
@@ -277,7 +277,7 @@ pub(crate) fn emit_all(spec: &Spec, source: &SourceMap, out: &mut Emitter) {
 fn check_endings(
     groups: &BTreeMap<(String, String), Group>,
     queues: &[(&Queue, &QueueInfo)],
-    source: &SourceMap,
+    source: &SpecFile,
     out: &mut Emitter,
 ) {
     struct Selecting<'a> {
@@ -295,8 +295,8 @@ fn check_endings(
             });
         }
     }
-    let place = |path: &SpecPath| match source.locate(path) {
-        Some(at) => format!("`{path}` (line {}, column {})", at.line, at.column),
+    let place = |path: &SpecPath| match source.place_words(path) {
+        Some(at) => format!("`{path}` ({at})"),
         None => format!("`{path}`"),
     };
     let mut problems: Vec<(String, SpecPath, String)> = Vec::new();

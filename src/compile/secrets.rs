@@ -51,7 +51,7 @@ pub enum MissingPassword {
 }
 
 /// Reads every secret a spec refers to: environment variables, and password files
-/// relative to the spec file's directory. A password that cannot be read is an error.
+/// relative to the spec file's directory (a spec directory's own). A password that cannot be read is an error.
 pub fn read(file: &SpecFile) -> Secrets {
     read_with(file, MissingPassword::Error)
 }
@@ -59,11 +59,7 @@ pub fn read(file: &SpecFile) -> Secrets {
 /// Reads every secret a spec refers to, a password that cannot be read being what
 /// `missing` says.
 pub fn read_with(file: &SpecFile, missing: MissingPassword) -> Secrets {
-    let base_dir = file
-        .path
-        .parent()
-        .filter(|directory| !directory.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let base_dir = file.base_dir();
     let mut secrets = Secrets::default();
     read_passwords(&file.spec, base_dir, missing, &mut secrets);
     read_parameter_variables(&file.spec, &mut secrets);

@@ -6,19 +6,21 @@ use std::path::Path;
 use super::{Context, run};
 use crate::compile;
 use crate::model::{Definitions, TargetVersion};
+use crate::spec::Texts;
 use crate::spec::diagnostic::Diagnostic;
 
-/// Loads, compiles and lints a spec file; load and compile errors are reported like
-/// findings. Returns the source (for showing lines) and the findings.
-pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Option<String>, Vec<Diagnostic>) {
+/// Loads, compiles and lints a spec (a file or a directory); load and compile errors
+/// are reported like findings. Returns the texts of its files (for showing lines)
+/// and the findings.
+pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Texts, Vec<Diagnostic>) {
     let checked = check_spec_file(path, target);
-    (checked.source, checked.diagnostics)
+    (checked.texts, checked.diagnostics)
 }
 
 /// What `warren validate` reports about a spec file.
 pub struct Validation {
-    /// The file's text, for showing lines.
-    pub source: Option<String>,
+    /// The texts of the spec's files, for showing lines.
+    pub texts: Texts,
     /// What to show: load and compile errors and warnings, and the findings of
     /// rules at the `deny` level (a spec that fails `warren lint` is not valid).
     pub shown: Vec<Diagnostic>,
@@ -45,7 +47,7 @@ pub fn validate_spec_file(path: &Path, target: TargetVersion) -> Validation {
         .into_iter()
         .partition(|d| !d.is_error() && super::rule(d.code).is_some());
     Validation {
-        source: checked.source,
+        texts: checked.texts,
         shown,
         lint_warnings: lint_warnings.len(),
         objects: checked.objects,
@@ -54,7 +56,7 @@ pub fn validate_spec_file(path: &Path, target: TargetVersion) -> Validation {
 
 /// A spec file loaded, compiled and linted.
 struct Checked {
-    source: Option<String>,
+    texts: Texts,
     diagnostics: Vec<Diagnostic>,
     objects: Option<usize>,
 }
@@ -64,7 +66,7 @@ fn check_spec_file(path: &Path, target: TargetVersion) -> Checked {
         Ok(file) => file,
         Err(diagnostics) => {
             return Checked {
-                source: crate::spec::load::source_for_report(path),
+                texts: Texts::for_report(path, &diagnostics),
                 diagnostics,
                 objects: None,
             };
@@ -93,7 +95,7 @@ fn check_spec_file(path: &Path, target: TargetVersion) -> Checked {
         }
     };
     Checked {
-        source: Some(file.source),
+        texts: file.texts(),
         diagnostics,
         objects,
     }

@@ -333,6 +333,7 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
                 code: rule.id,
                 message,
                 path,
+                file: None,
                 location: None,
                 help: finding.help.clone(),
                 affects,

@@ -1,10 +1,12 @@
 //! Diagnostics as text, rustc style: message, file:line:column, the source line with a
-//! caret, the spec path, and the fix.
+//! caret, the spec path, and the fix. Each diagnostic is printed with its own file (a
+//! spec directory has several) and quotes that file's line.
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use crate::model::shorten;
+use crate::spec::Sources;
 use crate::spec::diagnostic::{Diagnostic, Severity};
 
 /// Most characters of a source line quoted under a diagnostic: a generated spec can
@@ -15,18 +17,29 @@ const MAX_PATH: usize = 200;
 
 /// Writes every diagnostic, then, when there are errors, a one-line count of them
 /// followed by `ending` (what the command did not do, e.g. "; nothing was written").
+/// `file` is the path the command was given (a file or a directory): the file of a
+/// diagnostic that names none, and the one the count is about; `sources` gives the
+/// text of each file, for quoting lines.
 pub fn render_with(
     out: &mut dyn Write,
     file: &Path,
-    source: Option<&str>,
+    sources: &dyn Sources,
     diagnostics: &[Diagnostic],
     ending: &str,
 ) -> io::Result<()> {
-    // Split once: looking lines up from the start for each of thousands of findings
-    // made rendering quadratic in the size of the spec.
-    let lines: Option<Vec<&str>> = source.map(split_lines);
+    // Split each file once: looking lines up from the start for each of thousands of
+    // findings made rendering quadratic in the size of the spec.
+    let mut split: Vec<(&Path, Option<Vec<&str>>)> = Vec::new();
     for diagnostic in diagnostics {
-        render_one(out, file, lines.as_deref(), diagnostic)?;
+        let path = diagnostic.file_or(file);
+        let at = match split.iter().position(|(known, _)| *known == path) {
+            Some(at) => at,
+            None => {
+                split.push((path, sources.text(path).map(split_lines)));
+                split.len() - 1
+            }
+        };
+        render_one(out, path, split[at].1.as_deref(), diagnostic)?;
     }
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     let warnings = diagnostics.len() - errors;

@@ -19,7 +19,7 @@ pub fn error_value(
         "class": class,
         "messages": messages,
         "diagnostics": diagnostics.iter().map(|(file, d)| json!({
-            "file": file.display().to_string(),
+            "file": d.file_or(file).display().to_string(),
             "rule": d.code,
             "message": d.message,
             "path": d.path.as_ref().map(|p| p.to_string()),

@@ -41,12 +41,13 @@ fn escape_property(text: &str) -> String {
     escape_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
-/// `::error file=…,line=…,col=…,title=…::message` lines.
+/// `::error file=…,line=…,col=…,title=…::message` lines, each with the file the
+/// diagnostic points into (`file`, the path given, when it names none).
 pub fn github(out: &mut dyn Write, file: &Path, diagnostics: &[Diagnostic]) -> io::Result<()> {
     for diagnostic in diagnostics {
         let mut properties = vec![format!(
             "file={}",
-            escape_property(&file.display().to_string())
+            escape_property(&diagnostic.file_or(file).display().to_string())
         )];
         if let Some(location) = diagnostic.location {
             properties.push(format!("line={}", location.line));
@@ -67,13 +68,15 @@ pub fn github(out: &mut dyn Write, file: &Path, diagnostics: &[Diagnostic]) -> i
     Ok(())
 }
 
-/// The stable JSON document.
+/// The stable JSON document: `file` is the path given (a file or a directory), each
+/// diagnostic's `file` the file its line is in.
 pub fn json_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     json!({
         "version": 1,
         "file": file.display().to_string(),
         "diagnostics": diagnostics.iter().map(|d| json!({
+            "file": d.file_or(file).display().to_string(),
             "rule": d.code,
             "severity": severity(d),
             "message": d.message,
@@ -87,7 +90,8 @@ pub fn json_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
     })
 }
 
-/// A SARIF 2.1.0 log with one run.
+/// A SARIF 2.1.0 log with one run; each result's location is in the file the
+/// diagnostic points into.
 pub fn sarif_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
     let rules: Vec<Value> = RULES
         .iter()
@@ -105,10 +109,10 @@ pub fn sarif_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
             })
         })
         .collect();
-    let uri = file.display().to_string();
     let results: Vec<Value> = diagnostics
         .iter()
         .map(|d| {
+            let uri = d.file_or(file).display().to_string();
             let mut region = json!({});
             if let Some(location) = d.location {
                 region = json!({"startLine": location.line, "startColumn": location.column});

@@ -3,6 +3,8 @@
 //! Messages and help texts are bounded when they are made ([`crate::model::shorten`]): a value
 //! quoted from a hostile spec cannot make a diagnostic unbounded.
 
+use std::path::{Path, PathBuf};
+
 use super::source_map::Segment;
 use super::{Location, SpecPath};
 use crate::model::redact::{self, MaskedLine};
@@ -32,6 +34,11 @@ pub struct Diagnostic {
         serialize_with = "path_as_string"
     )]
     pub path: Option<SpecPath>,
+    /// The file `location` is in: a spec written in several files (a directory) has
+    /// one per file, and a diagnostic is printed with the file that wrote the value.
+    /// `None`: the file the command was given.
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
     /// Where in the file.
     #[serde(skip)]
     pub location: Option<Location>,
@@ -60,6 +67,7 @@ impl Diagnostic {
             code,
             message: crate::model::shorten::message(&message.into()),
             path: None,
+            file: None,
             location: None,
             help: None,
             affects: Vec::new(),
@@ -105,6 +113,12 @@ impl Diagnostic {
     pub fn hint(&mut self, help: impl Into<String>) -> &mut Self {
         self.help = Some(crate::model::shorten::message(&help.into()));
         self
+    }
+
+    /// The file the diagnostic points into: its own, else `given` (the path the
+    /// command was given).
+    pub fn file_or<'a>(&'a self, given: &'a Path) -> &'a Path {
+        self.file.as_deref().unwrap_or(given)
     }
 
     /// True for errors.

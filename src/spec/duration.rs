@@ -155,9 +155,12 @@ impl JsonSchema for Duration {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // At least one unit, largest first, written without a look-ahead (`(?!$)`):
+        // validators whose regex engine has none (Rust's `regex`, Go's RE2) refuse a
+        // pattern with one, and with it the whole schema.
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^(?!$)([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$",
+            "pattern": "^([0-9]+d([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?|[0-9]+h([0-9]+m)?([0-9]+s)?([0-9]+ms)?|[0-9]+m([0-9]+s)?([0-9]+ms)?|[0-9]+s([0-9]+ms)?|[0-9]+ms)$",
             "description": "A duration with units, largest first: `250ms`, `30s`, `5m`, `1h30m`, `2d`.",
             "examples": ["30s", "5m", "1h30m"]
         })

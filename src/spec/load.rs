@@ -1,52 +1,296 @@
-//! Reads a spec file: YAML → typed [`Spec`], with positions for later checks.
+//! Reads a spec: one YAML file, or a directory of them merged into one spec
+//! ([`super::merge`]), typed [`Spec`] with positions for later checks.
 
 use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::spec::diagnostic::Diagnostic;
 
 use super::limits;
-use super::source_map::{Location, SourceMap};
+use super::source_map::{Location, SourceFile, SourceMap, SpecPath};
 use super::types::Spec;
 
 /// A loaded spec with the text and positions it came from.
 #[derive(Debug, Clone)]
 pub struct SpecFile {
-    /// The path as given by the user (used in messages).
+    /// The path as given by the user (used in messages): a file, or a directory.
     pub path: PathBuf,
-    /// The file's text.
-    pub source: String,
-    /// Positions of every YAML node.
-    pub source_map: SourceMap,
-    /// The typed spec.
+    /// The files the spec was read from, in name order: one for a file argument.
+    pub files: Vec<SourceFile>,
+    /// The typed spec (for a directory, its files merged).
     pub spec: Spec,
+    /// Which file wrote each named entry and top-level setting (index into `files`),
+    /// for a spec of several files; empty for one file.
+    writers: HashMap<SpecPath, usize>,
 }
 
-/// Reads and parses the spec at `path`.
+/// A place in one file of a spec.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The file.
+    pub file: &'a Path,
+    /// Line and column in it.
+    pub location: Location,
+}
+
+impl SpecFile {
+    /// The file that wrote the value at `path`: the one that defined the named entry
+    /// (service, ladder, user, policy …) or the top-level or vhost setting the path is
+    /// in. Named entries are written in one file only ([`super::merge`]), so this is
+    /// the nearest ancestor of `path` that has a writer; the first file otherwise.
+    pub fn file_of(&self, path: &SpecPath) -> &SourceFile {
+        // One file: nothing to look up (hashing each ancestor of every path of a
+        // large spec's findings would cost for nothing).
+        if self.writers.is_empty() {
+            return &self.files[0];
+        }
+        let mut current = Some(path.clone());
+        while let Some(at) = current {
+            if let Some(&index) = self.writers.get(&at) {
+                return &self.files[index];
+            }
+            current = at.parent();
+        }
+        &self.files[0]
+    }
+
+    /// Where the value at `path` is written (or its nearest written ancestor).
+    pub fn locate(&self, path: &SpecPath) -> Option<Place<'_>> {
+        let file = self.file_of(path);
+        Some(Place {
+            file: &file.path,
+            location: file.source_map.locate(path)?,
+        })
+    }
+
+    /// The place of `path` in words, for a message: `line 3, column 5`, and for a spec
+    /// of several files `line 3, column 5 of dir/orders.yaml`.
+    pub fn place_words(&self, path: &SpecPath) -> Option<String> {
+        let place = self.locate(path)?;
+        let at = format!(
+            "line {}, column {}",
+            place.location.line, place.location.column
+        );
+        Some(if self.files.len() > 1 {
+            format!("{at} of {}", place.file.display())
+        } else {
+            at
+        })
+    }
+
+    /// Fills in the file and line of a diagnostic that has a spec path and no location.
+    pub fn place_diagnostic(&self, diagnostic: &mut Diagnostic) {
+        if diagnostic.location.is_none()
+            && let Some(path) = &diagnostic.path
+            && let Some(place) = self.locate(path)
+        {
+            diagnostic.location = Some(place.location);
+            diagnostic.file = Some(place.file.to_path_buf());
+        }
+    }
+
+    /// The name of a spec that writes no `name`: the file's name without its
+    /// extension, or the directory's name (`warren plan .` included).
+    pub fn default_name(&self) -> Option<String> {
+        let path = if self.path.is_dir() {
+            self.path.canonicalize().ok()?
+        } else {
+            self.path.clone()
+        };
+        let name = if self.path.is_dir() {
+            path.file_name()?
+        } else {
+            path.file_stem()?
+        };
+        Some(name.to_string_lossy().into_owned())
+    }
+
+    /// The directory relative paths in the spec start from (password files): the
+    /// spec file's directory, or the directory given.
+    pub fn base_dir(&self) -> &Path {
+        if self.path.is_dir() {
+            return &self.path;
+        }
+        self.path
+            .parent()
+            .filter(|directory| !directory.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    }
+
+    /// The texts of the spec's files, to quote lines under diagnostics.
+    pub fn texts(self) -> Texts {
+        Texts(
+            self.files
+                .into_iter()
+                .map(|file| (file.path, file.source))
+                .collect(),
+        )
+    }
+}
+
+/// The text of the files diagnostics point into, to quote their lines.
+pub trait Sources {
+    /// The text of `file`, if known.
+    fn text(&self, file: &Path) -> Option<&str>;
+}
+
+impl Sources for SpecFile {
+    fn text(&self, file: &Path) -> Option<&str> {
+        self.files
+            .iter()
+            .find(|f| f.path == file)
+            .map(|f| f.source.as_str())
+    }
+}
+
+/// Texts of files by path, owned.
+#[derive(Debug, Clone, Default)]
+pub struct Texts(pub Vec<(PathBuf, String)>);
+
+impl Texts {
+    /// The texts of the files `diagnostics` point into (each file's own, else
+    /// `given`), read again for quoting when a spec did not load: bounded like
+    /// [`load_file`], with bytes that are not UTF-8 shown as `�`.
+    pub fn for_report(given: &Path, diagnostics: &[Diagnostic]) -> Texts {
+        let mut texts = Texts::default();
+        for diagnostic in diagnostics.iter().filter(|d| d.location.is_some()) {
+            let file = diagnostic.file_or(given);
+            if file.is_dir() || texts.0.iter().any(|(path, _)| path == file) {
+                continue;
+            }
+            if let Ok((bytes, _)) = read_bounded(file) {
+                texts.0.push((
+                    file.to_path_buf(),
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+            }
+        }
+        texts
+    }
+}
+
+impl Sources for Texts {
+    fn text(&self, file: &Path) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(path, _)| path == file)
+            .map(|(_, text)| text.as_str())
+    }
+}
+
+/// Reads and parses the spec at `path`: a YAML file, or a directory whose `*.yaml`
+/// and `*.yml` files ([`spec_files`]) are merged into one spec ([`super::merge`]).
+/// Every diagnostic names the file it is about.
 ///
 /// At most [`limits::MAX_BYTES`] (and one more, to know it is over) are read, so a
-/// huge file costs no more memory than the limit.
+/// huge file costs no more memory than the limit; a directory's files share it.
 pub fn load_file(path: &Path) -> Result<SpecFile, Vec<Diagnostic>> {
+    if path.is_dir() {
+        return load_dir(path);
+    }
+    let (file, spec) = load_one(path, limits::MAX_BYTES).map_err(|found| in_file(found, path))?;
+    Ok(SpecFile {
+        path: path.to_path_buf(),
+        files: vec![file],
+        spec,
+        writers: HashMap::default(),
+    })
+}
+
+/// The files of a spec directory, in name order: every `*.yaml` and `*.yml` file
+/// directly in it (not in subdirectories), hidden files (`.name`) left out.
+pub fn spec_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let yaml = name.ends_with(".yaml") || name.ends_with(".yml");
+        // `is_file` follows symbolic links: a linked file is read like the others.
+        if yaml && !name.starts_with('.') && entry.path().is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    Ok(files)
+}
+
+fn load_dir(dir: &Path) -> Result<SpecFile, Vec<Diagnostic>> {
+    let paths = spec_files(dir).map_err(|err| {
+        vec![Diagnostic::error(
+            "io",
+            format!("cannot read the directory {}: {err}", dir.display()),
+        )]
+    })?;
+    if paths.is_empty() {
+        return Err(vec![
+            Diagnostic::error(
+                "no-spec-files",
+                format!(
+                    "the directory {} holds no `*.yaml` or `*.yml` file",
+                    dir.display()
+                ),
+            )
+            .help("a spec directory holds the spec's YAML files directly (subdirectories and hidden files are not read); or give the spec file itself"),
+        ]);
+    }
+    let mut files = Vec::with_capacity(paths.len());
+    let mut specs = Vec::with_capacity(paths.len());
+    let mut errors = Vec::new();
+    let mut left = limits::MAX_BYTES;
+    for path in &paths {
+        match load_one(path, left) {
+            Ok((file, spec)) => {
+                left -= file.source.len();
+                files.push(file);
+                specs.push(spec);
+            }
+            Err(found) => errors.extend(in_file(found, path)),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let (spec, writers) = super::merge::merge(&files, specs)?;
+    Ok(SpecFile {
+        path: dir.to_path_buf(),
+        files,
+        spec,
+        writers,
+    })
+}
+
+/// Names `path` as the file of diagnostics that do not name one.
+fn in_file(found: Vec<Diagnostic>, path: &Path) -> Vec<Diagnostic> {
+    found
+        .into_iter()
+        .map(|mut diagnostic| {
+            diagnostic.file.get_or_insert_with(|| path.to_path_buf());
+            diagnostic
+        })
+        .collect()
+}
+
+/// Reads and parses one file of at most `budget` bytes.
+fn load_one(path: &Path, budget: usize) -> Result<(SourceFile, Spec), Vec<Diagnostic>> {
     let (bytes, size) = read_bounded(path).map_err(|err| {
         vec![Diagnostic::error(
             "io",
             format!("cannot read {}: {err}", path.display()),
         )]
     })?;
-    if size > limits::MAX_BYTES as u64 {
-        return Err(vec![too_large(&bytes, size)]);
+    if size > budget as u64 {
+        // For a directory, the size of its files read so far and this one's: the
+        // limit is on the spec, whatever the number of files it is written in.
+        let read_before = (limits::MAX_BYTES - budget) as u64;
+        return Err(vec![too_large(&bytes, read_before + size, budget)]);
     }
     let source = String::from_utf8(bytes).map_err(|err| {
         let offset = err.utf8_error().valid_up_to();
         vec![not_utf8(err.as_bytes(), offset)]
     })?;
-    load_str(path, source)
-}
-
-/// The text of the spec at `path` for quoting under diagnostics: bounded like
-/// [`load_file`], with bytes that are not UTF-8 shown as `�`.
-pub fn source_for_report(path: &Path) -> Option<String> {
-    let (bytes, _) = read_bounded(path).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    parse(path, source)
 }
 
 /// The first [`limits::MAX_BYTES`] + 1 bytes of the file, and the file's size.
@@ -68,10 +312,11 @@ fn read_bounded(path: &Path) -> std::io::Result<(Vec<u8>, u64)> {
     Ok((bytes, size))
 }
 
-/// A spec over the size limit, pointed at the line where the limit falls.
-fn too_large(bytes: &[u8], size: u64) -> Diagnostic {
+/// A spec over the size limit, pointed at the line where the limit falls (`budget`:
+/// what is left of the limit for this file).
+fn too_large(bytes: &[u8], size: u64, budget: usize) -> Diagnostic {
     let mut diagnostic = limits::too_large(size);
-    diagnostic.location = Some(location_of_byte(bytes, limits::MAX_BYTES));
+    diagnostic.location = Some(location_of_byte(bytes, budget));
     diagnostic
 }
 
@@ -124,16 +369,33 @@ const SMALLEST_SPEC_HELP: &str =
 
 /// Parses `source` as the spec of the file `path`.
 pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>> {
+    let (file, spec) = parse(path, source).map_err(|found| in_file(found, path))?;
+    Ok(SpecFile {
+        path: path.to_path_buf(),
+        files: vec![file],
+        spec,
+        writers: HashMap::default(),
+    })
+}
+
+/// Parses `source` as one file of a spec.
+fn parse(path: &Path, source: String) -> Result<(SourceFile, Spec), Vec<Diagnostic>> {
     if source.len() > limits::MAX_BYTES {
-        return Err(vec![too_large(source.as_bytes(), source.len() as u64)]);
+        return Err(vec![too_large(
+            source.as_bytes(),
+            source.len() as u64,
+            limits::MAX_BYTES,
+        )]);
     }
     match serde_saphyr::from_str_with_options::<Spec>(&source, limits::parser_options()) {
-        Ok(spec) => Ok(SpecFile {
-            path: path.to_path_buf(),
-            source_map: SourceMap::build(&source),
-            source,
+        Ok(spec) => Ok((
+            SourceFile {
+                path: path.to_path_buf(),
+                source_map: SourceMap::build(&source),
+                source,
+            },
             spec,
-        }),
+        )),
         Err(err) => {
             let mut diagnostic = yaml_error_diagnostic(&err);
             if is_empty_document(&source) {

@@ -5,12 +5,13 @@ pub mod diagnostic;
 pub mod duration;
 pub mod limits;
 pub mod load;
+mod merge;
 pub mod source_map;
 pub mod types;
 
 pub use duration::Duration;
-pub use load::{SpecFile, load_file, load_str};
-pub use source_map::{Location, SourceMap, SpecPath};
+pub use load::{Place, Sources, SpecFile, Texts, load_file, load_str};
+pub use source_map::{Location, SourceFile, SourceMap, SpecPath};
 pub use types::*;
 
 /// The error for a name a flag chose that the spec does not have (`--vhost`,

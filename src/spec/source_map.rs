@@ -203,6 +203,17 @@ pub struct Location {
     pub column: usize,
 }
 
+/// One file of a spec: its path, text and positions.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The file's path (for a directory, the directory joined with the file's name).
+    pub path: std::path::PathBuf,
+    /// The file's text.
+    pub source: String,
+    /// Positions of every YAML node of the file.
+    pub source_map: SourceMap,
+}
+
 /// Positions of every node of one YAML document, by path.
 #[derive(Debug, Default, Clone)]
 pub struct SourceMap {
@@ -371,6 +382,11 @@ impl SourceMap {
             .map(|(path, _)| path)
             .max_by_key(|path| path.depth())
             .cloned()
+    }
+
+    /// Whether the document writes the mapping entry at `path` (its key is in the file).
+    pub fn has_key(&self, path: &SpecPath) -> bool {
+        self.keys.contains_key(path)
     }
 
     /// Location of the key of the mapping entry at `path` (falls back to [`Self::locate`]).

@@ -95,8 +95,9 @@ fn of_path(path: &SpecPath) -> Owner {
 /// The scalar written at `path` in the spec's text (`30s`, `"5m"`), if the path is in
 /// the file (a delay inherited from a default is written where the default is).
 fn written_at(file: &SpecFile, path: &SpecPath) -> Option<String> {
-    let location = file.source_map.locate(path)?;
-    let line = file.source.lines().nth(location.line.checked_sub(1)?)?;
+    let written = file.file_of(path);
+    let location = written.source_map.locate(path)?;
+    let line = written.source.lines().nth(location.line.checked_sub(1)?)?;
     let rest: String = line.chars().skip(location.column.checked_sub(1)?).collect();
     let text = match rest.chars().next()? {
         quote @ ('"' | '\'') => rest[1..].split(quote).next()?.to_string(),

@@ -21,7 +21,7 @@ const ADMIN_PASSWORD: &str = "admin-pw";
 fn export(example: &str, version: Version, out: &Path) -> Definitions {
     let run = warren(&[
         "export",
-        &format!("examples/{example}.yaml"),
+        &crate::support::example(example),
         "-o",
         out.to_str().unwrap(),
         "--target-version",
@@ -328,9 +328,14 @@ fn shop_boots(version: Version) {
     boot_example("shop", version);
 }
 
+fn multi_file_boots(version: Version) {
+    boot_example("multi-file", version);
+}
+
 per_version!(
     single_loop_boots,
     multi_consumer_boots,
     ladder_boots,
+    multi_file_boots,
     shop_boots
 );

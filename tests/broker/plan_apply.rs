@@ -80,8 +80,8 @@ fn changes(plan: &Value) -> Vec<(String, String, String)> {
 
 fn examples_apply_and_then_plan_no_changes(version: Version) {
     let node = Node::start(version, NodeOptions::default());
-    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
-        let spec = format!("examples/{example}.yaml");
+    for example in crate::support::EXAMPLES {
+        let spec = crate::support::example(example);
         let first = warren(&node, &["plan", "--detailed-exitcode", &spec]).expect(2);
         assert!(first.stdout.contains("to create"), "{}", first.stdout);
         warren(&node, &["apply", &spec, "--auto-approve"]).expect(0);

@@ -4,9 +4,7 @@
 use std::path::Path;
 
 use crate::snapshot_settings;
-use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
-
-const EXAMPLES: &[&str] = &["single-loop", "multi-consumer", "ladder", "shop"];
+use crate::support::{self, Capture, EXAMPLES, Run, SHOP_PASSWORDS, example};
 
 /// `warren ARGS` with the passwords of the shop example set.
 fn warren(args: &[&str]) -> Run {
@@ -15,14 +13,10 @@ fn warren(args: &[&str]) -> Run {
 
 #[test]
 fn every_example_validates_for_every_target_version() {
-    for example in EXAMPLES {
+    for name in EXAMPLES {
+        let example = &example(name);
         for target in ["3.10", "3.12", "3.13", "4.0", "4.1"] {
-            let output = warren(&[
-                "validate",
-                &format!("examples/{example}.yaml"),
-                "--target-version",
-                target,
-            ]);
+            let output = warren(&["validate", example, "--target-version", target]);
             assert_eq!(
                 output.code,
                 Some(0),
@@ -40,7 +34,7 @@ fn compiled_definitions_of_every_example_are_pinned() {
         for target in ["3.10", "4.1"] {
             let output = warren(&[
                 "compile",
-                &format!("examples/{example}.yaml"),
+                &support::example(example),
                 "--target-version",
                 target,
             ])
@@ -56,8 +50,7 @@ fn compiled_definitions_of_every_example_are_pinned() {
 #[test]
 fn consumer_contracts_of_every_example_are_pinned() {
     for example in EXAMPLES {
-        let output =
-            warren(&["compile", &format!("examples/{example}.yaml"), "--contract"]).expect(0);
+        let output = warren(&["compile", &support::example(example), "--contract"]).expect(0);
         let contract: serde_json::Value = serde_json::from_str(&output.stdout).unwrap();
         let mut settings = snapshot_settings("snapshots");
         settings.set_snapshot_suffix(example.to_string());
@@ -206,16 +199,46 @@ fn the_committed_schema_is_up_to_date() {
 
 #[test]
 fn every_example_points_editors_at_the_schema() {
-    for example in EXAMPLES {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("examples/{example}.yaml")),
-        )
-        .unwrap();
-        assert!(
-            text.starts_with("# yaml-language-server: $schema=../schemas/warren.schema.json"),
-            "{example}"
-        );
+    for name in EXAMPLES {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(example(name));
+        // A spec in several files: each file, one directory further down.
+        let (files, schema) = if path.is_dir() {
+            (
+                warren::spec::load::spec_files(&path).unwrap(),
+                "# yaml-language-server: $schema=../../schemas/warren.schema.json",
+            )
+        } else {
+            (
+                vec![path],
+                "# yaml-language-server: $schema=../schemas/warren.schema.json",
+            )
+        };
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            assert!(text.starts_with(schema), "{}", file.display());
+        }
     }
+}
+
+/// The list the tests loop over names every spec in `examples/`: each `*.yaml`, and
+/// each directory of YAML files (a spec in several files).
+#[test]
+fn the_list_of_examples_is_complete() {
+    let mut found: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")).unwrap()
+    {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.extension().is_some_and(|e| e == "yaml")
+            || (path.is_dir() && !warren::spec::load::spec_files(&path).unwrap().is_empty())
+        {
+            found.push(name);
+        }
+    }
+    found.sort();
+    let mut listed: Vec<String> = EXAMPLES.iter().map(|e| e.to_string()).collect();
+    listed.sort();
+    assert_eq!(found, listed, "tests/support/mod.rs EXAMPLES");
 }
 
 /// A web server that is not the management API: it answers the version requests as

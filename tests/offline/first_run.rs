@@ -178,11 +178,11 @@ fn counts_are_singular_for_one() {
 /// (RabbitMQ 3.10 from Debian): none of them may warn there, or on the newest target.
 #[test]
 fn no_example_warns_on_the_bundled_broker() {
-    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
+    for example in support::EXAMPLES {
         for target in ["3.10", "4.1"] {
             let run = support::run_with_shop_passwords(&[
                 "validate",
-                &format!("examples/{example}.yaml"),
+                &support::example(example),
                 "--target-version",
                 target,
             ])

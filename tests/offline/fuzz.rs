@@ -167,10 +167,11 @@ impl Tally {
 /// Checks a rendered diagnostic list: it renders, and no line is unbounded.
 fn check_rendering(source: &str, diagnostics: &[Diagnostic]) -> Result<(), String> {
     let mut out = Vec::new();
+    let texts = warren::spec::Texts(vec![("fuzz.yaml".into(), source.to_string())]);
     warren::render::diagnostics::render_with(
         &mut out,
         Path::new("fuzz.yaml"),
-        Some(source),
+        &texts,
         diagnostics,
         "",
     )

@@ -7,20 +7,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::snapshot_settings;
-use crate::support::{self, Capture};
-
-const EXAMPLES: &[&str] = &["single-loop", "multi-consumer", "ladder", "shop"];
+use crate::support::{self, Capture, EXAMPLES};
 
 fn graph(example: &str, format: &str) -> String {
-    support::warren(&[
-        "graph",
-        &format!("examples/{example}.yaml"),
-        "--format",
-        format,
-    ])
-    .run()
-    .expect(0)
-    .stdout
+    support::warren(&["graph", &support::example(example), "--format", format])
+        .run()
+        .expect(0)
+        .stdout
 }
 
 #[test]

@@ -48,12 +48,12 @@ fn round_trip(definitions: &str, target: &str) -> String {
 #[test]
 fn every_example_survives_export_then_import() {
     let dir = tempfile::tempdir().unwrap();
-    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
+    for example in support::EXAMPLES {
         for target in ["3.10", "4.0"] {
             let file = dir.path().join(format!("{example}-{target}.json"));
             let Run { code, stderr, .. } = warren(&[
                 "export",
-                &format!("examples/{example}.yaml"),
+                &support::example(example),
                 "-o",
                 file.to_str().unwrap(),
                 "--target-version",

@@ -119,13 +119,8 @@ fn every_rule_fires_on_its_bad_example_and_not_on_its_good_one() {
 
 #[test]
 fn the_bundled_examples_lint_clean() {
-    for example in ["single-loop", "multi-consumer", "ladder", "shop"] {
-        let run = warren(&[
-            "lint",
-            &format!("examples/{example}.yaml"),
-            "--deny",
-            "warnings",
-        ]);
+    for example in support::EXAMPLES {
+        let run = warren(&["lint", &support::example(example), "--deny", "warnings"]);
         assert_eq!(run.code, Some(0), "{example}:\n{}", run.stdout);
     }
 }

@@ -18,6 +18,7 @@ mod graph;
 mod import;
 mod layers;
 mod lint_rules;
+mod multi_file;
 mod plan_markdown;
 mod refused;
 mod replay;

@@ -3,9 +3,7 @@
 //! from it, is pinned; it never holds a password hash.
 
 use crate::snapshot_settings;
-use crate::support::{self, SHOP_PASSWORDS};
-
-const EXAMPLES: &[&str] = &["single-loop", "multi-consumer", "ladder", "shop"];
+use crate::support::{self, EXAMPLES, SHOP_PASSWORDS};
 
 fn markdown(spec: &str, against: &str) -> String {
     let run = support::run_with_shop_passwords(&[
@@ -25,7 +23,7 @@ fn markdown(spec: &str, against: &str) -> String {
 fn markdown_of_every_example_against_an_empty_broker_is_pinned() {
     for example in EXAMPLES {
         let text = markdown(
-            &format!("examples/{example}.yaml"),
+            &support::example(example),
             "tests/definitions/empty-4.1.json",
         );
         let mut settings = snapshot_settings("snapshots");

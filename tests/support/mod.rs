@@ -6,7 +6,30 @@
 //! AMQP client, `per_version!`) live in `tests/broker/` and are not compiled into the
 //! offline binary.
 
+use std::path::Path;
 use std::process::Command;
+
+/// Every example spec, by name: `examples/NAME.yaml`, or for a spec in several files
+/// the directory `examples/NAME/`. The one list of the tests that check every example
+/// (`tests/offline/cli.rs` checks that it names every spec in `examples/`).
+pub const EXAMPLES: &[&str] = &[
+    "single-loop",
+    "multi-consumer",
+    "ladder",
+    "shop",
+    "multi-file",
+];
+
+/// The path of the example `name`, as given to `warren` (relative to the repository
+/// root, where [`warren`] runs): its directory, else its file.
+pub fn example(name: &str) -> String {
+    let dir = format!("examples/{name}");
+    if Path::new(env!("CARGO_MANIFEST_DIR")).join(&dir).is_dir() {
+        dir
+    } else {
+        format!("{dir}.yaml")
+    }
+}
 
 /// The passwords `examples/shop.yaml` reads from the environment.
 pub const SHOP_PASSWORDS: &[(&str, &str)] = &[
