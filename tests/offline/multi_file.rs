@@ -221,7 +221,7 @@ fn a_compile_error_in_a_team_file_quotes_that_file() {
     let run = warren_in(dir.path(), &["validate", "spec"]).expect(1);
     assert!(
         run.stderr
-            .contains("  --> spec/payments.yaml:17:23\n   |\n17 |               ladder: quik\n"),
+            .contains("  --> spec/payments.yaml:19:23\n   |\n19 |               ladder: quik\n"),
         "{}",
         run.stderr
     );
