@@ -33,6 +33,13 @@ use super::amqp::reply_of;
 use super::{BrokerError, Client};
 use crate::model::headers::{ORIGINAL_ROUTING_KEY_HEADER, REPLAY_COUNT_HEADER, Replay, X_DEATH};
 
+/// How long the channel stays open after its last commit. A quorum queue applies the
+/// acks of a commit as low-priority commands after the commit answers, and a channel
+/// that closes at once can have its taken messages returned to the queue before those
+/// acks apply: seen on RabbitMQ 4.0 under load, 7 of 40 moved messages also stayed
+/// parked. Open a moment longer, the acks apply first. (No AMQP method waits for them.)
+const SETTLE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The AMQP reply code for a queue that does not exist.
 const NOT_FOUND: u16 = 404;
 
@@ -201,6 +208,9 @@ impl Client {
                     return Err(failed(done, failure));
                 }
             }
+        }
+        if done > 0 {
+            tokio::time::sleep(SETTLE_GRACE).await;
         }
         let _ = channel.close(200, "".into()).await;
         let _ = connection.close(200, "warren is done".into()).await;
