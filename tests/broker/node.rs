@@ -594,19 +594,22 @@ impl Node {
         r.json()
     }
 
-    /// GET `path`, asked again for up to 10 s while the broker answers 5xx:
-    /// a queue the broker is still starting (a new quorum queue's Ra members)
-    /// answers 500 for a moment, and warren's own client retries those too.
-    /// Writes are never retried: a test must see what its write did.
+    /// GET `path`, asked again for up to 10 s while the broker answers 5xx or does
+    /// not answer: a queue the broker is still starting (a new quorum queue's Ra
+    /// members) answers 500 for a moment, a node loaded by the whole suite may drop a
+    /// connection, and warren's own client retries those too. Writes are never
+    /// retried: a test must see what its write did.
     #[track_caller]
     fn read(&self, path: &str) -> Response {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let r = self.request(reqwest::Method::GET, path, None);
-            if r.status < 500 || Instant::now() >= deadline {
-                return r;
+            match self.try_request(reqwest::Method::GET, path, None) {
+                Ok(r) if r.status < 500 || Instant::now() >= deadline => return r,
+                Err(e) if Instant::now() >= deadline => {
+                    panic!("GET {path} on {}: {e}", self.version)
+                }
+                _ => thread::sleep(Duration::from_millis(200)),
             }
-            thread::sleep(Duration::from_millis(200));
         }
     }
 
