@@ -152,7 +152,7 @@ pub(super) fn place(
     for parameter in definitions
         .parameters
         .iter()
-        .filter(|p| p.vhost == vhost_name)
+        .filter(|p| p.vhost == vhost_name && !p.is_broker_internal())
     {
         match parameter.component.as_str() {
             VHOST_LIMITS_COMPONENT => {

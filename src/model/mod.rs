@@ -219,6 +219,20 @@ pub struct Parameter {
     pub value: Value,
 }
 
+/// The component of the runtime parameters RabbitMQ 4.0 writes while it deletes an
+/// exchange (`exchange-delete-in-progress/<exchange>`): it removes them when the
+/// deletion completes, and a deletion interrupted (the client killed mid-request)
+/// leaves them behind. They are the broker's own bookkeeping, no spec's object.
+pub const EXCHANGE_DELETE_IN_PROGRESS_COMPONENT: &str = "exchange-delete-in-progress";
+
+impl Parameter {
+    /// Whether the broker writes this parameter for itself
+    /// ([`EXCHANGE_DELETE_IN_PROGRESS_COMPONENT`]): plans and imports leave it out.
+    pub fn is_broker_internal(&self) -> bool {
+        self.component == EXCHANGE_DELETE_IN_PROGRESS_COMPONENT
+    }
+}
+
 /// Component name under which vhost limits are stored.
 pub const VHOST_LIMITS_COMPONENT: &str = "vhost-limits";
 /// The name of a vhost's limits, as a parameter and as an object id (a vhost has one).

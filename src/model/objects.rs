@@ -238,6 +238,9 @@ pub fn objects(definitions: &Definitions) -> Objects {
         );
     }
     for parameter in &definitions.parameters {
+        if parameter.is_broker_internal() {
+            continue; // the broker's own bookkeeping, as transient queues are
+        }
         let Some(parameter_id) = parameter_id(parameter) else {
             continue;
         };
@@ -413,6 +416,17 @@ pub fn definition_entry(id: &ObjectId, value: &Value) -> (&'static str, Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interrupted_exchange_deletion_marker_is_no_object() {
+        // RabbitMQ 4.0 leaves one when a client dies while it deletes an exchange.
+        let live: Definitions = serde_json::from_value(json!({
+            "parameters": [{"vhost": "v", "component": "exchange-delete-in-progress",
+                            "name": "svc.c0.retry", "value": true}],
+        }))
+        .unwrap();
+        assert!(objects(&live).is_empty());
+    }
 
     #[test]
     fn floats_that_are_whole_become_integers_and_maps_sort() {
