@@ -557,7 +557,6 @@ fn render_update(out: &mut dyn Write, change: &Change, style: Style) -> io::Resu
 mod tests {
     use super::*;
     use crate::diff::Change;
-    use crate::plan::{PLAN_FORMAT, Summary};
     use serde_json::json;
 
     fn id(kind: ObjectKind, vhost: Option<&str>, name: &str) -> ObjectId {
@@ -779,31 +778,11 @@ mod tests {
             after: quorum.clone(),
             temporary_messages: (stage == Stage::MoveBack).then_some(42),
         };
-        let mut plan = Plan {
-            format: PLAN_FORMAT.into(),
-            spec: "shop".into(),
-            target_version: "4.0".into(),
-            broker_version: Some("4.0.5".into()),
-            vhosts: vec!["shop".into()],
-            serial: 3,
-            broker_id: None,
-            prune_unmanaged: false,
-            adopted: vec![],
-            dependencies: None,
-            basis: None,
-            unknown_passwords: Default::default(),
-            desired: vec![],
-            changes: vec![replace],
-            unmanaged: vec![],
-            conflicts: vec![],
-            captured: vec![],
-            overlaps: vec![],
-            migrations: vec![
-                migration("audit", Stage::MoveOut),
-                migration("late", Stage::MoveBack),
-            ],
-            summary: Summary::default(),
-        };
+        let mut plan = Plan::of_changes(vec![replace], vec![]);
+        plan.migrations = vec![
+            migration("audit", Stage::MoveOut),
+            migration("late", Stage::MoveBack),
+        ];
         plan.summarize();
         assert_eq!(plan.summary.data_loss, 0, "moved, not lost");
         assert_eq!(plan.summary.migrate, 2);
