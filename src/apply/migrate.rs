@@ -47,6 +47,17 @@ const IDLE_MOVE: Duration = Duration::from_secs(2);
 /// How often a running shovel is looked at.
 const POLL: Duration = Duration::from_millis(200);
 
+/// How many times in a row the guarded deletion may find the drained queue holding
+/// messages again before the migration stops. Messages arrive in a queue whose
+/// bindings were moved away only when something publishes to it by name (the default
+/// exchange) or its consumers give back what they took (a requeue, a closed channel):
+/// a source that keeps receiving them would be moved again forever.
+const REFILLED_ROUNDS: usize = 5;
+
+/// How long the broker may give no message counts for a queue being drained (the
+/// queue is gone, or its statistics are not emitted) before the migration stops.
+const COUNTS_MISSING_WAIT: Duration = Duration::from_secs(60);
+
 /// Why a migration stopped before it finished.
 #[derive(Debug)]
 pub(super) enum Stop {
@@ -240,6 +251,7 @@ impl Run<'_, '_> {
     ) -> Result<(), Stop> {
         let (client, vhost) = (self.client, self.vhost().to_string());
         let name = self.temporary().to_string();
+        let mut refilled = 0;
         loop {
             // A shovel of the same name may be left by a stopped apply, and one whose
             // parameter was written by a request cut off half way may never have
@@ -252,9 +264,25 @@ impl Run<'_, '_> {
             let started = Instant::now();
             let mut empty_since: Option<Instant> = None;
             let mut unconsumed_since: Option<Instant> = None;
+            let mut uncounted_since: Option<Instant> = None;
             while client.move_running(&vhost, &name).await? {
                 let counts = client.queue_counts(&vhost, source).await?;
-                match counts.and_then(|c| Some((c.ready?, c.consumers?))) {
+                let counts = counts.and_then(|c| Some((c.ready?, c.consumers?)));
+                if counts.is_some() {
+                    uncounted_since = None;
+                } else if uncounted_since.get_or_insert_with(Instant::now).elapsed()
+                    >= COUNTS_MISSING_WAIT
+                {
+                    return Err(stopped(
+                        "migrate",
+                        format!("queue {source:?} in vhost {vhost:?}"),
+                        format!(
+                            "the broker gave no message counts for it for {} s while a shovel moved its messages; see `GET /api/queues` and `GET /api/shovels`, then `warren apply --migrate` goes on from here",
+                            COUNTS_MISSING_WAIT.as_secs()
+                        ),
+                    ));
+                }
+                match counts {
                     // The shovel stops by itself after moving as many messages as the
                     // source held at its start; consumers of the source take some of
                     // them, so once the source shows no ready message the shovel is
@@ -288,16 +316,14 @@ impl Run<'_, '_> {
                     }
                 }
                 if started.elapsed() > MOVE_WAIT {
-                    return Err(Stop::Broker(BrokerError::Api {
-                        method: "shovel".into(),
-                        path: format!("{name:?} in vhost {vhost:?}"),
-                        status: 0,
-                        reason: format!(
+                    return Err(stopped(
+                        "shovel",
+                        format!("{name:?} in vhost {vhost:?}"),
+                        format!(
                             "it did not finish moving the messages of {source:?} within {} s; see `GET /api/shovels`",
                             MOVE_WAIT.as_secs()
-                        )
-                        .into(),
-                    }));
+                        ),
+                    ));
                 }
                 self.check("messages were being moved")?;
                 tokio::time::sleep(POLL).await;
@@ -309,8 +335,22 @@ impl Run<'_, '_> {
                 .await?
             {
                 Drained::Deleted => return Ok(()),
-                // Messages arrived after the shovel counted them: move again.
-                Drained::NotEmpty => self.check("a move of messages")?,
+                // Messages arrived after the shovel counted them: move again, a
+                // bounded number of times.
+                Drained::NotEmpty => {
+                    refilled += 1;
+                    if refilled >= REFILLED_ROUNDS {
+                        return Err(stopped(
+                            "migrate",
+                            format!("queue {source:?} in vhost {vhost:?}"),
+                            format!(
+                                "it held messages again each time it was about to be deleted, {refilled} times in a row: something publishes to it by name (the default exchange) or its consumers requeue what they take; stop that, then `warren apply --migrate` goes on from here"
+                            ),
+                        ));
+                    }
+                    self.say(MigrationStep::Refilled { source, refilled });
+                    self.check("a move of messages")?;
+                }
             }
         }
     }
@@ -343,21 +383,30 @@ impl Run<'_, '_> {
                 }
             }
             if started.elapsed() > UNACKNOWLEDGED_WAIT {
-                return Err(Stop::Broker(BrokerError::Api {
-                    method: "migrate".into(),
-                    path: format!("queue {source:?} in vhost {vhost:?}"),
-                    status: 0,
-                    reason: format!(
+                return Err(stopped(
+                    "migrate",
+                    format!("queue {source:?} in vhost {vhost:?}"),
+                    format!(
                         "its consumers still hold unacknowledged messages after {} s; `warren apply --migrate` goes on from here",
                         UNACKNOWLEDGED_WAIT.as_secs()
-                    )
-                    .into(),
-                }));
+                    ),
+                ));
             }
             self.check("the messages were moved; waiting for acknowledgements")?;
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     }
+}
+
+/// A migration that cannot go on: `method` and `path` say what was waited for,
+/// `reason` why it stopped and what to do.
+fn stopped(method: &str, path: String, reason: String) -> Stop {
+    Stop::Broker(BrokerError::Api {
+        method: method.into(),
+        path,
+        status: 0,
+        reason: reason.into(),
+    })
 }
 
 fn queue_type(queue: &Value) -> QueueType {

@@ -59,6 +59,14 @@ pub enum MigrationStep<'a> {
     },
     /// The shovel consumed nothing for a while and was started again.
     MoveRestarted,
+    /// The guarded deletion found `source` holding messages again (they arrived
+    /// after the shovel counted its messages): it is moved again.
+    Refilled {
+        /// The queue.
+        source: &'a str,
+        /// How many times in a row so far.
+        refilled: usize,
+    },
     /// The move waits for consumers of `source` to acknowledge `unacknowledged` messages.
     WaitingForAcknowledgements {
         /// The queue.

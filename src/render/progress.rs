@@ -67,6 +67,10 @@ fn migration_step(step: &MigrationStep<'_>) -> String {
         }
         MigrationStep::Moving { source } => format!("moving the messages of {source:?}"),
         MigrationStep::MoveRestarted => "the shovel is not consuming: starting it again".into(),
+        MigrationStep::Refilled { source, refilled } => format!(
+            "{source:?} received messages after they were counted ({} in a row): moving them too",
+            count(*refilled, "time")
+        ),
         MigrationStep::WaitingForAcknowledgements {
             source,
             unacknowledged,

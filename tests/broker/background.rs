@@ -66,6 +66,28 @@ impl Background {
         let _ = self.child.kill();
     }
 
+    /// Waits at most `limit` for the child to exit; past it, kills the child and
+    /// panics with what it had printed, so that a run that waits forever fails its
+    /// test with the step it was waiting in instead of holding up the suite.
+    #[track_caller]
+    pub fn finish_within(mut self, limit: std::time::Duration) -> Run {
+        let deadline = std::time::Instant::now() + limit;
+        while self.exited().is_none() {
+            if std::time::Instant::now() >= deadline {
+                self.kill();
+                let run = self.finish();
+                panic!(
+                    "warren did not exit within {} s; it printed:\n{}\n{}",
+                    limit.as_secs(),
+                    run.stdout,
+                    run.stderr
+                );
+            }
+            thread::sleep(std::time::Duration::from_millis(50));
+        }
+        self.finish()
+    }
+
     /// Waits for the child to exit and returns what it printed.
     #[track_caller]
     pub fn finish(mut self) -> Run {
