@@ -104,6 +104,12 @@ pub enum Command {
         /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC", required_unless_present = "definitions")]
         spec: Option<PathBuf>,
+        #[command(flatten)]
+        env: EnvArg,
+        /// Lint the spec in every environment it declares (a pull request changes
+        /// them all); a finding is reported once, with the environments it is in.
+        #[arg(long, conflicts_with_all = ["env", "definitions"])]
+        all_envs: bool,
         /// Lint a RabbitMQ definitions file (e.g. a broker's export) instead of a spec.
         #[arg(long, value_name = "FILE", conflicts_with = "spec")]
         definitions: Option<PathBuf>,
@@ -160,6 +166,8 @@ pub enum Command {
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         #[command(flatten)]
+        env: EnvArg,
+        #[command(flatten)]
         broker: BrokerArgs,
         /// The lock's holder, as printed by the refused `apply`.
         #[arg(long, value_name = "HOLDER")]
@@ -214,6 +222,8 @@ pub enum Command {
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
         #[command(flatten)]
+        env: EnvArg,
+        #[command(flatten)]
         broker: BrokerArgs,
         /// Output format.
         #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
@@ -235,6 +245,8 @@ pub enum Command {
         /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
+        #[command(flatten)]
+        env: EnvArg,
         /// The exchange to publish to (`""` for the default exchange).
         #[arg(long, value_name = "EXCHANGE")]
         exchange: String,
@@ -264,6 +276,8 @@ pub enum Command {
         /// The spec: a YAML file, or a directory of YAML files read as one spec.
         #[arg(value_name = "SPEC")]
         spec: PathBuf,
+        #[command(flatten)]
+        env: EnvArg,
         /// The consumer's parking queue, or its work queue.
         #[arg(long, value_name = "QUEUE")]
         queue: String,
@@ -355,9 +369,21 @@ pub struct BrokerArgs {
     pub timeout: u64,
 }
 
+/// The environment a spec is read for: every command that reads a spec takes it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EnvArg {
+    /// The environment to read the spec for, when it declares `environments`
+    /// (docs/environments.md); a spec that declares them needs one. Default:
+    /// `WARREN_ENV`, which a spec without environments ignores.
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Option<String>,
+}
+
 /// Options shared by plan, apply and diff.
 #[derive(Debug, clap::Args)]
 pub struct PlanArgs {
+    #[command(flatten)]
+    pub env: EnvArg,
     /// RabbitMQ version to compile for (default: the broker's own version; for `diff`,
     /// the `rabbitmq_version` of the definitions file, else 4.1).
     #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
@@ -436,6 +462,8 @@ pub struct SpecArgs {
     /// The spec: a YAML file, or a directory of YAML files read as one spec.
     #[arg(value_name = "SPEC")]
     pub spec: PathBuf,
+    #[command(flatten)]
+    pub env: EnvArg,
     /// RabbitMQ version the output must be valid for.
     #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
     pub target_version: TargetVersion,
@@ -456,6 +484,8 @@ pub enum StateAction {
         #[arg(value_name = "SPEC_OR_NAME")]
         spec: String,
         #[command(flatten)]
+        env: EnvArg,
+        #[command(flatten)]
         broker: BrokerArgs,
     },
     /// Rewrite a damaged ownership record: keep every object entry that still reads,
@@ -465,6 +495,8 @@ pub enum StateAction {
         /// A spec (a file or a directory), or a spec's name.
         #[arg(value_name = "SPEC_OR_NAME")]
         spec: String,
+        #[command(flatten)]
+        env: EnvArg,
         #[command(flatten)]
         broker: BrokerArgs,
         /// Write without asking.

@@ -18,7 +18,7 @@ fn load_and_compile(
     effect: Effect,
     stderr: &mut dyn ErrorLog,
 ) -> Option<Compiled> {
-    let file = load_spec(&args.spec, effect, stderr)?;
+    let file = load_spec(&args.spec, &args.env, effect, stderr)?;
     let options = if read_secrets {
         Options::reading_secrets(&file, args.target_version)
     } else {
@@ -41,7 +41,11 @@ fn load_and_compile(
 
 /// `warren validate SPEC`: compiles, and passes the lint rules at the `deny` level.
 pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    let validation = lint::validate_spec_file(&args.spec, args.target_version);
+    let validation = lint::validate_spec_file(
+        &args.spec,
+        super::chosen(&args.env).as_choice(),
+        args.target_version,
+    );
     let _ = render::diagnostics::render_with(
         stderr,
         &args.spec,

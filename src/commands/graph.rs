@@ -16,7 +16,7 @@ pub fn graph(
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let Some(file) = load_spec(&args.spec, Effect::Reads, stderr) else {
+    let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let topology = match topology::of_spec(&file, args.target_version) {

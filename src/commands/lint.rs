@@ -4,16 +4,25 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail};
-use crate::cli::LintFormat;
+use crate::cli::{EnvArg, LintFormat};
 use crate::lint::{self, Level, RULES};
 use crate::model::version::TargetVersion;
 use crate::render;
 use crate::spec::Texts;
 
+/// Which environments of a spec `warren lint` reads: the one `--env` names, or all.
+pub struct Environments {
+    /// `--env` / `WARREN_ENV`.
+    pub env: EnvArg,
+    /// `--all-envs`.
+    pub all_envs: bool,
+}
+
 /// `warren lint SPEC | --definitions FILE`.
 #[allow(clippy::too_many_arguments)]
 pub fn lint(
     spec: Option<&Path>,
+    environments: &Environments,
     definitions: Option<&Path>,
     vhost: Option<&str>,
     format: LintFormat,
@@ -25,7 +34,11 @@ pub fn lint(
     let (file, texts, diagnostics) = match (spec, definitions) {
         (Some(path), _) => {
             let target = target.unwrap_or(TargetVersion::DEFAULT);
-            let (texts, diagnostics) = lint::lint_spec_file(path, target);
+            let (texts, diagnostics) = if environments.all_envs {
+                lint::lint_spec_file_in_every_environment(path, target)
+            } else {
+                lint::lint_spec_file(path, super::chosen(&environments.env).as_choice(), target)
+            };
             (path, texts, diagnostics)
         }
         (None, Some(path)) => match super::read_definitions(path, vhost, target, stderr) {

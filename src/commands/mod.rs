@@ -23,10 +23,11 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::broker::{BrokerError, Client, Endpoint};
-use crate::cli::{BrokerArgs, Cli, Command, StateAction};
+use crate::cli::{BrokerArgs, Cli, Command, EnvArg, StateAction};
 use crate::model::TargetVersion;
 use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
+use crate::spec::environment::Choice;
 use crate::spec::{self, SpecFile};
 
 pub use exit::{CHANGES as EXIT_CHANGES, ERROR as EXIT_ERROR, OK as EXIT_OK};
@@ -96,6 +97,8 @@ pub fn run() -> ExitCode {
         ),
         Command::Lint {
             spec,
+            env,
+            all_envs,
             definitions,
             format,
             deny,
@@ -103,6 +106,7 @@ pub fn run() -> ExitCode {
             vhost,
         } => lint::lint(
             spec.as_deref(),
+            &lint::Environments { env, all_envs },
             definitions.as_deref(),
             vhost.as_deref(),
             format,
@@ -131,9 +135,10 @@ pub fn run() -> ExitCode {
         Command::Rules { id } => lint::rules(id.as_deref(), stdout, stderr),
         Command::Unlock {
             spec,
+            env,
             broker: connection,
             holder,
-        } => plan::unlock(&spec, &connection, &holder, stdout, stderr),
+        } => plan::unlock(&spec, &env, &connection, &holder, stdout, stderr),
         Command::Diff {
             spec,
             against,
@@ -165,6 +170,7 @@ pub fn run() -> ExitCode {
         ),
         Command::Trace {
             spec,
+            env,
             exchange,
             routing_key,
             headers,
@@ -174,6 +180,7 @@ pub fn run() -> ExitCode {
             target_version,
         } => trace::trace(
             &spec,
+            &env,
             &trace::Flags {
                 vhost: vhost.as_deref(),
                 exchange: &exchange,
@@ -188,6 +195,7 @@ pub fn run() -> ExitCode {
         ),
         Command::Replay {
             spec,
+            env,
             queue,
             vhost,
             limit,
@@ -199,6 +207,7 @@ pub fn run() -> ExitCode {
             lock_timeout,
         } => replay::replay(
             &spec,
+            &env,
             &broker,
             &replay::Flags {
                 queue: &queue,
@@ -215,6 +224,7 @@ pub fn run() -> ExitCode {
         ),
         Command::Status {
             spec,
+            env,
             broker: connection,
             format,
             vhost,
@@ -222,6 +232,7 @@ pub fn run() -> ExitCode {
             target_version,
         } => status::status(
             &spec,
+            &env,
             &connection,
             &status::Flags {
                 format,
@@ -235,12 +246,15 @@ pub fn run() -> ExitCode {
         Command::Completions { shell } => shell::completions(shell, stdout),
         Command::Man { output_dir } => shell::man(output_dir.as_deref(), stdout, stderr),
         Command::State { action } => match action {
-            StateAction::Show { spec, broker } => state::show(&spec, &broker, stdout, stderr),
+            StateAction::Show { spec, env, broker } => {
+                state::show(&spec, &env, &broker, stdout, stderr)
+            }
             StateAction::Repair {
                 spec,
+                env,
                 broker,
                 auto_approve,
-            } => state::repair(&spec, &broker, auto_approve, stdout, stderr),
+            } => state::repair(&spec, &env, &broker, auto_approve, stdout, stderr),
         },
     };
     // A command whose output is JSON says why it failed in JSON too, when it printed
@@ -504,10 +518,36 @@ impl Effect {
     }
 }
 
-/// Loads a spec (a file or a directory), printing its diagnostics; `None` when it does
-/// not load.
-fn load_spec(path: &Path, effect: Effect, stderr: &mut dyn ErrorLog) -> Option<SpecFile> {
-    match spec::load_file(path) {
+/// The environment a command reads its spec for: `--env`, else `WARREN_ENV`.
+struct Chosen {
+    flag: Option<String>,
+    variable: Option<String>,
+}
+
+impl Chosen {
+    fn as_choice(&self) -> Choice<'_> {
+        Choice::of(self.flag.as_deref(), self.variable.as_deref())
+    }
+}
+
+/// The environment `--env` or `WARREN_ENV` chose (the one place that reads the
+/// variable).
+fn chosen(environment: &EnvArg) -> Chosen {
+    Chosen {
+        flag: environment.env.clone(),
+        variable: std::env::var("WARREN_ENV").ok(),
+    }
+}
+
+/// Loads a spec (a file or a directory) for the environment chosen, printing its
+/// diagnostics; `None` when it does not load.
+fn load_spec(
+    path: &Path,
+    environment: &EnvArg,
+    effect: Effect,
+    stderr: &mut dyn ErrorLog,
+) -> Option<SpecFile> {
+    match spec::load(path, chosen(environment).as_choice()) {
         Ok(file) => Some(file),
         Err(found) => {
             let texts = spec::Texts::for_report(path, &found);

@@ -10,7 +10,8 @@ use super::{
 };
 use crate::apply;
 use crate::broker::Client;
-use crate::cli::{BrokerArgs, ColorWhen, Format, PlanArgs};
+use crate::cli::{BrokerArgs, ColorWhen, EnvArg, Format, PlanArgs};
+use crate::spec::environment::Choice;
 use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::markdown::render_markdown;
@@ -79,7 +80,7 @@ fn plan_spec(
     effect: Effect,
     stderr: &mut dyn ErrorLog,
 ) -> Result<Plan, u8> {
-    let file = Arc::new(load_spec(spec, effect, stderr).ok_or(EXIT_ERROR)?);
+    let file = Arc::new(load_spec(spec, &args.env, effect, stderr).ok_or(EXIT_ERROR)?);
     // `plan` shows what it can without the applications' passwords; `apply` needs
     // them.
     let missing = match effect {
@@ -294,6 +295,33 @@ impl ApplyRun {
             Ok(saved) => saved,
             Err(err) => return fail(stderr, &err),
         };
+        // A saved plan is for the environment it was made for; an `--env` that names
+        // another one is a mistake worth stopping for (a staging plan applied to prod).
+        let choice = super::chosen(&args.env);
+        let wrong = match (&saved, choice.as_choice()) {
+            (Some(plan), Choice::Flag(chosen)) => {
+                (plan.environment.as_deref() != Some(chosen)).then_some(chosen)
+            }
+            (Some(plan), Choice::Variable(chosen)) => plan
+                .environment
+                .as_deref()
+                .is_some_and(|made_for| made_for != chosen)
+                .then_some(chosen),
+            _ => None,
+        };
+        if let (Some(plan), Some(chosen)) = (&saved, wrong) {
+            let made_for = match &plan.environment {
+                Some(environment) => format!("environment `{environment}`"),
+                None => "a spec without environments".to_string(),
+            };
+            return fail(
+                stderr,
+                &format!(
+                    "{} was made for {made_for}, not for environment `{chosen}` (--env or WARREN_ENV); nothing was changed",
+                    target.display()
+                ),
+            );
+        }
         let client = match client(connection) {
             Ok(client) => client,
             Err(err) => return broker_failed(stderr, &err),
@@ -579,7 +607,7 @@ pub fn diff(
         Ok(read) => read,
         Err(err) => return fail(stderr, &err),
     };
-    let Some(file) = load_spec(spec, Effect::Reads, stderr) else {
+    let Some(file) = load_spec(spec, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let made = plan::against_definitions(
@@ -605,12 +633,13 @@ pub fn diff(
 /// `warren unlock SPEC --holder HOLDER`.
 pub fn unlock(
     spec: &Path,
+    env: &EnvArg,
     connection: &BrokerArgs,
     holder: &str,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let Some(file) = load_spec(spec, Effect::Changes, stderr) else {
+    let Some(file) = load_spec(spec, env, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {

@@ -9,7 +9,7 @@ use super::{
     EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail, fail_with, load_spec,
     report, runtime,
 };
-use crate::cli::{BrokerArgs, TraceFormat};
+use crate::cli::{BrokerArgs, EnvArg, TraceFormat};
 use crate::compile::{self, Options};
 use crate::plan::spec_name;
 use crate::render;
@@ -39,6 +39,7 @@ pub struct Flags<'f> {
 /// whatever happened after the spec was read.
 pub fn replay(
     spec: &Path,
+    env: &EnvArg,
     connection: &BrokerArgs,
     flags: &Flags,
     stdout: &mut dyn Write,
@@ -46,7 +47,7 @@ pub fn replay(
 ) -> u8 {
     let json = flags.format == TraceFormat::Json;
     let mut run = Run::default();
-    let code = run.replay(spec, connection, flags, stdout, stderr);
+    let code = run.replay(spec, env, connection, flags, stdout, stderr);
     if json && run.started {
         let error = (code != EXIT_OK).then(|| {
             let said = stderr.errors();
@@ -76,13 +77,14 @@ impl Run {
     fn replay(
         &mut self,
         spec: &Path,
+        env: &EnvArg,
         connection: &BrokerArgs,
         flags: &Flags,
         stdout: &mut dyn Write,
         stderr: &mut dyn ErrorLog,
     ) -> u8 {
         let json = flags.format == TraceFormat::Json;
-        let Some(file) = load_spec(spec, Effect::Changes, stderr) else {
+        let Some(file) = load_spec(spec, env, Effect::Changes, stderr) else {
             return EXIT_ERROR;
         };
         // Which queue is whose needs no secrets.

@@ -8,7 +8,7 @@ use super::{
     EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
 };
 use crate::apply::repair::{self, PrepareError, RepairError};
-use crate::cli::BrokerArgs;
+use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;
 use crate::render::state::{render_repair, render_state};
 use crate::spec::SpecFile;
@@ -17,6 +17,7 @@ use crate::spec::SpecFile;
 /// (then it is a spec's name). `Err` after the spec's diagnostics were printed.
 fn spec_file(
     argument: &str,
+    env: &EnvArg,
     effect: Effect,
     stderr: &mut dyn ErrorLog,
 ) -> Result<Option<SpecFile>, ()> {
@@ -26,17 +27,18 @@ fn spec_file(
     if !path.is_file() && !directory {
         return Ok(None);
     }
-    load_spec(path, effect, stderr).map(Some).ok_or(())
+    load_spec(path, env, effect, stderr).map(Some).ok_or(())
 }
 
 /// `warren state show SPEC_OR_NAME`.
 pub fn show(
     argument: &str,
+    env: &EnvArg,
     connection: &BrokerArgs,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let Ok(file) = spec_file(argument, Effect::Reads, stderr) else {
+    let Ok(file) = spec_file(argument, env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let name = file
@@ -58,12 +60,13 @@ pub fn show(
 /// `warren state repair SPEC_OR_NAME`.
 pub fn repair(
     argument: &str,
+    env: &EnvArg,
     connection: &BrokerArgs,
     auto_approve: bool,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let Ok(file) = spec_file(argument, Effect::Changes, stderr) else {
+    let Ok(file) = spec_file(argument, env, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{
     EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
 };
-use crate::cli::{BrokerArgs, StatusFormat};
+use crate::cli::{BrokerArgs, EnvArg, StatusFormat};
 use crate::model::TargetVersion;
 use crate::render::status;
 use crate::status::{Filter, StatusError, against_broker};
@@ -28,12 +28,13 @@ pub struct Flags<'a> {
 /// problems it lists: it is read by people and by monitoring, which judge them.
 pub fn status(
     spec: &Path,
+    env: &EnvArg,
     connection: &BrokerArgs,
     flags: &Flags,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let Some(file) = load_spec(spec, Effect::Reads, stderr) else {
+    let Some(file) = load_spec(spec, env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let client = match client(connection) {

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
-use crate::cli::TraceFormat;
+use crate::cli::{EnvArg, TraceFormat};
 use crate::compile::{self, Options};
 use crate::model::TargetVersion;
 use crate::model::routing::Headers;
@@ -30,7 +30,13 @@ pub struct Flags<'f> {
 }
 
 /// `warren trace SPEC --exchange X --routing-key K …`.
-pub fn trace(spec: &Path, flags: &Flags, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn trace(
+    spec: &Path,
+    env: &EnvArg,
+    flags: &Flags,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> u8 {
     let mut headers = Headers::new();
     for text in flags.headers {
         match trace::parse_header(text) {
@@ -40,7 +46,7 @@ pub fn trace(spec: &Path, flags: &Flags, stdout: &mut dyn Write, stderr: &mut dy
             Err(err) => return fail(stderr, &err.to_string()),
         }
     }
-    let Some(file) = load_spec(spec, Effect::Reads, stderr) else {
+    let Some(file) = load_spec(spec, env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     // The trace needs no secrets: passwords never route a message.

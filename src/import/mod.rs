@@ -53,6 +53,7 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
         vhosts: IndexMap::new(),
         users: IndexMap::new(),
         global_parameters: IndexMap::new(),
+        environments: IndexMap::new(),
     };
     let mut vhost_names: Vec<&String> = definitions
         .vhosts

@@ -1,6 +1,7 @@
 //! Linting what a user hands in: a spec file (compile errors reported like findings)
 //! or a definitions document (a broker's export).
 
+use crate::spec::environment::Choice;
 use std::path::Path;
 
 use super::{Context, run};
@@ -12,9 +13,69 @@ use crate::spec::diagnostic::Diagnostic;
 /// Loads, compiles and lints a spec (a file or a directory); load and compile errors
 /// are reported like findings. Returns the texts of its files (for showing lines)
 /// and the findings.
-pub fn lint_spec_file(path: &Path, target: TargetVersion) -> (Texts, Vec<Diagnostic>) {
-    let checked = check_spec_file(path, target);
+pub fn lint_spec_file(
+    path: &Path,
+    environment: Choice<'_>,
+    target: TargetVersion,
+) -> (Texts, Vec<Diagnostic>) {
+    let checked = check_spec_file(path, environment, target);
     (checked.texts, checked.diagnostics)
+}
+
+/// Lints a spec file in each environment it declares (`warren lint --all-envs`: a
+/// pull request changes every environment at once). A finding made in several
+/// environments is reported once, naming the environments it is in unless it is in
+/// all of them; a spec without environments is linted as it is.
+pub fn lint_spec_file_in_every_environment(
+    path: &Path,
+    target: TargetVersion,
+) -> (Texts, Vec<Diagnostic>) {
+    let environments = match crate::spec::load_file(path) {
+        Ok(file) => file.environment_names(),
+        Err(diagnostics) => return (Texts::for_report(path, &diagnostics), diagnostics),
+    };
+    if environments.is_empty() {
+        return lint_spec_file(path, Choice::None, target);
+    }
+    let mut texts = Texts::default();
+    // Each finding with the environments it was made in, in the order first made.
+    let mut found: Vec<(Diagnostic, Vec<&str>)> = Vec::new();
+    for environment in &environments {
+        let checked = check_spec_file(path, Choice::Flag(environment), target);
+        for (file, text) in checked.texts.0 {
+            if !texts.0.iter().any(|(known, _)| *known == file) {
+                texts.0.push((file, text));
+            }
+        }
+        for diagnostic in checked.diagnostics {
+            match found.iter_mut().find(|(seen, _)| same_finding(seen, &diagnostic)) {
+                Some((_, ins)) => ins.push(environment),
+                None => found.push((diagnostic, vec![environment])),
+            }
+        }
+    }
+    let diagnostics = found
+        .into_iter()
+        .map(|(mut diagnostic, ins)| {
+            if ins.len() < environments.len() {
+                let listed: Vec<String> = ins.iter().map(|e| format!("`{e}`")).collect();
+                let noun = if ins.len() == 1 { "environment" } else { "environments" };
+                diagnostic.message = format!("{} (in {noun} {})", diagnostic.message, listed.join(", "));
+            }
+            diagnostic
+        })
+        .collect();
+    (texts, diagnostics)
+}
+
+/// Whether two findings of different environments are the same finding: the same
+/// rule, message, file and place.
+fn same_finding(a: &Diagnostic, b: &Diagnostic) -> bool {
+    a.code == b.code
+        && a.severity == b.severity
+        && a.message == b.message
+        && a.file == b.file
+        && a.location == b.location
 }
 
 /// What `warren validate` reports about a spec file.
@@ -40,8 +101,12 @@ impl Validation {
 /// Validates a spec file: it must compile for `target` and pass every rule at the
 /// `deny` level, the same gate `warren lint` applies, so `validate` never calls
 /// valid what `lint` fails. Needs no secrets.
-pub fn validate_spec_file(path: &Path, target: TargetVersion) -> Validation {
-    let checked = check_spec_file(path, target);
+pub fn validate_spec_file(
+    path: &Path,
+    environment: Choice<'_>,
+    target: TargetVersion,
+) -> Validation {
+    let checked = check_spec_file(path, environment, target);
     let (lint_warnings, shown): (Vec<Diagnostic>, Vec<Diagnostic>) = checked
         .diagnostics
         .into_iter()
@@ -61,8 +126,8 @@ struct Checked {
     objects: Option<usize>,
 }
 
-fn check_spec_file(path: &Path, target: TargetVersion) -> Checked {
-    let file = match crate::spec::load_file(path) {
+fn check_spec_file(path: &Path, environment: Choice<'_>, target: TargetVersion) -> Checked {
+    let file = match crate::spec::load(path, environment) {
         Ok(file) => file,
         Err(diagnostics) => {
             return Checked {

@@ -9,7 +9,10 @@ pub mod facts;
 mod inputs;
 mod rules;
 
-pub use inputs::{Validation, lint_definitions, lint_spec_file, validate_spec_file};
+pub use inputs::{
+    Validation, lint_definitions, lint_spec_file, lint_spec_file_in_every_environment,
+    validate_spec_file,
+};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

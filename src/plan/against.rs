@@ -134,6 +134,7 @@ pub async fn against_broker(
         protected_user: Some(client.user().to_string()),
         prune_unmanaged,
     });
+    plan.environment = file.environment().map(String::from);
     plan.basis = Basis::of(&plan, &live.definitions);
     let queues = plan.queues_needing_counts();
     if !queues.is_empty() {
@@ -207,6 +208,7 @@ pub fn against_definitions(
     });
     // A file holds no record to write: objects it has as declared are simply equal.
     let mut plan = plan;
+    plan.environment = file.environment().map(String::from);
     plan.adopted.clear();
     plan.summarize();
     Ok(Planned {

@@ -35,8 +35,12 @@ pub const PLAN_FORMAT: &str = "warren-plan/2";
 pub struct Plan {
     /// Always [`PLAN_FORMAT`].
     pub format: String,
-    /// The spec's name (its ownership record is `warren.<spec>`).
+    /// The spec's name (its ownership record is `warren.<spec>`); for a spec read for
+    /// one of its environments, `<name>@<environment>`.
     pub spec: String,
+    /// The environment the spec was read for (`--env`), when it declares environments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
     /// The version the definitions were compiled for.
     pub target_version: String,
     /// The broker's version, when planned against a broker.
@@ -437,6 +441,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),
+        environment: None,
         target_version: inputs.target_version,
         broker_version: inputs.broker_version,
         vhosts,
@@ -492,6 +497,7 @@ impl Plan {
         let mut plan = Plan {
             format: PLAN_FORMAT.into(),
             spec: "shop".into(),
+            environment: None,
             target_version: "4.0".into(),
             broker_version: Some("4.0.5".into()),
             vhosts: vec!["shop".into()],

@@ -82,7 +82,15 @@ fn title(out: &mut String, plan: &Plan) {
         Some(version) => format!("RabbitMQ {version}, target {}", plan.target_version),
         None => format!("a definitions file, target {}", plan.target_version),
     };
-    let _ = writeln!(out, "### warren plan for spec {}\n", code(&plan.spec));
+    let _ = match &plan.environment {
+        Some(environment) => writeln!(
+            out,
+            "### warren plan for spec {} in environment {}\n",
+            code(crate::spec::environment::base_name(&plan.spec, environment)),
+            code(environment)
+        ),
+        None => writeln!(out, "### warren plan for spec {}\n", code(&plan.spec)),
+    };
     let vhosts: Vec<String> = plan.vhosts.iter().take(10).map(|v| code(v)).collect();
     let more = match plan.vhosts.len() {
         n if n > 10 => format!(" and {} more", grouped((n - 10) as u64)),

@@ -133,11 +133,18 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
         Some(version) => format!("RabbitMQ {version}, target {}", plan.target_version),
         None => format!("a definitions file, target {}", plan.target_version),
     };
-    writeln!(
-        out,
-        "{bold}Plan for spec `{}`{reset} ({against})",
-        plan.spec
-    )?;
+    match &plan.environment {
+        Some(environment) => writeln!(
+            out,
+            "{bold}Plan for spec `{}` in environment `{environment}`{reset} ({against})",
+            crate::spec::environment::base_name(&plan.spec, environment)
+        )?,
+        None => writeln!(
+            out,
+            "{bold}Plan for spec `{}`{reset} ({against})",
+            plan.spec
+        )?,
+    }
     if !plan.conflicts.is_empty() {
         writeln!(out)?;
         writeln!(

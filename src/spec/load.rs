@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::spec::diagnostic::Diagnostic;
 
+use super::environment::{self, Choice, Overrides};
 use super::limits;
 use super::source_map::{Location, SourceFile, SourceMap, SpecPath};
 use super::types::Spec;
@@ -23,6 +24,9 @@ pub struct SpecFile {
     /// Which file wrote each named entry and top-level setting (index into `files`),
     /// for a spec of several files; empty for one file.
     writers: HashMap<SpecPath, usize>,
+    /// For a spec read for one of its environments: which values the environment
+    /// wrote, and its vhost renames ([`SpecFile::for_environment`]).
+    overrides: Option<Overrides>,
 }
 
 /// A place in one file of a spec.
@@ -55,8 +59,59 @@ impl SpecFile {
         &self.files[0]
     }
 
-    /// Where the value at `path` is written (or its nearest written ancestor).
+    /// The environment the spec was read for, if it declares environments.
+    pub fn environment(&self) -> Option<&str> {
+        self.overrides.as_ref().map(|o| o.environment.as_str())
+    }
+
+    /// The spec as it is in environment `chosen` (`--env`, `WARREN_ENV`): its
+    /// overrides merged and vhosts renamed, named `<name>@<environment>`
+    /// ([`environment::resolve`]). A spec without environments read without a choice
+    /// is returned as it is. Errors point into the spec's files.
+    pub fn for_environment(mut self, chosen: Choice<'_>) -> Result<SpecFile, Vec<Diagnostic>> {
+        let name = self
+            .spec
+            .name
+            .clone()
+            .or_else(|| self.default_name())
+            .unwrap_or_else(|| "warren".into());
+        match environment::resolve(&self.spec, &name, chosen) {
+            Ok(None) => Ok(self),
+            Ok(Some((spec, overrides))) => {
+                self.spec = spec;
+                self.overrides = Some(overrides);
+                Ok(self)
+            }
+            Err(mut found) => {
+                for diagnostic in &mut found {
+                    self.place_diagnostic(diagnostic);
+                    diagnostic
+                        .file
+                        .get_or_insert_with(|| self.files[0].path.clone());
+                }
+                Err(found)
+            }
+        }
+    }
+
+    /// The names of the environments the spec declares (as written, before one is
+    /// chosen).
+    pub fn environment_names(&self) -> Vec<String> {
+        self.spec.environments.keys().cloned().collect()
+    }
+
+    /// Where the value at `path` is written (or its nearest written ancestor): for a
+    /// spec read for an environment, in the environment's overrides when it wrote the
+    /// value, under the spec's own vhost names otherwise.
     pub fn locate(&self, path: &SpecPath) -> Option<Place<'_>> {
+        if let Some(overrides) = &self.overrides {
+            let source = overrides.source_of(path);
+            let file = self.file_of(&source);
+            return Some(Place {
+                file: &file.path,
+                location: file.source_map.locate(&source)?,
+            });
+        }
         let file = self.file_of(path);
         Some(Place {
             file: &file.path,
@@ -179,6 +234,12 @@ impl Sources for Texts {
     }
 }
 
+/// Reads the spec at `path` ([`load_file`]) for environment `environment` (`--env`;
+/// [`SpecFile::for_environment`]): what every command that reads a spec calls.
+pub fn load(path: &Path, environment: Choice<'_>) -> Result<SpecFile, Vec<Diagnostic>> {
+    load_file(path)?.for_environment(environment)
+}
+
 /// Reads and parses the spec at `path`: a YAML file, or a directory whose `*.yaml`
 /// and `*.yml` files ([`spec_files`]) are merged into one spec ([`super::merge`]).
 /// Every diagnostic names the file it is about.
@@ -195,6 +256,7 @@ pub fn load_file(path: &Path) -> Result<SpecFile, Vec<Diagnostic>> {
         files: vec![file],
         spec,
         writers: HashMap::default(),
+        overrides: None,
     })
 }
 
@@ -258,6 +320,7 @@ fn load_dir(dir: &Path) -> Result<SpecFile, Vec<Diagnostic>> {
         files,
         spec,
         writers,
+        overrides: None,
     })
 }
 
@@ -375,6 +438,7 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
         files: vec![file],
         spec,
         writers: HashMap::default(),
+        overrides: None,
     })
 }
 

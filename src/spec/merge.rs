@@ -188,6 +188,7 @@ impl Merger<'_> {
             ("ladders", spec.ladders.keys().collect::<Vec<_>>()),
             ("users", spec.users.keys().collect()),
             ("global_parameters", spec.global_parameters.keys().collect()),
+            ("environments", spec.environments.keys().collect()),
         ] {
             for name in names {
                 self.writers.insert(root.key(map).key(name.as_str()), index);
@@ -240,6 +241,7 @@ impl Merger<'_> {
             vhosts,
             users,
             global_parameters,
+            environments,
         } = spec;
         let top = |key: &str| format!("the spec's `{key}`");
         if self.setting(index, root.key("lint"), || top("lint")) {
@@ -272,6 +274,15 @@ impl Merger<'_> {
             &mut merged.global_parameters,
             global_parameters,
             |n| format!("global parameter `{n}`"),
+        );
+        // An environment is written whole in one file, as any named entry: what differs
+        // in production is read in one place.
+        self.entries(
+            index,
+            &root.key("environments"),
+            &mut merged.environments,
+            environments,
+            |n| format!("environment `{n}`"),
         );
         for (name, vhost) in vhosts {
             vhost_files.entry(name.clone()).or_insert(index);

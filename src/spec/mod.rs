@@ -3,6 +3,7 @@
 
 pub mod diagnostic;
 pub mod duration;
+pub mod environment;
 pub mod limits;
 pub mod load;
 mod merge;
@@ -10,7 +11,7 @@ pub mod source_map;
 pub mod types;
 
 pub use duration::Duration;
-pub use load::{Place, Sources, SpecFile, Texts, load_file, load_str};
+pub use load::{Place, Sources, SpecFile, Texts, load, load_file, load_str};
 pub use source_map::{Location, SourceFile, SourceMap, SpecPath};
 pub use types::*;
 

@@ -49,6 +49,32 @@ pub struct Spec {
     /// `warren.` are reserved for ownership records.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub global_parameters: IndexMap<String, serde_json::Value>,
+    /// The places this spec runs in (`staging`, `prod` …), keyed by name, each with
+    /// what differs there. A spec that declares environments is always read for one
+    /// of them (`--env NAME` or `WARREN_ENV`); docs/environments.md.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub environments: IndexMap<String, Environment>,
+}
+
+/// One environment of a spec: what differs from the rest of the spec there.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    /// What the environment is, for readers of the spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Vhosts whose name differs in this environment: the spec's vhost name → the
+    /// name on this environment's broker (users' permissions follow the rename).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub vhost_names: IndexMap<String, String>,
+    /// The values that differ, written where they sit in the spec (`defaults`,
+    /// `ladders`, `vhosts`, `users`, `global_parameters`, `policy_priority`, `lint`),
+    /// merged onto the rest of the spec as a JSON merge patch (RFC 7386): maps merge
+    /// key by key, any other value (a list, a number, a string) replaces the spec's,
+    /// and `null` removes an entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::spec::environment::overrides_schema")]
+    pub overrides: Option<serde_json::Value>,
 }
 
 /// Settings inherited downwards: top level → vhost → service → consumer.

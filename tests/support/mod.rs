@@ -18,7 +18,13 @@ pub const EXAMPLES: &[&str] = &[
     "ladder",
     "shop",
     "multi-file",
+    "environments",
 ];
+
+/// The environment the tests that check every example read a spec with environments
+/// for ([`warren`] sets it as `WARREN_ENV`, which specs without environments ignore);
+/// the tests of environments read the others with `--env`.
+pub const EXAMPLE_ENVIRONMENT: &str = "staging";
 
 /// The path of the example `name`, as given to `warren` (relative to the repository
 /// root, where [`warren`] runs): its directory, else its file.
@@ -31,8 +37,10 @@ pub fn example(name: &str) -> String {
     }
 }
 
-/// The passwords `examples/shop.yaml` reads from the environment.
+/// The passwords the examples read from the environment (`examples/shop.yaml`,
+/// `examples/multi-file`, `examples/environments.yaml`).
 pub const SHOP_PASSWORDS: &[(&str, &str)] = &[
+    ("BILLING_APP_PASSWORD", "billing-pw"),
     ("SHOP_ORDERS_PASSWORD", "orders-pw"),
     ("SHOP_PAYMENTS_PASSWORD", "payments-pw"),
     ("SHOP_EMAIL_PASSWORD", "email-pw"),
@@ -40,8 +48,9 @@ pub const SHOP_PASSWORDS: &[(&str, &str)] = &[
 ];
 
 /// `warren ARGS`, ready to run: from the repository root (relative paths such as
-/// `examples/ladder.yaml` resolve there), with `NO_COLOR` set and without a
-/// `WARREN_TARGET_VERSION` of the developer's shell.
+/// `examples/ladder.yaml` resolve there), with `NO_COLOR` set, without a
+/// `WARREN_TARGET_VERSION` of the developer's shell, and with `WARREN_ENV` set to
+/// [`EXAMPLE_ENVIRONMENT`].
 ///
 /// Adjust it with the usual [`Command`] methods (`.env(..)`, `.envs(SHOP_PASSWORDS..)`,
 /// `.env_clear()` for an empty environment), then [`Capture::run`] it. Broker tests
@@ -52,6 +61,7 @@ pub fn warren(args: &[&str]) -> Command {
         .args(args)
         .env("NO_COLOR", "1")
         .env_remove("WARREN_TARGET_VERSION")
+        .env("WARREN_ENV", EXAMPLE_ENVIRONMENT)
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     command
 }
