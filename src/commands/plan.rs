@@ -11,13 +11,13 @@ use super::{
 use crate::apply;
 use crate::broker::Client;
 use crate::cli::{BrokerArgs, ColorWhen, EnvArg, Format, PlanArgs};
-use crate::spec::environment::Choice;
 use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, PLAN_FORMAT, Plan, PlanError, Planned};
 use crate::render::markdown::render_markdown;
 use crate::render::plan::{Applied, Style, apply_document, redacted_json, render_text};
 use crate::render::progress::ApplyProgress;
 use crate::spec::SpecFile;
+use crate::spec::environment::Choice;
 
 /// How a plan command prints: the format, and whether its text has colors.
 #[derive(Debug, Clone, Copy)]

@@ -48,7 +48,10 @@ pub fn lint_spec_file_in_every_environment(
             }
         }
         for diagnostic in checked.diagnostics {
-            match found.iter_mut().find(|(seen, _)| same_finding(seen, &diagnostic)) {
+            match found
+                .iter_mut()
+                .find(|(seen, _)| same_finding(seen, &diagnostic))
+            {
                 Some((_, ins)) => ins.push(environment),
                 None => found.push((diagnostic, vec![environment])),
             }
@@ -59,8 +62,13 @@ pub fn lint_spec_file_in_every_environment(
         .map(|(mut diagnostic, ins)| {
             if ins.len() < environments.len() {
                 let listed: Vec<String> = ins.iter().map(|e| format!("`{e}`")).collect();
-                let noun = if ins.len() == 1 { "environment" } else { "environments" };
-                diagnostic.message = format!("{} (in {noun} {})", diagnostic.message, listed.join(", "));
+                let noun = if ins.len() == 1 {
+                    "environment"
+                } else {
+                    "environments"
+                };
+                diagnostic.message =
+                    format!("{} (in {noun} {})", diagnostic.message, listed.join(", "));
             }
             diagnostic
         })

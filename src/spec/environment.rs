@@ -16,12 +16,11 @@
 //! wrote point at the line of the environment that wrote it ([`Overrides::source_of`]).
 
 use indexmap::IndexMap;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 use super::diagnostic::Diagnostic;
 use super::source_map::{Segment, SpecPath};
-use super::types::{Environment, Spec};
+use super::types::{Environment, FIXED_KEYS, Spec};
 
 /// How the environment to read a spec for was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -58,16 +57,6 @@ pub fn base_name<'a>(name: &'a str, environment: &str) -> &'a str {
         .and_then(|rest| rest.strip_suffix(SEPARATOR))
         .unwrap_or(name)
 }
-
-/// The keys of a spec an environment may not override, and why.
-const FIXED_KEYS: &[(&str, &str)] = &[
-    ("version", "the spec format's version is the same in every environment"),
-    (
-        "name",
-        "the spec's name is the same in every environment (each environment's ownership record is `<name>@<environment>` already)",
-    ),
-    ("environments", "environments do not nest"),
-];
 
 /// Where the values of a spec read for one environment came from: which paths the
 /// environment's overrides wrote and which vhosts it renamed.
@@ -227,7 +216,13 @@ pub fn resolve(
     })?;
     let renamed = rename_vhosts(&mut resolved, environment, &at)?;
     resolved.name = Some(format!("{name}{SEPARATOR}{chosen}"));
-    Ok(Some((resolved, Overrides { renamed, ..overrides })))
+    Ok(Some((
+        resolved,
+        Overrides {
+            renamed,
+            ..overrides
+        },
+    )))
 }
 
 /// Refuses names that would make two environments' specs share a name: the spec's
@@ -407,48 +402,6 @@ fn rename_vhosts(
     Ok(renamed)
 }
 
-/// The JSON Schema of an environment's `overrides`: the spec's own keys (but those
-/// no environment changes), none of them required, and `null` anywhere (it removes
-/// what it stands for).
-pub fn overrides_schema(generator: &mut SchemaGenerator) -> Schema {
-    let spec = Spec::json_schema(generator);
-    let mut schema = spec.as_value().clone();
-    if let Some(properties) = schema
-        .get_mut("properties")
-        .and_then(Value::as_object_mut)
-    {
-        for (key, _) in FIXED_KEYS {
-            properties.shift_remove(*key);
-        }
-    }
-    partial(&mut schema);
-    if let Some(object) = schema.as_object_mut() {
-        object.insert(
-            "description".into(),
-            "What differs in this environment, in the spec's own shape: merged onto the spec as a JSON merge patch (RFC 7386; `null` removes an entry).".into(),
-        );
-    }
-    Schema::try_from(schema).expect("a schema is an object")
-}
-
-/// `schema` with no required keys and `null` allowed for every property, in place.
-/// References to other definitions are left as they are: definitions are shared with
-/// the spec's own schema, so a partial entry below the first level may be reported
-/// as incomplete by an editor, never wrongly accepted.
-fn partial(schema: &mut Value) {
-    let Value::Object(object) = schema else {
-        return;
-    };
-    object.shift_remove("required");
-    if let Some(Value::Object(properties)) = object.get_mut("properties") {
-        for property in properties.values_mut() {
-            partial(property);
-            let inner = std::mem::take(property);
-            *property = serde_json::json!({ "anyOf": [inner, { "type": "null" }] });
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,7 +418,11 @@ mod tests {
         assert!(resolve(&plain, "shop", Choice::None).unwrap().is_none());
         // WARREN_ENV is set for a whole pipeline: a spec without environments reads
         // as it is; `--env` for it is a mistake.
-        assert!(resolve(&plain, "shop", Choice::Variable("prod")).unwrap().is_none());
+        assert!(
+            resolve(&plain, "shop", Choice::Variable("prod"))
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(
             resolve(&plain, "shop", Choice::Flag("prod")).unwrap_err()[0].code,
             "no-environments"
@@ -477,21 +434,34 @@ mod tests {
         let two = spec(TWO);
         let missing = resolve(&two, "shop", Choice::None).unwrap_err();
         assert_eq!(missing[0].code, "environment-required");
-        assert!(missing[0].message.contains("`staging`, `prod`"), "{}", missing[0].message);
+        assert!(
+            missing[0].message.contains("`staging`, `prod`"),
+            "{}",
+            missing[0].message
+        );
         let unknown = resolve(&two, "shop", Choice::Variable("prdo")).unwrap_err();
-        assert!(unknown[0].message.contains("did you mean `prod`"), "{}", unknown[0].message);
+        assert!(
+            unknown[0].message.contains("did you mean `prod`"),
+            "{}",
+            unknown[0].message
+        );
     }
 
     #[test]
     fn overrides_merge_and_vhosts_are_renamed_with_their_permissions() {
         let two = spec(TWO);
-        let (staging, overrides) = resolve(&two, "shop", Choice::Flag("staging")).unwrap().unwrap();
+        let (staging, overrides) = resolve(&two, "shop", Choice::Flag("staging"))
+            .unwrap()
+            .unwrap();
         assert_eq!(staging.name.as_deref(), Some("shop@staging"));
         assert!(staging.environments.is_empty());
         let vhost = &staging.vhosts["shop-staging"];
         assert_eq!(vhost.limits.as_ref().unwrap().max_queues, Some(3));
         assert!(vhost.services.contains_key("orders"), "the base is kept");
-        assert_eq!(staging.users["app"].permissions.keys().collect::<Vec<_>>(), ["shop-staging"]);
+        assert_eq!(
+            staging.users["app"].permissions.keys().collect::<Vec<_>>(),
+            ["shop-staging"]
+        );
         assert_eq!(
             staging.defaults.queue_type,
             Some(crate::model::QueueType::Classic)
@@ -513,7 +483,9 @@ mod tests {
             overrides.source_of(&consumer).to_string(),
             "vhosts.shop.services.orders"
         );
-        let (prod, _) = resolve(&two, "shop", Choice::Flag("prod")).unwrap().unwrap();
+        let (prod, _) = resolve(&two, "shop", Choice::Flag("prod"))
+            .unwrap()
+            .unwrap();
         assert_eq!(prod.name.as_deref(), Some("shop@prod"));
         assert!(prod.vhosts.contains_key("shop"));
     }
@@ -524,21 +496,31 @@ mod tests {
         let mut written = Vec::new();
         let patch = serde_json::json!({"a": {"b": null, "c": [3]}, "e": {"f": 1}});
         merge_patch(&mut value, &patch, &SpecPath::root(), &mut written);
-        assert_eq!(value, serde_json::json!({"a": {"c": [3]}, "d": 1, "e": {"f": 1}}));
+        assert_eq!(
+            value,
+            serde_json::json!({"a": {"c": [3]}, "d": 1, "e": {"f": 1}})
+        );
         let written: Vec<String> = written.iter().map(ToString::to_string).collect();
         assert_eq!(written, ["a.c", "e", "e.f"]);
     }
 
     #[test]
     fn an_override_that_makes_a_bad_spec_names_its_own_path() {
-        let text = TWO.replace("retry: { delays: [5s] }", "retry: { delays: [5s], mdoe: x }");
+        let text = TWO.replace(
+            "retry: { delays: [5s] }",
+            "retry: { delays: [5s], mdoe: x }",
+        );
         let errors = resolve(&spec(&text), "shop", Choice::Flag("staging")).unwrap_err();
         assert_eq!(
             errors[0].path.as_ref().unwrap().to_string(),
             "environments.staging.overrides.defaults.retry.mdoe",
             "{errors:?}"
         );
-        assert!(errors[0].message.starts_with("in environment `staging`: unknown field `mdoe`"));
+        assert!(
+            errors[0]
+                .message
+                .starts_with("in environment `staging`: unknown field `mdoe`")
+        );
         let fixed = TWO.replace("prod: {}", "prod: { overrides: { name: other } }");
         let errors = resolve(&spec(&fixed), "shop", Choice::Flag("prod")).unwrap_err();
         assert!(errors[0].message.contains("cannot override `name`"));
@@ -546,8 +528,15 @@ mod tests {
 
     #[test]
     fn a_rename_to_a_taken_or_unknown_vhost_is_an_error() {
-        let text = TWO.replace("vhost_names: { shop: shop-staging }", "vhost_names: { shpo: x }");
+        let text = TWO.replace(
+            "vhost_names: { shop: shop-staging }",
+            "vhost_names: { shpo: x }",
+        );
         let errors = resolve(&spec(&text), "shop", Choice::Flag("staging")).unwrap_err();
-        assert!(errors[0].message.contains("did you mean `shop`"), "{}", errors[0].message);
+        assert!(
+            errors[0].message.contains("did you mean `shop`"),
+            "{}",
+            errors[0].message
+        );
     }
 }

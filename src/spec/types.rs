@@ -9,7 +9,7 @@
 //! descriptions (`schemas/warren.schema.json`).
 
 use indexmap::IndexMap;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -56,6 +56,19 @@ pub struct Spec {
     pub environments: IndexMap<String, Environment>,
 }
 
+/// The keys of a spec an environment may not override, and why.
+pub const FIXED_KEYS: &[(&str, &str)] = &[
+    (
+        "version",
+        "the spec format's version is the same in every environment",
+    ),
+    (
+        "name",
+        "the spec's name is the same in every environment (each environment's ownership record is `<name>@<environment>` already)",
+    ),
+    ("environments", "environments do not nest"),
+];
+
 /// One environment of a spec: what differs from the rest of the spec there.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -73,7 +86,7 @@ pub struct Environment {
     /// key by key, any other value (a list, a number, a string) replaces the spec's,
     /// and `null` removes an entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::spec::environment::overrides_schema")]
+    #[schemars(schema_with = "overrides_schema")]
     pub overrides: Option<serde_json::Value>,
 }
 
@@ -758,4 +771,43 @@ pub struct InlineLint {
     /// Rules turned off.
     #[serde(default)]
     pub allow: Vec<String>,
+}
+
+/// The JSON Schema of an environment's `overrides`: the spec's own keys (but those
+/// no environment changes), none of them required, and `null` anywhere (it removes
+/// what it stands for).
+fn overrides_schema(generator: &mut SchemaGenerator) -> Schema {
+    let spec = Spec::json_schema(generator);
+    let mut schema = spec.as_value().clone();
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for (key, _) in FIXED_KEYS {
+            properties.shift_remove(*key);
+        }
+    }
+    partial(&mut schema);
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(
+            "description".into(),
+            "What differs in this environment, in the spec's own shape: merged onto the spec as a JSON merge patch (RFC 7386; `null` removes an entry).".into(),
+        );
+    }
+    Schema::try_from(schema).expect("a schema is an object")
+}
+
+/// `schema` with no required keys and `null` allowed for every property, in place.
+/// References to other definitions are left as they are: definitions are shared with
+/// the spec's own schema, so a partial entry below the first level may be reported
+/// as incomplete by an editor, never wrongly accepted.
+fn partial(schema: &mut Value) {
+    let Value::Object(object) = schema else {
+        return;
+    };
+    object.shift_remove("required");
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for property in properties.values_mut() {
+            partial(property);
+            let inner = std::mem::take(property);
+            *property = serde_json::json!({ "anyOf": [inner, { "type": "null" }] });
+        }
+    }
 }

@@ -11,6 +11,7 @@ mod support;
 mod bad_specs;
 mod cli;
 mod connect;
+mod environments;
 mod exit_codes;
 mod first_run;
 mod fuzz;

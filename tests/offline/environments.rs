@@ -1,0 +1,367 @@
+//! Specs with environments (`examples/environments.yaml`): each environment's compiled
+//! output pinned, the differences it declares present, the choice required and
+//! checked, errors pointing at the line of the environment that wrote the value,
+//! plans naming their environment, `lint --all-envs`, and saved plans refused for
+//! another environment.
+
+use std::path::Path;
+
+use crate::snapshot_settings;
+use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
+
+const EXAMPLE: &str = "examples/environments.yaml";
+
+/// `warren ARGS` with the examples' passwords and no `WARREN_ENV`: every choice of an
+/// environment in these tests is explicit.
+fn warren(args: &[&str]) -> Run {
+    support::warren(args)
+        .envs(SHOP_PASSWORDS.iter().copied())
+        .env_remove("WARREN_ENV")
+        .run()
+}
+
+fn compiled(environment: &str) -> serde_json::Value {
+    let run = warren(&["compile", EXAMPLE, "--env", environment]).expect(0);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+#[test]
+fn each_environments_compiled_output_is_pinned() {
+    for environment in ["staging", "prod"] {
+        let mut settings = snapshot_settings("snapshots");
+        settings.set_snapshot_suffix(environment);
+        settings.bind(|| {
+            insta::assert_json_snapshot!("environments__compile", compiled(environment));
+        });
+    }
+}
+
+/// What the example says differs: the vhost's name, the first delay, the queue type
+/// and the vhost limit; what it does not override is the same.
+#[test]
+fn the_declared_differences_are_what_differs() {
+    let (staging, prod) = (compiled("staging"), compiled("prod"));
+    let names = |d: &serde_json::Value| -> Vec<String> {
+        d["vhosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&staging), ["billing-staging"]);
+    assert_eq!(names(&prod), ["billing"]);
+    let queue = |d: &serde_json::Value, name: &str| -> serde_json::Value {
+        d["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .unwrap_or_else(|| panic!("no queue {name} in {d}"))
+            .clone()
+    };
+    assert_eq!(
+        queue(&staging, "invoices.pdf")["arguments"]["x-queue-type"],
+        "classic"
+    );
+    assert_eq!(
+        queue(&prod, "invoices.pdf")["arguments"]["x-queue-type"],
+        "quorum"
+    );
+    let limit = |d: &serde_json::Value| -> i64 {
+        d["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["component"] == "vhost-limits")
+            .unwrap()["value"]["max-queues"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(limit(&staging), 200);
+    assert_eq!(limit(&prod), 2000);
+    // Each tier's delay: the TTL of the generated policy of its tier.
+    let ttls = |d: &serde_json::Value| -> Vec<i64> {
+        d["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["definition"]["message-ttl"].as_i64())
+            .collect()
+    };
+    assert_eq!(ttls(&staging), [5_000, 300_000, 1_800_000]);
+    assert_eq!(ttls(&prod), [30_000, 300_000, 3_600_000]);
+    // The users' permissions follow the vhost's rename.
+    let vhosts_of_permissions = |d: &serde_json::Value| -> Vec<String> {
+        d["permissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["vhost"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        vhosts_of_permissions(&staging)
+            .iter()
+            .all(|v| v == "billing-staging")
+    );
+    assert!(vhosts_of_permissions(&prod).iter().all(|v| v == "billing"));
+}
+
+#[test]
+fn a_spec_with_environments_needs_one_and_a_known_one() {
+    let missing = warren(&["validate", EXAMPLE]).expect(1);
+    assert!(
+        missing.stderr.contains("the spec declares 2 environments: `staging`, `prod`: choose one with --env NAME (or WARREN_ENV)"),
+        "{}",
+        missing.stderr
+    );
+    let unknown = warren(&["plan", EXAMPLE, "--env", "prdo"]).expect(1);
+    assert!(
+        unknown
+            .stderr
+            .contains("no environment `prdo` in the spec (did you mean `prod`?)"),
+        "{}",
+        unknown.stderr
+    );
+    // WARREN_ENV does what --env does.
+    let by_variable = support::warren(&["validate", EXAMPLE])
+        .env("WARREN_ENV", "prod")
+        .run()
+        .expect(0);
+    assert!(
+        by_variable.stdout.contains("valid"),
+        "{}",
+        by_variable.stdout
+    );
+}
+
+#[test]
+fn warren_env_is_ignored_by_a_spec_without_environments_but_env_is_not() {
+    let ladder = "examples/ladder.yaml";
+    support::warren(&["validate", ladder])
+        .env("WARREN_ENV", "prod")
+        .run()
+        .expect(0);
+    let flagged = warren(&["validate", ladder, "--env", "prod"]).expect(1);
+    assert!(
+        flagged
+            .stderr
+            .contains("--env prod was given, but the spec declares no environments"),
+        "{}",
+        flagged.stderr
+    );
+}
+
+/// A spec file in a temporary directory, `examples/environments.yaml` with `from`
+/// replaced by `to`.
+fn edited(from: &str, to: &str) -> (tempfile::TempDir, String) {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE)).unwrap();
+    assert!(text.contains(from), "no `{from}` in the example");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("billing.yaml");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    (dir, path.to_string_lossy().into_owned())
+}
+
+fn line_of(path: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn an_error_in_a_value_an_environment_wrote_points_at_the_environments_line() {
+    // A value of the wrong type in prod's overrides: a delay without a unit.
+    let (_dir, path) = edited("delays: [30s, 5m, 1h]", "delays: [30s, 5m, 60]");
+    let run = warren(&["validate", &path, "--env", "prod"]).expect(1);
+    let line = line_of(&path, "delays: [30s, 5m, 60]");
+    assert!(
+        run.stderr.contains(&format!("{path}:{line}:"))
+            && run.stderr.contains("in environment `prod`"),
+        "line {line}:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("delays: [30s, 5m, 60]"),
+        "quotes the line: {}",
+        run.stderr
+    );
+    // The other environment is not affected.
+    warren(&["validate", &path, "--env", "staging"]).expect(0);
+    // A value that reads but does not compile: decreasing delays would be fine, a
+    // zero delay is refused by the compiler, at the override's line.
+    let (_dir, path) = edited("delays: [5s, 5m, 30m]", "delays: [0s, 5m, 30m]");
+    let run = warren(&["lint", &path, "--env", "staging"]);
+    let line = line_of(&path, "delays: [0s, 5m, 30m]");
+    assert!(
+        run.stdout.contains(&format!("{path}:{line}:"))
+            || run.stderr.contains(&format!("{path}:{line}:")),
+        "line {line}:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+}
+
+#[test]
+fn an_environment_cannot_override_the_spec_name_or_rename_an_unknown_vhost() {
+    let (_dir, path) = edited(
+        "    description: production\n",
+        "    description: production\n    vhost_names: { biling: b }\n",
+    );
+    let run = warren(&["validate", &path, "--env", "prod"]).expect(1);
+    assert!(
+        run.stderr
+            .contains("no vhost `biling` in the spec (did you mean `billing`?)"),
+        "{}",
+        run.stderr
+    );
+    let (_dir, path) = edited(
+        "    description: production\n    overrides:\n",
+        "    description: production\n    overrides:\n      name: other\n",
+    );
+    let run = warren(&["validate", &path, "--env", "prod"]).expect(1);
+    assert!(
+        run.stderr.contains("an environment cannot override `name`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_plan_names_its_environment_and_its_own_ownership_record() {
+    let empty = "tests/definitions/empty-4.1.json";
+    let text = warren(&["diff", EXAMPLE, "--env", "prod", "--against", empty]).expect(0);
+    assert!(
+        text.stdout
+            .starts_with("Plan for spec `billing` in environment `prod`"),
+        "{}",
+        text.stdout
+    );
+    let json = warren(&[
+        "diff",
+        EXAMPLE,
+        "--env",
+        "staging",
+        "--against",
+        empty,
+        "--format",
+        "json",
+    ])
+    .expect(0);
+    let plan: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(plan["spec"], "billing@staging");
+    assert_eq!(plan["environment"], "staging");
+    let markdown = warren(&[
+        "diff",
+        EXAMPLE,
+        "--env",
+        "prod",
+        "--against",
+        empty,
+        "--format",
+        "markdown",
+    ])
+    .expect(0);
+    assert!(
+        markdown
+            .stdout
+            .contains("### warren plan for spec `billing` in environment `prod`"),
+        "{}",
+        markdown.stdout
+    );
+}
+
+#[test]
+fn a_saved_plan_is_refused_for_another_environment() {
+    let empty = "tests/definitions/empty-4.1.json";
+    let json = warren(&[
+        "diff",
+        EXAMPLE,
+        "--env",
+        "staging",
+        "--against",
+        empty,
+        "--format",
+        "json",
+    ])
+    .expect(0);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, &json.stdout).unwrap();
+    let plan = plan.to_string_lossy().into_owned();
+    let run = warren(&[
+        "apply",
+        &plan,
+        "--env",
+        "prod",
+        "--url",
+        "http://127.0.0.1:9",
+        "--auto-approve",
+    ])
+    .expect(1);
+    assert!(
+        run.stderr
+            .contains("was made for environment `staging`, not for environment `prod`")
+            && run.stderr.contains("nothing was changed"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// The messages of `warren lint ARGS --format json`.
+fn findings(args: &[&str]) -> Vec<String> {
+    let mut args = args.to_vec();
+    args.extend(["--format", "json"]);
+    let run = warren(&args);
+    let report: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    report["diagnostics"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"))
+        .iter()
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn lint_all_envs_reports_a_finding_once_with_the_environments_it_is_in() {
+    let clean = warren(&["lint", EXAMPLE, "--all-envs"]).expect(0);
+    assert!(
+        clean.stdout.contains("no problems found"),
+        "{}",
+        clean.stdout
+    );
+    // prod turns to classic queues too, without staging's allowance: a finding of
+    // prod alone, which says so.
+    let prod_classic = (
+        "    overrides:\n      defaults:\n        retry:\n          delays: [30s, 5m, 1h]",
+        "    overrides:\n      defaults:\n        queue_type: classic\n        retry:\n          delays: [30s, 5m, 1h]",
+    );
+    let (_dir, path) = edited(prod_classic.0, prod_classic.1);
+    let in_prod = findings(&["lint", &path, "--env", "prod"]);
+    assert!(!in_prod.is_empty());
+    assert!(findings(&["lint", &path, "--env", "staging"]).is_empty());
+    let all = findings(&["lint", &path, "--all-envs"]);
+    assert_eq!(all.len(), in_prod.len(), "{all:?}");
+    assert!(
+        all.iter().all(|m| m.ends_with("(in environment `prod`)")),
+        "{all:?}"
+    );
+    // Without staging's allowance as well, the same findings are in both: each is
+    // reported once, naming no environment.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let both = text.replacen(
+        "      lint:\n        allow: [classic-queue-in-retry-loop]   # staging's queues need no replicas\n",
+        "",
+        1,
+    );
+    assert_ne!(both, text);
+    std::fs::write(&path, both).unwrap();
+    let all = findings(&["lint", &path, "--all-envs"]);
+    assert_eq!(
+        all,
+        in_prod.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+        "{all:?}"
+    );
+}
