@@ -127,9 +127,7 @@ impl Runtime {
                 ));
                 continue;
             };
-            let from_env = written
-                .and_then(|w| w.get(key))
-                .and_then(crate::compile::secrets::env_reference);
+            let from_env = written.and_then(|w| w.get(key)).and_then(env_inside);
             if let Some(variable) = from_env {
                 lacks.push(format!(
                     "`{key}` comes from environment variable `{variable}`, and the operator's {} reads only its URIs from a Secret",
@@ -150,5 +148,18 @@ impl Runtime {
         } else {
             Err(lacks)
         }
+    }
+}
+
+/// The first `{ env: VARIABLE }` anywhere inside `value`: compiled without secrets,
+/// it would be an empty text in the resource.
+fn env_inside(value: &Value) -> Option<&str> {
+    if let Some(variable) = crate::compile::secrets::env_reference(value) {
+        return Some(variable);
+    }
+    match value {
+        Value::Object(map) => map.values().find_map(env_inside),
+        Value::Array(items) => items.iter().find_map(env_inside),
+        _ => None,
     }
 }
