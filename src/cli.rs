@@ -52,6 +52,17 @@ pub enum Command {
         /// Where to write the file; `-` for standard output.
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
+        /// What to write: a RabbitMQ definitions file, or RabbitMQ Messaging Topology
+        /// Operator resources for Kubernetes (docs/kubernetes.md).
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        format: ExportFormat,
+        /// With `--format k8s` (and required by it): the `RabbitmqCluster` the
+        /// resources are for (`spec.rabbitmqClusterReference.name`).
+        #[arg(long, value_name = "NAME")]
+        cluster: Option<String>,
+        /// With `--format k8s`: the resources' `metadata.namespace`.
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
     },
     /// Print the JSON Schema of the spec format.
     Schema,
@@ -394,6 +405,15 @@ pub struct PlanArgs {
     /// Output format of the plan.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+/// What `warren export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// A RabbitMQ definitions file (JSON), for a broker to load at boot or import.
+    Json,
+    /// RabbitMQ Messaging Topology Operator resources (YAML, one document each).
+    K8s,
 }
 
 /// Lint output formats.

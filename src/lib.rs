@@ -28,6 +28,7 @@ pub mod compile;
 pub mod definitions_file;
 pub mod diff;
 pub mod import;
+pub mod k8s;
 pub mod lint;
 pub mod model;
 pub mod plan;

@@ -4,9 +4,10 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, load_spec, report};
-use crate::cli::SpecArgs;
+use crate::cli::{ExportFormat, SpecArgs};
 use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;
+use crate::k8s;
 use crate::lint;
 use crate::model::redact::redact_uris;
 use crate::render;
@@ -99,32 +100,130 @@ pub fn compile(
     }
 }
 
-/// `warren export SPEC -o FILE`.
+/// What `warren export` writes, with the flags only `--format k8s` takes.
+#[derive(Debug, Clone)]
+pub struct ExportTarget {
+    /// `--format`.
+    pub format: ExportFormat,
+    /// `--cluster`.
+    pub cluster: Option<String>,
+    /// `--namespace`.
+    pub namespace: Option<String>,
+}
+
+/// `warren export SPEC -o FILE [--format json|k8s]`.
 pub fn export(
     args: &SpecArgs,
     output: &Path,
+    target: &ExportTarget,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
+    if target.format == ExportFormat::K8s {
+        return export_k8s(args, output, target, stdout, stderr);
+    }
+    if target.cluster.is_some() || target.namespace.is_some() {
+        let _ = writeln!(
+            stderr,
+            "error: --cluster and --namespace are for `--format k8s` only; a definitions file names neither"
+        );
+        return EXIT_ERROR;
+    }
     let Some(compiled) = load_and_compile(args, true, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
     let text = definitions_file::to_json(&compiled.definitions, args.target_version);
+    let what = format!(
+        "{}, RabbitMQ {}",
+        crate::text::count(compiled.definitions.object_count(), "object"),
+        args.target_version
+    );
+    write_output(output, &text, &what, stdout, stderr)
+}
+
+/// `warren export SPEC --format k8s --cluster NAME`: reads no secrets (the resources
+/// refer to Secrets instead), and writes nothing when the operator cannot express
+/// some object.
+fn export_k8s(
+    args: &SpecArgs,
+    output: &Path,
+    target: &ExportTarget,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> u8 {
+    // No default: a guessed cluster name renders resources the operator never
+    // reconciles, and only the person exporting knows the cluster's name.
+    let Some(cluster) = target.cluster.clone() else {
+        let _ = writeln!(
+            stderr,
+            "error: --format k8s needs --cluster NAME: the RabbitmqCluster the resources are for"
+        );
+        return EXIT_ERROR;
+    };
+    let options = match k8s::Options::new(cluster, target.namespace.clone()) {
+        Ok(options) => options,
+        Err(message) => {
+            let _ = writeln!(stderr, "error: {message}");
+            return EXIT_ERROR;
+        }
+    };
+    let Some(file) = load_spec(&args.spec, Effect::Writes, stderr) else {
+        return EXIT_ERROR;
+    };
+    let compile_options = Options {
+        target: args.target_version,
+        secrets: None,
+    };
+    let compiled = match compile::compile(&file, &compile_options) {
+        Ok(compiled) => {
+            report(&file, &compiled.warnings, Effect::Writes, stderr);
+            compiled
+        }
+        Err(found) => {
+            report(&file, &found, Effect::Writes, stderr);
+            return EXIT_ERROR;
+        }
+    };
+    let manifests = match k8s::manifests(&file.spec, &compiled.definitions, &options) {
+        Ok(manifests) => manifests,
+        Err(refusals) => {
+            let _ = write!(stderr, "{}", render::k8s::refusals(&refusals));
+            return EXIT_ERROR;
+        }
+    };
+    let text = match render::k8s::yaml(&manifests) {
+        Ok(text) => text,
+        Err(message) => {
+            let _ = writeln!(stderr, "error: cannot write YAML: {message}");
+            return EXIT_ERROR;
+        }
+    };
+    let _ = write!(stderr, "{}", render::k8s::summary(&manifests));
+    let what = format!(
+        "{} for RabbitmqCluster {}",
+        crate::text::count(manifests.resources.len(), "resource"),
+        options.cluster
+    );
+    write_output(output, &text, &what, stdout, stderr)
+}
+
+/// Writes `text` to `output` (`-`: standard output), saying `what` was written.
+fn write_output(
+    output: &Path,
+    text: &str,
+    what: &str,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> u8 {
     if output == Path::new("-") {
         return match stdout.write_all(text.as_bytes()) {
             Ok(()) => EXIT_OK,
             Err(_) => EXIT_ERROR,
         };
     }
-    match definitions_file::write_atomically(output, &text) {
+    match definitions_file::write_atomically(output, text) {
         Ok(()) => {
-            let _ = writeln!(
-                stderr,
-                "wrote {} ({}, RabbitMQ {})",
-                output.display(),
-                crate::text::count(compiled.definitions.object_count(), "object"),
-                args.target_version
-            );
+            let _ = writeln!(stderr, "wrote {} ({what})", output.display());
             EXIT_OK
         }
         Err(err) => {

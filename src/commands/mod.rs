@@ -55,7 +55,23 @@ pub fn run() -> ExitCode {
     let code = match cli.command {
         Command::Validate(args) => compile::validate(&args, stdout, stderr),
         Command::Compile { spec, contract } => compile::compile(&spec, contract, stdout, stderr),
-        Command::Export { spec, output } => compile::export(&spec, &output, stdout, stderr),
+        Command::Export {
+            spec,
+            output,
+            format,
+            cluster,
+            namespace,
+        } => compile::export(
+            &spec,
+            &output,
+            &compile::ExportTarget {
+                format,
+                cluster,
+                namespace,
+            },
+            stdout,
+            stderr,
+        ),
         Command::Schema => schema::print(stdout),
         Command::Plan {
             spec,

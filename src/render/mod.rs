@@ -4,6 +4,7 @@ pub mod attributes;
 pub mod diagnostics;
 pub mod errors;
 pub mod graph;
+pub mod k8s;
 pub mod lint;
 pub mod markdown;
 pub mod plan;

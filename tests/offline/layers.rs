@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("replay", 3),
     ("status", 3),
     ("import", 3),
+    ("k8s", 3),
     ("plan", 4),
     ("apply", 5),
     ("topology", 5),

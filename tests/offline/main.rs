@@ -17,6 +17,7 @@ mod first_run;
 mod fuzz;
 mod graph;
 mod import;
+mod k8s;
 mod layers;
 mod lint_rules;
 mod multi_file;
