@@ -167,7 +167,7 @@ fn export_k8s(
             return EXIT_ERROR;
         }
     };
-    let Some(file) = load_spec(&args.spec, Effect::Writes, stderr) else {
+    let Some(file) = load_spec(&args.spec, &args.env, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
     let compile_options = Options {
