@@ -42,6 +42,7 @@ mod cluster;
 mod connect;
 mod corpus;
 mod crash;
+mod environments;
 mod faults;
 mod import;
 mod locks;
