@@ -228,67 +228,38 @@ fn an_environment_cannot_override_the_spec_name_or_rename_an_unknown_vhost() {
     );
 }
 
+/// The plan of the example in `environment` against an empty broker's definitions, as
+/// `format` prints it.
+fn diff(environment: &str, format: &str) -> String {
+    let empty = "tests/definitions/empty-4.1.json";
+    let args = ["diff", EXAMPLE, "--env", environment, "--against", empty];
+    warren(&[&args[..], &["--format", format]].concat())
+        .expect(0)
+        .stdout
+}
+
 #[test]
 fn a_plan_names_its_environment_and_its_own_ownership_record() {
-    let empty = "tests/definitions/empty-4.1.json";
-    let text = warren(&["diff", EXAMPLE, "--env", "prod", "--against", empty]).expect(0);
+    let text = diff("prod", "text");
     assert!(
-        text.stdout
-            .starts_with("Plan for spec `billing` in environment `prod`"),
-        "{}",
-        text.stdout
+        text.starts_with("Plan for spec `billing` in environment `prod`"),
+        "{text}"
     );
-    let json = warren(&[
-        "diff",
-        EXAMPLE,
-        "--env",
-        "staging",
-        "--against",
-        empty,
-        "--format",
-        "json",
-    ])
-    .expect(0);
-    let plan: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let plan: serde_json::Value = serde_json::from_str(&diff("staging", "json")).unwrap();
     assert_eq!(plan["spec"], "billing@staging");
     assert_eq!(plan["environment"], "staging");
-    let markdown = warren(&[
-        "diff",
-        EXAMPLE,
-        "--env",
-        "prod",
-        "--against",
-        empty,
-        "--format",
-        "markdown",
-    ])
-    .expect(0);
+    let markdown = diff("prod", "markdown");
     assert!(
-        markdown
-            .stdout
-            .contains("### warren plan for spec `billing` in environment `prod`"),
-        "{}",
-        markdown.stdout
+        markdown.contains("### warren plan for spec `billing` in environment `prod`"),
+        "{markdown}"
     );
 }
 
 #[test]
 fn a_saved_plan_is_refused_for_another_environment() {
-    let empty = "tests/definitions/empty-4.1.json";
-    let json = warren(&[
-        "diff",
-        EXAMPLE,
-        "--env",
-        "staging",
-        "--against",
-        empty,
-        "--format",
-        "json",
-    ])
-    .expect(0);
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, &json.stdout).unwrap();
+    std::fs::write(&plan, diff("staging", "json")).unwrap();
     let plan = plan.to_string_lossy().into_owned();
     let run = warren(&[
         "apply",
@@ -307,6 +278,17 @@ fn a_saved_plan_is_refused_for_another_environment() {
         "{}",
         run.stderr
     );
+    // The environment it was made for is accepted (and then needs the broker).
+    let run = warren(&[
+        "apply",
+        &plan,
+        "--env",
+        "staging",
+        "--url",
+        "http://127.0.0.1:9",
+        "--auto-approve",
+    ]);
+    assert!(!run.stderr.contains("was made for"), "{}", run.stderr);
 }
 
 /// The messages of `warren lint ARGS --format json`.
