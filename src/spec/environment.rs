@@ -163,7 +163,8 @@ pub fn resolve(
                         choices(&known)
                     ),
                 )
-                .at(SpecPath::root().key("environments")),
+                .at(SpecPath::root().key("environments"))
+                .help("`warren lint --all-envs` checks every environment at once"),
             ]);
         }
         (Some(given), false) => match spec.environments.get(given) {

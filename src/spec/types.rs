@@ -803,11 +803,20 @@ fn partial(schema: &mut Value) {
         return;
     };
     object.shift_remove("required");
+    let or_null = |schema: &mut Value| {
+        let inner = std::mem::take(schema);
+        *schema = serde_json::json!({ "anyOf": [inner, { "type": "null" }] });
+    };
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
         for property in properties.values_mut() {
             partial(property);
-            let inner = std::mem::take(property);
-            *property = serde_json::json!({ "anyOf": [inner, { "type": "null" }] });
+            or_null(property);
         }
+    }
+    // A map of named entries (`vhosts`, `users` …): `null` removes an entry.
+    if let Some(entries) = object.get_mut("additionalProperties")
+        && entries.as_object().is_some_and(|entries| !entries.is_empty())
+    {
+        or_null(entries);
     }
 }

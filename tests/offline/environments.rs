@@ -136,6 +136,110 @@ fn a_spec_with_environments_needs_one_and_a_known_one() {
     );
 }
 
+/// Every command that reads a spec reads it for an environment: without one it stops
+/// at the spec, before any broker is asked (the URL given answers nothing); with one
+/// it reads the environment's spec.
+#[test]
+fn every_command_that_reads_a_spec_needs_the_environment() {
+    let nowhere = ["--url", "http://127.0.0.1:9"];
+    let commands: &[&[&str]] = &[
+        &["validate"],
+        &["compile"],
+        &["export", "-o", "-"],
+        &[
+            "export",
+            "-o",
+            "-",
+            "--format",
+            "k8s",
+            "--cluster",
+            "rabbitmq",
+        ],
+        &["lint"],
+        &["graph"],
+        &[
+            "trace",
+            "--exchange",
+            "invoices",
+            "--routing-key",
+            "invoice.created",
+        ],
+        &["diff", "--against", "tests/definitions/empty-4.1.json"],
+        &["plan", nowhere[0], nowhere[1]],
+        &["apply", "--auto-approve", nowhere[0], nowhere[1]],
+        &["status", nowhere[0], nowhere[1]],
+        &[
+            "replay",
+            "--queue",
+            "invoices.pdf.parking",
+            nowhere[0],
+            nowhere[1],
+        ],
+        &["unlock", "--holder", "h", nowhere[0], nowhere[1]],
+        &["state", "show", nowhere[0], nowhere[1]],
+    ];
+    for command in commands {
+        let (name, rest) = command.split_first().unwrap();
+        let (name, rest) = if *name == "state" {
+            ("state show", &rest[1..])
+        } else {
+            (*name, rest)
+        };
+        let mut args: Vec<&str> = name.split(' ').collect();
+        args.push(EXAMPLE);
+        args.extend_from_slice(rest);
+        let run = warren(&args).expect(1);
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            said.contains("choose one with --env NAME (or WARREN_ENV)")
+                && !said.contains("127.0.0.1"),
+            "{args:?}: {said}"
+        );
+        args.extend(["--env", "prod"]);
+        let run = warren(&args);
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert!(!said.contains("choose one with --env"), "{args:?}: {said}");
+        let offline = !rest.contains(&nowhere[0]);
+        assert!(
+            !offline || run.code == Some(0),
+            "{args:?} reads prod's spec: {said}"
+        );
+    }
+    // trace follows prod's ladder: its first delay is prod's.
+    let trace = warren(&[
+        "trace",
+        EXAMPLE,
+        "--env",
+        "prod",
+        "--exchange",
+        "invoices",
+        "--routing-key",
+        "invoice.created",
+        "--fail",
+        "1",
+    ])
+    .expect(0);
+    let staging = warren(&[
+        "trace",
+        EXAMPLE,
+        "--env",
+        "staging",
+        "--exchange",
+        "invoices",
+        "--routing-key",
+        "invoice.created",
+        "--fail",
+        "1",
+    ])
+    .expect(0);
+    assert!(
+        trace.stdout.contains("30s") && !trace.stdout.contains(" 5s"),
+        "{}",
+        trace.stdout
+    );
+    assert!(staging.stdout.contains("5s"), "{}", staging.stdout);
+}
+
 #[test]
 fn warren_env_is_ignored_by_a_spec_without_environments_but_env_is_not() {
     let ladder = "examples/ladder.yaml";
@@ -346,4 +450,34 @@ fn lint_all_envs_reports_a_finding_once_with_the_environments_it_is_in() {
         in_prod.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
         "{all:?}"
     );
+}
+
+/// The JSON Schema an editor checks with: an environment's keys, its overrides in the
+/// spec's shape (none required, `null` removing an entry), and what no environment
+/// may override.
+#[test]
+fn the_schema_describes_environments() {
+    let schema = crate::multi_file::Schema::load();
+    let spec = |environments: &str| {
+        format!("version: 1\nvhosts: {{ shop: {{}} }}\nenvironments:\n{environments}")
+    };
+    for good in [
+        "  prod: {}\n",
+        "  prod:\n    description: production\n    vhost_names: { shop: shop-prod }\n",
+        "  prod:\n    overrides:\n      defaults: { queue_type: classic, retry: { delays: [5s] } }\n      vhosts: { shop: { limits: { max_queues: 3 } }, old: null }\n      users: { gone: null }\n",
+    ] {
+        schema
+            .check(&spec(good))
+            .unwrap_or_else(|e| panic!("{good}: {e}"));
+    }
+    for bad in [
+        "  prod:\n    overides: {}\n",
+        "  prod:\n    overrides: { version: 2 }\n",
+        "  prod:\n    overrides: { name: other }\n",
+        "  prod:\n    overrides: { vhostz: {} }\n",
+        "  prod:\n    overrides: { defaults: { queue_type: clasic } }\n",
+        "  prod:\n    vhost_names: { shop: 3 }\n",
+    ] {
+        assert!(schema.check(&spec(bad)).is_err(), "{bad} validates");
+    }
 }

@@ -56,13 +56,13 @@ fn files_of(example: &str) -> Vec<PathBuf> {
 }
 
 /// The committed JSON Schema, compiled, and a check of one YAML text against it.
-struct Schema {
+pub(crate) struct Schema {
     schemas: boon::Schemas,
     index: boon::SchemaIndex,
 }
 
 impl Schema {
-    fn load() -> Schema {
+    pub(crate) fn load() -> Schema {
         let text =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(SCHEMA)).unwrap();
         let mut compiler = boon::Compiler::new();
@@ -80,7 +80,7 @@ impl Schema {
     }
 
     /// `Err` with the validator's words when `yaml` does not validate.
-    fn check(&self, yaml: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, yaml: &str) -> Result<(), String> {
         let value: serde_json::Value = serde_saphyr::from_str(yaml).map_err(|e| e.to_string())?;
         self.schemas
             .validate(&value, self.index)
