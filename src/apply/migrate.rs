@@ -54,6 +54,13 @@ const POLL: Duration = Duration::from_millis(200);
 /// a source that keeps receiving them would be moved again forever.
 const REFILLED_ROUNDS: usize = 5;
 
+/// How long messages may wait in the queue being drained without their count going
+/// below its lowest yet, while a shovel is said to move them, before the migration
+/// stops: a shovel moves thousands of messages a second, so this long without progress
+/// is a shovel that cannot deliver (its destination refuses its publishes, or it is not
+/// running) or a queue filled faster than it is drained.
+const STALL_WAIT: Duration = Duration::from_secs(120);
+
 /// How long the broker may give no message counts for a queue being drained (the
 /// queue is gone, or its statistics are not emitted) before the migration stops.
 const COUNTS_MISSING_WAIT: Duration = Duration::from_secs(60);
@@ -265,6 +272,8 @@ impl Run<'_, '_> {
             let mut empty_since: Option<Instant> = None;
             let mut unconsumed_since: Option<Instant> = None;
             let mut uncounted_since: Option<Instant> = None;
+            let mut fewest_ready: Option<u64> = None;
+            let mut progress_at = Instant::now();
             while client.move_running(&vhost, &name).await? {
                 let counts = client.queue_counts(&vhost, source).await?;
                 let counts = counts.and_then(|c| Some((c.ready?, c.consumers?)));
@@ -281,6 +290,28 @@ impl Run<'_, '_> {
                             COUNTS_MISSING_WAIT.as_secs()
                         ),
                     ));
+                }
+                if let Some((ready, _)) = counts {
+                    if fewest_ready.is_none_or(|fewest| ready < fewest) {
+                        fewest_ready = Some(ready);
+                        progress_at = Instant::now();
+                    } else if ready > 0 && progress_at.elapsed() >= STALL_WAIT {
+                        let state = client
+                            .move_state(&vhost, &name)
+                            .await
+                            .ok()
+                            .flatten()
+                            .unwrap_or_else(|| "not reported".into());
+                        return Err(stopped(
+                            "shovel",
+                            format!("{name:?} in vhost {vhost:?}"),
+                            format!(
+                                "it moved no message of {source:?} for {} s ({} wait there; the broker reports the shovel as {state}): a policy may refuse publishes to {name:?} (`max-length` with `overflow: reject-publish`), or {source:?} is filled faster than it is drained; see `GET /api/shovels`, then `warren apply --migrate` goes on from here",
+                                STALL_WAIT.as_secs(),
+                                crate::text::count(ready, "message")
+                            ),
+                        ));
+                    }
                 }
                 match counts {
                     // The shovel stops by itself after moving as many messages as the

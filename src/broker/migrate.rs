@@ -307,6 +307,26 @@ impl Client {
         self.delete(&path).await
     }
 
+    /// What the broker says of the shovel `name`'s run, for a message about a move that
+    /// stalled: its state (`running`, `starting`, `terminated` …) and the reason the
+    /// broker gives, when it gives one; `None` when it reports no such shovel.
+    pub async fn move_state(&self, vhost: &str, name: &str) -> Result<Option<String>, BrokerError> {
+        let path = format!("/api/shovels/vhost/{}/{}", segment(vhost), segment(name));
+        let Some(found) = self.get(&path).await? else {
+            return Ok(None);
+        };
+        // One shovel, or the list of the node's runs of it.
+        let run = match &found {
+            Value::Array(runs) => runs.first().cloned().unwrap_or(Value::Null),
+            other => other.clone(),
+        };
+        let state = run["state"].as_str().unwrap_or("unknown").to_string();
+        Ok(Some(match run["reason"].as_str() {
+            Some(reason) => format!("{state}: {}", crate::model::redact::redact_text(reason)),
+            None => state,
+        }))
+    }
+
     /// Whether the shovel `name` still exists (it deletes itself when done).
     pub async fn move_running(&self, vhost: &str, name: &str) -> Result<bool, BrokerError> {
         let path = format!(

@@ -815,7 +815,9 @@ fn partial(schema: &mut Value) {
     }
     // A map of named entries (`vhosts`, `users` …): `null` removes an entry.
     if let Some(entries) = object.get_mut("additionalProperties")
-        && entries.as_object().is_some_and(|entries| !entries.is_empty())
+        && entries
+            .as_object()
+            .is_some_and(|entries| !entries.is_empty())
     {
         or_null(entries);
     }

@@ -666,7 +666,97 @@ fn a_queue_refilled_by_name_stops_the_migration_with_the_reason(version: Version
     );
 }
 
+/// A shovel whose publishes the temporary queue refuses (a policy of the broker's
+/// users: `max-length` with `overflow: reject-publish`, matching every queue) moves
+/// nothing: the migration stops with the reason after its stall bound instead of
+/// waiting, every message is still in the old queue or the temporary one, and once
+/// the policy is gone the next `apply --migrate` finishes with all of them.
+fn a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("migstall");
+    let name = format!("migstall-{vhost}");
+    let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
+    node.warren(&["apply", spec.arg(), "--auto-approve"])
+        .run()
+        .expect(0);
+    let runtime = amqp::runtime();
+    let traffic = Traffic::default();
+    runtime.block_on(async {
+        let client = Client::connect(node, &vhost).await;
+        fill(&client, 200, &traffic).await;
+    });
+    let policy = format!("/api/policies/{}/refuse-temporary", pct(&vhost));
+    node.put(
+        &policy,
+        &serde_json::json!({
+            "pattern": "^warren\\.migrate\\.",
+            "apply-to": "queues",
+            "priority": 1000,
+            "definition": {"max-length": 0, "overflow": "reject-publish"},
+        }),
+    );
+    spec.write(&spec_text(&name, &vhost, "quorum"));
+    let started = Instant::now();
+    let stopped =
+        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
+            .finish_within(FINISH_WITHIN);
+    let took = started.elapsed();
+    assert_eq!(
+        stopped.code,
+        Some(1),
+        "{}\n{}",
+        stopped.stdout,
+        stopped.stderr
+    );
+    assert!(
+        stopped
+            .stderr
+            .contains("it moved no message of \"work\" for 120 s")
+            && stopped.stderr.contains("reject-publish")
+            && stopped
+                .stderr
+                .contains("`warren apply --migrate` goes on from here"),
+        "{}",
+        stopped.stderr
+    );
+    let held = runtime.block_on(async {
+        let client = Client::connect(node, &vhost).await;
+        client.ready("work").await + client.ready("warren.migrate.work").await
+    });
+    assert_eq!(
+        held, 200,
+        "every message is in the old queue or the temporary one"
+    );
+    node.delete(&policy);
+    let again =
+        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
+            .finish_within(FINISH_WITHIN);
+    assert_eq!(again.code, Some(0), "{}\n{}", again.stdout, again.stderr);
+    assert_finished(node, &vhost, &spec);
+    let received: BTreeSet<String> = runtime
+        .block_on(async { drain(&Client::connect(node, &vhost).await, "work").await })
+        .into_iter()
+        .collect();
+    let confirmed = traffic.confirmed.lock().unwrap().clone();
+    assert_eq!(confirmed.len(), 200);
+    let lost: Vec<&String> = confirmed
+        .iter()
+        .filter(|id| !received.contains(*id))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    eprintln!(
+        "migration on {version} with a refused temporary queue stopped after {:.0} s, 200 of 200 kept",
+        took.as_secs_f64()
+    );
+}
+
 per_version!(
+    a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing,
     a_queue_refilled_by_name_stops_the_migration_with_the_reason,
     without_the_shovel_plugin_a_migration_changes_nothing,
     a_classic_queue_becomes_quorum_under_load_losing_nothing,

@@ -481,3 +481,58 @@ fn the_schema_describes_environments() {
         assert!(schema.check(&spec(bad)).is_err(), "{bad} validates");
     }
 }
+
+/// A copy of `examples/multi-file` in a temporary directory, with `platform` appended
+/// to its `platform.yaml` and `orders` to its `orders.yaml`.
+fn multi_file_with(platform: &str, orders: &str) -> (tempfile::TempDir, String) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/multi-file");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec");
+    std::fs::create_dir(&spec).unwrap();
+    for file in warren::spec::load::spec_files(&example).unwrap() {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        match name.as_str() {
+            "platform.yaml" => text.push_str(platform),
+            "orders.yaml" => text.push_str(orders),
+            _ => {}
+        }
+        std::fs::write(spec.join(&name), text).unwrap();
+    }
+    (dir, spec.to_string_lossy().into_owned())
+}
+
+/// In a spec of several files, an environment is written whole in one file (as any
+/// named entry), may override what other files write, and its errors name its file.
+#[test]
+fn an_environment_of_a_spec_in_several_files() {
+    let prod = "\nenvironments:\n  prod:\n    overrides:\n      vhosts:\n        store:\n          services:\n            orders:\n              consumers:\n                fulfilment:\n                  retry: { ladder: quick }\n";
+    let (_dir, spec) = multi_file_with(prod, "");
+    let compiled = warren(&["compile", &spec, "--env", "prod"]).expect(0);
+    assert!(
+        compiled.stdout.contains("orders.fulfilment.retry-quick.2")
+            && !compiled.stdout.contains("orders.fulfilment.retry-quick.3"),
+        "prod's ladder is `quick`, of two tiers: {}",
+        compiled.stdout
+    );
+    assert!(!compiled.stdout.contains("orders.fulfilment.retry-standard"));
+    let (_dir, spec) = multi_file_with(&prod.replace("ladder: quick", "ladder: quikc"), "");
+    let run = warren(&["validate", &spec, "--env", "prod"]).expect(1);
+    let platform = format!("{spec}/platform.yaml");
+    let line = line_of(&platform, "ladder: quikc");
+    assert!(
+        run.stderr.contains(&format!("{platform}:{line}:")),
+        "line {line} of platform.yaml: {}",
+        run.stderr
+    );
+    let staging = "\nenvironments:\n  prod: {}\n";
+    let (_dir, spec) = multi_file_with(prod, staging);
+    let run = warren(&["validate", &spec, "--env", "prod"]).expect(1);
+    assert!(
+        run.stderr.contains("environment `prod`")
+            && run.stderr.contains("orders.yaml")
+            && run.stderr.contains("platform.yaml"),
+        "{}",
+        run.stderr
+    );
+}
