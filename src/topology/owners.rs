@@ -7,7 +7,7 @@ use super::{Owner, Owners, Role};
 use crate::compile::Compiled;
 use crate::model::{ObjectId, ObjectKind};
 use crate::spec::source_map::Segment;
-use crate::spec::{Duration, SpecFile, SpecPath};
+use crate::spec::{Duration, Sources, SpecFile, SpecPath};
 
 /// The owners of every exchange and queue a spec compiled to.
 pub(super) fn of_compiled(file: &SpecFile, compiled: &Compiled) -> Owners {
@@ -95,9 +95,14 @@ fn of_path(path: &SpecPath) -> Owner {
 /// The scalar written at `path` in the spec's text (`30s`, `"5m"`), if the path is in
 /// the file (a delay inherited from a default is written where the default is).
 fn written_at(file: &SpecFile, path: &SpecPath) -> Option<String> {
-    let written = file.file_of(path);
-    let location = written.source_map.locate(path)?;
-    let line = written.source.lines().nth(location.line.checked_sub(1)?)?;
+    // Where the value is written: in the file that wrote it, in the environment's
+    // overrides when the environment wrote it.
+    let place = file.locate(path)?;
+    let location = place.location;
+    let line = file
+        .text(place.file)?
+        .lines()
+        .nth(location.line.checked_sub(1)?)?;
     let rest: String = line.chars().skip(location.column.checked_sub(1)?).collect();
     let text = match rest.chars().next()? {
         quote @ ('"' | '\'') => rest[1..].split(quote).next()?.to_string(),

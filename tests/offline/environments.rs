@@ -536,3 +536,12 @@ fn an_environment_of_a_spec_in_several_files() {
         run.stderr
     );
 }
+
+/// A picture labels each tier with its delay as written, also when an environment
+/// wrote it (`90m` stays `90m`, not `1h30m`).
+#[test]
+fn a_graph_labels_an_environments_delay_as_it_wrote_it() {
+    let (_dir, path) = edited("delays: [30s, 5m, 1h]", "delays: [30s, 5m, 90m]");
+    let graph = warren(&["graph", &path, "--env", "prod"]).expect(0);
+    assert!(graph.stdout.contains("tier 3 · 90m"), "{}", graph.stdout);
+}
