@@ -45,6 +45,7 @@ impl Checkout {
             .env("NO_COLOR", "1")
             .env_remove("WARREN_TARGET_VERSION")
             .env_remove("GITHUB_ACTIONS")
+            .env_remove("WARREN_ENV")
             .env_remove("CI_ORDERS_PASSWORD");
         command
     }
@@ -198,6 +199,90 @@ fn the_documented_flow_lints_plans_comments_applies_and_converges() {
         "{markdown}"
     );
     assert!(!checkout.path("out/plan.status").exists());
+}
+
+/// A spec with environments in CI: the pull request's lint checks every environment,
+/// and each environment's job (`WARREN_ENV`) plans and comments on its own: two
+/// comments, each found again by its own marker and updated in place.
+#[test]
+fn each_environment_is_linted_planned_and_commented_on_its_own() {
+    let node = Node::shared(Version::V3_10);
+    let vhost = node.unused_vhost("ci-envs");
+    let name = format!("ci_envs_{}", vhost.replace('-', "_"));
+    let checkout = Checkout {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let text = format!(
+        "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    services:\n      orders:\n        consumers:\n          email: {{ routing_keys: [order.paid] }}\nenvironments:\n  staging:\n    vhost_names: {{ {vhost}: {vhost}-staging }}\n    overrides:\n      lint: {{ allow: [classic-queue-in-retry-loop] }}\n      defaults: {{ queue_type: classic }}\n  prod: {{}}\n"
+    );
+    std::fs::write(checkout.path("warren.yaml"), text).unwrap();
+    expect(checkout.script(node, &["lint", "warren.yaml"]).run(), 0);
+    // staging's queues would be classic: without its allowance, lint (every
+    // environment) fails on staging's finding.
+    std::fs::write(
+        checkout.path("strict.yaml"),
+        std::fs::read_to_string(checkout.path("warren.yaml"))
+            .unwrap()
+            .replace("      lint: { allow: [classic-queue-in-retry-loop] }\n", ""),
+    )
+    .unwrap();
+    let strict = checkout
+        .script(node, &["lint", "strict.yaml", "--", "--deny", "warnings"])
+        .run();
+    assert_eq!(strict.code, Some(1), "{}", strict.stdout);
+    assert!(
+        strict.stdout.contains("(in environment `staging`)"),
+        "{}",
+        strict.stdout
+    );
+
+    let gh = FakeGh::new();
+    for environment in ["staging", "prod", "staging"] {
+        expect(
+            checkout
+                .script(node, &["plan", "warren.yaml"])
+                .env("WARREN_ENV", environment)
+                .run(),
+            0,
+        );
+        let markdown = checkout.read("out/plan.md");
+        assert!(
+            markdown.contains(&format!("in environment `{environment}`")),
+            "{markdown}"
+        );
+        expect(
+            gh.env(checkout.script(node, &["comment", "warren.yaml"]))
+                .env("WARREN_ENV", environment)
+                .run(),
+            0,
+        );
+    }
+    let calls = gh.calls();
+    assert_eq!(
+        calls.iter().filter(|c| c.contains("--method POST")).count(),
+        2,
+        "one comment per environment: {calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.contains("--method PATCH"))
+            .count(),
+        1,
+        "staging's second plan updates staging's comment: {calls:#?}"
+    );
+    let staging = gh.comment(1001);
+    assert!(
+        staging.starts_with("<!-- warren-ci plan: warren.yaml environment staging -->")
+            && staging.contains("in environment `staging`"),
+        "{staging}"
+    );
+    let prod = gh.comment(1002);
+    assert!(
+        prod.starts_with("<!-- warren-ci plan: warren.yaml environment prod -->")
+            && prod.contains("in environment `prod`"),
+        "{prod}"
+    );
 }
 
 #[test]
