@@ -50,8 +50,9 @@ const POLL: Duration = Duration::from_millis(200);
 /// How many times in a row the guarded deletion may find the drained queue holding
 /// messages again before the migration stops. Messages arrive in a queue whose
 /// bindings were moved away only when something publishes to it by name (the default
-/// exchange) or its consumers give back what they took (a requeue, a closed channel):
-/// a source that keeps receiving them would be moved again forever.
+/// exchange), its consumers give back what they took (a requeue, a closed channel), or
+/// the temporary queue refuses the shovel's publishes (the shovel puts each back): a
+/// source that keeps receiving them would be moved again forever.
 const REFILLED_ROUNDS: usize = 5;
 
 /// How long messages may wait in the queue being drained without their count going
@@ -375,7 +376,7 @@ impl Run<'_, '_> {
                             "migrate",
                             format!("queue {source:?} in vhost {vhost:?}"),
                             format!(
-                                "it held messages again each time it was about to be deleted, {refilled} times in a row: something publishes to it by name (the default exchange) or its consumers requeue what they take; stop that, then `warren apply --migrate` goes on from here"
+                                "it held messages again each time it was about to be deleted, {refilled} times in a row: something publishes to it by name (the default exchange), its consumers requeue what they take, or {name:?} refuses the shovel's publishes, which puts them back (a policy's `max-length` with `overflow: reject-publish`); stop that, then `warren apply --migrate` goes on from here"
                             ),
                         ));
                     }

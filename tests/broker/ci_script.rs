@@ -213,7 +213,7 @@ fn each_environment_is_linted_planned_and_commented_on_its_own() {
         dir: tempfile::tempdir().unwrap(),
     };
     let text = format!(
-        "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    services:\n      orders:\n        consumers:\n          email: {{ routing_keys: [order.paid] }}\nenvironments:\n  staging:\n    vhost_names: {{ {vhost}: {vhost}-staging }}\n    overrides:\n      lint: {{ allow: [classic-queue-in-retry-loop] }}\n      defaults: {{ queue_type: classic }}\n  prod: {{}}\n"
+        "version: 1\nname: {name}\ndefaults:\n  retry: {{ delays: [30s] }}\nvhosts:\n  {vhost}:\n    services:\n      orders:\n        consumers:\n          email: {{ routing_keys: [order.paid] }}\nenvironments:\n  staging:\n    vhost_names: {{ {vhost}: {vhost}-staging }}\n    overrides:\n      lint: {{ allow: [classic-queue-in-retry-loop] }}\n      defaults: {{ queue_type: classic }}\n  prod: {{}}\n"
     );
     std::fs::write(checkout.path("warren.yaml"), text).unwrap();
     expect(checkout.script(node, &["lint", "warren.yaml"]).run(), 0);

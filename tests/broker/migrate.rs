@@ -667,15 +667,17 @@ fn a_queue_refilled_by_name_stops_the_migration_with_the_reason(version: Version
 }
 
 /// A shovel whose publishes the temporary queue refuses (a policy of the broker's
-/// users: `max-length` with `overflow: reject-publish`, matching every queue) moves
-/// nothing: the migration stops with the reason after its stall bound instead of
-/// waiting, every message is still in the old queue or the temporary one, and once
-/// the policy is gone the next `apply --migrate` finishes with all of them.
-fn a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing(version: Version) {
+/// users: `max-length` with `overflow: reject-publish`, here on the temporary queue,
+/// classic: a quorum queue takes a message over its limit before it starts refusing)
+/// puts every message back: the migration stops after its bounded moves with the
+/// reason instead of moving forever, every message is still in the old queue or the
+/// temporary one, and once the policy is gone the next `apply --migrate` finishes with
+/// all of them.
+fn a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("migstall");
     let name = format!("migstall-{vhost}");
-    let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
+    let spec = Spec::new(&spec_text(&name, &vhost, "quorum"));
     node.warren(&["apply", spec.arg(), "--auto-approve"])
         .run()
         .expect(0);
@@ -695,7 +697,7 @@ fn a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing(version: Vers
             "definition": {"max-length": 0, "overflow": "reject-publish"},
         }),
     );
-    spec.write(&spec_text(&name, &vhost, "quorum"));
+    spec.write(&spec_text(&name, &vhost, "classic"));
     let started = Instant::now();
     let stopped =
         Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
@@ -709,9 +711,11 @@ fn a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing(version: Vers
         stopped.stderr
     );
     assert!(
-        stopped
+        stopped.stderr.contains(
+            "it held messages again each time it was about to be deleted, 5 times in a row"
+        ) && stopped
             .stderr
-            .contains("it moved no message of \"work\" for 120 s")
+            .contains("\"warren.migrate.work\" refuses the shovel's publishes")
             && stopped.stderr.contains("reject-publish")
             && stopped
                 .stderr
@@ -732,7 +736,16 @@ fn a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing(version: Vers
         Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
             .finish_within(FINISH_WITHIN);
     assert_eq!(again.code, Some(0), "{}\n{}", again.stdout, again.stderr);
-    assert_finished(node, &vhost, &spec);
+    let queue = node.get(&format!("/api/queues/{}/work", pct(&vhost)));
+    assert_eq!(queue["arguments"]["x-queue-type"], "classic", "{queue}");
+    let temporary = format!("/api/queues/{}/warren.migrate.work", pct(&vhost));
+    assert!(
+        node.get_opt(&temporary).is_none(),
+        "the temporary queue is gone"
+    );
+    node.warren(&["plan", spec.arg(), "--detailed-exitcode"])
+        .run()
+        .expect(0);
     let received: BTreeSet<String> = runtime
         .block_on(async { drain(&Client::connect(node, &vhost).await, "work").await })
         .into_iter()
@@ -750,13 +763,115 @@ fn a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing(version: Vers
         &lost[..lost.len().min(5)]
     );
     eprintln!(
-        "migration on {version} with a refused temporary queue stopped after {:.0} s, 200 of 200 kept",
+        "migration on {version} with a temporary queue refusing the shovel stopped after {:.0} s, 200 of 200 kept",
+        took.as_secs_f64()
+    );
+}
+
+/// A shovel that never gets a message: the queue has a single active consumer (an
+/// application holding one message unacknowledged), so the shovel consumes nothing
+/// while messages wait. The migration stops after its stall bound with the shovel's
+/// state instead of waiting, nothing is lost, and once the application lets go the
+/// next `apply --migrate` finishes with every message.
+fn a_shovel_that_gets_no_message_stops_the_migration_after_its_stall_bound(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("migsac");
+    let name = format!("migsac-{vhost}");
+    let text = |queue_type: &str| {
+        spec_text(&name, &vhost, queue_type).replace(
+            &format!("work: {{ type: {queue_type} }}"),
+            &format!(
+                "work: {{ type: {queue_type}, arguments: {{ x-single-active-consumer: true }} }}"
+            ),
+        )
+    };
+    let spec = Spec::new(&text("classic"));
+    node.warren(&["apply", spec.arg(), "--auto-approve"])
+        .run()
+        .expect(0);
+    let runtime = amqp::runtime();
+    let traffic = Traffic::default();
+    let (holder, channel) = runtime.block_on(async {
+        let client = Client::connect(node, &vhost).await;
+        fill(&client, 200, &traffic).await;
+        // The active consumer: takes one message and keeps it.
+        let channel = client.connection.create_channel().await.unwrap();
+        channel
+            .basic_qos(1, BasicQosOptions::default())
+            .await
+            .unwrap();
+        let mut consumer = channel
+            .basic_consume(
+                "work".into(),
+                "holder".into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let held = consumer.next().await.unwrap().unwrap();
+        assert!(!held.data.is_empty());
+        (client, channel)
+    });
+    spec.write(&text("quorum"));
+    let started = Instant::now();
+    let stopped =
+        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
+            .finish_within(FINISH_WITHIN);
+    let took = started.elapsed();
+    assert_eq!(
+        stopped.code,
+        Some(1),
+        "{}\n{}",
+        stopped.stdout,
+        stopped.stderr
+    );
+    assert!(
+        stopped
+            .stderr
+            .contains("it moved no message of \"work\" for 120 s (199 messages wait there; the broker reports the shovel as running")
+            && stopped
+                .stderr
+                .contains("`warren apply --migrate` goes on from here"),
+        "{}",
+        stopped.stderr
+    );
+    // The application lets go: its message goes back to the queue.
+    runtime.block_on(async {
+        channel.close(200, "".into()).await.unwrap();
+        drop(holder);
+    });
+    let again =
+        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
+            .finish_within(FINISH_WITHIN);
+    assert_eq!(again.code, Some(0), "{}\n{}", again.stdout, again.stderr);
+    let queue = node.get(&format!("/api/queues/{}/work", pct(&vhost)));
+    assert_eq!(queue["arguments"]["x-queue-type"], "quorum", "{queue}");
+    let received: BTreeSet<String> = runtime
+        .block_on(async { drain(&Client::connect(node, &vhost).await, "work").await })
+        .into_iter()
+        .collect();
+    let confirmed = traffic.confirmed.lock().unwrap().clone();
+    let lost: Vec<&String> = confirmed
+        .iter()
+        .filter(|id| !received.contains(*id))
+        .collect();
+    assert!(
+        confirmed.len() == 200 && lost.is_empty(),
+        "{} of {} lost, e.g. {:?}",
+        lost.len(),
+        confirmed.len(),
+        &lost[..lost.len().min(5)]
+    );
+    eprintln!(
+        "migration on {version} with a shovel that gets no message stopped after {:.0} s, 200 of 200 kept",
         took.as_secs_f64()
     );
 }
 
 per_version!(
-    a_shovel_that_cannot_deliver_stops_the_migration_losing_nothing,
+    a_shovel_that_gets_no_message_stops_the_migration_after_its_stall_bound,
+    a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing,
     a_queue_refilled_by_name_stops_the_migration_with_the_reason,
     without_the_shovel_plugin_a_migration_changes_nothing,
     a_classic_queue_becomes_quorum_under_load_losing_nothing,
