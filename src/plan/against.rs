@@ -125,6 +125,7 @@ pub async fn against_broker(
     }
     let mut plan = build(Inputs {
         spec: &name,
+        environment: file.environment(),
         target_version: target.to_string(),
         broker_version: Some(version),
         desired: desired_objects,
@@ -134,7 +135,6 @@ pub async fn against_broker(
         protected_user: Some(client.user().to_string()),
         prune_unmanaged,
     });
-    plan.environment = file.environment().map(String::from);
     plan.basis = Basis::of(&plan, &live.definitions);
     let queues = plan.queues_needing_counts();
     if !queues.is_empty() {
@@ -197,6 +197,7 @@ pub fn against_definitions(
         })?;
     let plan = build(Inputs {
         spec: &name,
+        environment: file.environment(),
         target_version: target.to_string(),
         broker_version: None,
         desired: objects(&compiled.definitions),
@@ -208,7 +209,6 @@ pub fn against_definitions(
     });
     // A file holds no record to write: objects it has as declared are simply equal.
     let mut plan = plan;
-    plan.environment = file.environment().map(String::from);
     plan.adopted.clear();
     plan.summarize();
     Ok(Planned {

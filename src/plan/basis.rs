@@ -228,6 +228,7 @@ mod tests {
             .insert("message-ttl".into(), json!(2000));
         build(Inputs {
             spec: "shop",
+            environment: None,
             target_version: "3.10".into(),
             broker_version: None,
             desired: objects(&desired),

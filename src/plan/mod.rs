@@ -295,6 +295,8 @@ fn more(count: usize) -> String {
 pub struct Inputs<'a> {
     /// Spec name.
     pub spec: &'a str,
+    /// The environment the spec was read for ([`Plan::environment`]).
+    pub environment: Option<&'a str>,
     /// Target version.
     pub target_version: String,
     /// Broker version, if planning against a broker.
@@ -441,7 +443,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),
-        environment: None,
+        environment: inputs.environment.map(String::from),
         target_version: inputs.target_version,
         broker_version: inputs.broker_version,
         vhosts,

@@ -67,6 +67,7 @@ pub fn replan(
     check_own(&records, &saved.spec)?;
     Ok(build(Inputs {
         spec: &saved.spec,
+        environment: saved.environment.as_deref(),
         target_version: saved.target_version.clone(),
         broker_version: saved.broker_version.clone(),
         desired: saved.desired_objects(),
@@ -191,6 +192,7 @@ mod tests {
         let passwords = Passwords::known([("app".to_string(), "pw".to_string())].into());
         build(Inputs {
             spec: "shop",
+            environment: None,
             target_version: "4.1".into(),
             broker_version: None,
             desired: objects(&desired()),
@@ -229,6 +231,17 @@ mod tests {
             {"name": "amq.gen-reply", "vhost": "shop", "durable": false, "auto_delete": true, "arguments": {}}
         ));
         assert!(recheck(&saved, &definitions(busier), None).is_ok());
+    }
+
+    /// `apply SPEC` plans again under its locks: the plan it shows and applies is for
+    /// the environment the first one was made for.
+    #[test]
+    fn a_plan_made_again_keeps_its_environment() {
+        let live = definitions(live_json());
+        let mut saved = plan_against(&live);
+        saved.environment = Some("prod".into());
+        let again = replan(&saved, &live, None).unwrap();
+        assert_eq!(again.environment.as_deref(), Some("prod"));
     }
 
     #[test]
