@@ -8,7 +8,8 @@
 use std::future::Future;
 
 use lapin::options::{
-    BasicConsumeOptions, ConfirmSelectOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicCancelOptions, BasicConsumeOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
 };
 use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel};
@@ -195,6 +196,13 @@ impl Setup {
                 )
                 .await
                 .unwrap_or_else(|e| panic!("consume {queue}: {e}"));
+            // Cancelled before the channel closes: a channel closed with a consumer on it
+            // cancels that consumer while closing, and lapin has then failed the
+            // connection's next publish ("invalid channel state: Closing (basic.cancel)",
+            // RabbitMQ 4.0 under load).
+            let _ = channel
+                .basic_cancel("perms".into(), BasicCancelOptions::default())
+                .await;
             let _ = channel.close(200, "".into()).await;
         });
     }
