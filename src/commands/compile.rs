@@ -11,14 +11,16 @@ use crate::k8s;
 use crate::lint;
 use crate::model::redact::redact_uris;
 use crate::render;
+use crate::spec::SpecFile;
 
-/// Loads and compiles, printing diagnostics; `None` when there were errors.
+/// Loads and compiles, printing diagnostics: the spec read and what it compiled to;
+/// `None` when there were errors.
 fn load_and_compile(
     args: &SpecArgs,
     read_secrets: bool,
     effect: Effect,
     stderr: &mut dyn ErrorLog,
-) -> Option<Compiled> {
+) -> Option<(SpecFile, Compiled)> {
     let file = load_spec(&args.spec, &args.env, effect, stderr)?;
     let options = if read_secrets {
         Options::reading_secrets(&file, args.target_version)
@@ -31,7 +33,7 @@ fn load_and_compile(
     match compile::compile(&file, &options) {
         Ok(compiled) => {
             report(&file, &compiled.warnings, effect, stderr);
-            Some(compiled)
+            Some((file, compiled))
         }
         Err(found) => {
             report(&file, &found, effect, stderr);
@@ -82,7 +84,7 @@ pub fn compile(
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let Some(compiled) = load_and_compile(args, true, Effect::Reads, stderr) else {
+    let Some((_, compiled)) = load_and_compile(args, true, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let json = if contract {
@@ -129,7 +131,7 @@ pub fn export(
         );
         return EXIT_ERROR;
     }
-    let Some(compiled) = load_and_compile(args, true, Effect::Writes, stderr) else {
+    let Some((_, compiled)) = load_and_compile(args, true, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
     let text = definitions_file::to_json(&compiled.definitions, args.target_version);
@@ -167,22 +169,9 @@ fn export_k8s(
             return EXIT_ERROR;
         }
     };
-    let Some(file) = load_spec(&args.spec, &args.env, Effect::Writes, stderr) else {
+    // The resources refer to Secrets: no secret is read.
+    let Some((file, compiled)) = load_and_compile(args, false, Effect::Writes, stderr) else {
         return EXIT_ERROR;
-    };
-    let compile_options = Options {
-        target: args.target_version,
-        secrets: None,
-    };
-    let compiled = match compile::compile(&file, &compile_options) {
-        Ok(compiled) => {
-            report(&file, &compiled.warnings, Effect::Writes, stderr);
-            compiled
-        }
-        Err(found) => {
-            report(&file, &found, Effect::Writes, stderr);
-            return EXIT_ERROR;
-        }
     };
     let manifests = match k8s::manifests(&file.spec, &compiled.definitions, &options) {
         Ok(manifests) => manifests,
