@@ -170,6 +170,10 @@ impl Client {
             moved: done,
             failure,
         };
+        let publisher = self
+            .publisher_identity()
+            .await
+            .map_err(|e| failed(0, ReplayFailure::Broker(e)))?;
         let connection = self
             .replay_connection(request.vhost)
             .await
@@ -197,7 +201,7 @@ impl Client {
         };
         while done < request.limit && !stop.load(Ordering::SeqCst) {
             let size = (request.limit - done).min(u64::from(request.batch.max(1)));
-            match move_batch(&channel, request, size).await {
+            match move_batch(&channel, request, &publisher, size).await {
                 Ok(0) => break,
                 Ok(count) => {
                     done += count;
@@ -217,6 +221,28 @@ impl Client {
         Ok(done)
     }
 
+    /// Who warren publishes as, from the broker's own answer (`GET /api/whoami`).
+    async fn publisher_identity(&self) -> Result<Publisher, BrokerError> {
+        let whoami = self.get("/api/whoami").await?.unwrap_or_default();
+        // 3.10 and later list the tags; older brokers wrote them as one string.
+        let tags: Vec<String> = match &whoami["tags"] {
+            serde_json::Value::Array(tags) => tags
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect(),
+            serde_json::Value::String(tags) => {
+                tags.split(',').map(|t| t.trim().to_string()).collect()
+            }
+            _ => Vec::new(),
+        };
+        Ok(Publisher {
+            login: whoami["name"]
+                .as_str()
+                .map_or_else(|| self.endpoint.user.clone(), str::to_string),
+            impersonator: tags.iter().any(|t| t == "impersonator"),
+        })
+    }
+
     async fn replay_connection(&self, vhost: &str) -> Result<Connection, ReplayFailure> {
         self.amqp_connection(vhost, "warren replay")
             .await
@@ -232,11 +258,37 @@ impl Client {
     }
 }
 
+/// The user warren publishes as, and whether the broker lets it publish messages that
+/// carry another user's `user_id`.
+struct Publisher {
+    login: String,
+    impersonator: bool,
+}
+
+impl Publisher {
+    /// Why the broker will refuse to take `properties` from this publisher, if it will.
+    ///
+    /// The broker refuses such a publish by closing the channel, and the reason can
+    /// arrive after the next call has already failed on the closing channel (lapin then
+    /// reports only the channel's state). Knowing the rule, warren stops before the
+    /// publish with the broker's reason; the broker's own refusal stays the backstop.
+    fn refusal(&self, properties: &BasicProperties) -> Option<String> {
+        let user_id = properties.user_id().as_ref()?.as_str();
+        (!self.impersonator && user_id != self.login).then(|| {
+            format!(
+                "PRECONDITION_FAILED - user_id property set to '{user_id}' but authenticated user was '{}'",
+                self.login
+            )
+        })
+    }
+}
+
 /// One transaction: up to `size` messages taken, re-published and acked, committed.
 /// The number moved; 0 when the parking queue is empty.
 async fn move_batch(
     channel: &Channel,
     request: &ReplayMove<'_>,
+    publisher: &Publisher,
     size: u64,
 ) -> Result<u64, ReplayFailure> {
     let work = request.rule.work_queue.as_str();
@@ -255,6 +307,11 @@ async fn move_batch(
             })?;
         let Some(message) = got else { break };
         let delivery = message.delivery;
+        // The open transaction is thrown away with the channel: nothing of the batch
+        // moves, and its taken messages return to the parking queue.
+        if let Some(reply) = publisher.refusal(&delivery.properties) {
+            return Err(ReplayFailure::UserId { reply });
+        }
         let properties = rewrite(&delivery.properties, request.rule);
         channel
             .basic_publish(
@@ -457,6 +514,32 @@ mod tests {
     use lapin::types::FieldArray;
 
     use super::*;
+
+    #[test]
+    fn only_an_impersonator_republishes_another_users_message() {
+        let signed = BasicProperties::default().with_user_id("app".into());
+        let plain = BasicProperties::default();
+        let warren = Publisher {
+            login: "warren".into(),
+            impersonator: false,
+        };
+        let reply = warren.refusal(&signed).expect("refused");
+        assert!(
+            reply.contains("user_id") && reply.contains("'app'"),
+            "{reply}"
+        );
+        assert_eq!(warren.refusal(&plain), None);
+        let app = Publisher {
+            login: "app".into(),
+            impersonator: false,
+        };
+        assert_eq!(app.refusal(&signed), None);
+        let impersonator = Publisher {
+            login: "warren".into(),
+            impersonator: true,
+        };
+        assert_eq!(impersonator.refusal(&signed), None);
+    }
 
     fn text(value: &str) -> AMQPValue {
         AMQPValue::LongString(LongString::from(value))
