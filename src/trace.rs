@@ -1,6 +1,6 @@
 //! `warren trace`: where one published message goes, step by step, without a broker.
 //!
-//! Routing and dead-lettering are `model::routing` (the code the lint's dead-letter
+//! Routing and dead-lettering are `model::routing` and `model::dead_letter` (the code the lint's dead-letter
 //! graph uses); each queue's effective settings are `model::queue_facts`; what a
 //! consumer does on a failure is the consumer contract (`compile::contract`). This
 //! module only walks: it publishes the message, hands each copy to the consumer of
@@ -13,9 +13,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::compile::contract::{ConsumerContract, Contract, RetryContract};
+use crate::model::dead_letter::{Death, DeathReason, Letter};
 use crate::model::headers::{DEATH_HEADERS, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER};
 use crate::model::queue_facts::{QueueFacts, operator_policies, queue_facts};
-use crate::model::routing::{Death, Headers, Hop, Letter, PublishError, Reason, Route, Topology};
+use crate::model::routing::{Headers, Hop, PublishError, Route, Topology};
 use crate::model::{Definitions, TargetVersion};
 use crate::spec::RetryMode;
 use crate::spec::duration::Duration;
@@ -315,7 +316,7 @@ pub enum Event {
         /// From this queue.
         queue: String,
         /// Why.
-        reason: Reason,
+        reason: DeathReason,
         /// Through this exchange (`None`: the queue has none; the message is gone).
         #[serde(skip_serializing_if = "Option::is_none")]
         exchange: Option<String>,
@@ -613,7 +614,7 @@ impl<'w, 'a> Walk<'w, 'a> {
                         match self.dead_letter(
                             letter,
                             facts,
-                            Reason::Rejected,
+                            DeathReason::Rejected,
                             number,
                             &deliveries,
                             events,
@@ -731,7 +732,14 @@ impl<'w, 'a> Walk<'w, 'a> {
                 delay,
                 tier,
             });
-            match self.dead_letter(letter, facts, Reason::Expired, number, &deliveries, events) {
+            match self.dead_letter(
+                letter,
+                facts,
+                DeathReason::Expired,
+                number,
+                &deliveries,
+                events,
+            ) {
                 Ok((next_letter, next_queue)) => {
                     *letter = next_letter;
                     queue = next_queue;
@@ -747,7 +755,7 @@ impl<'w, 'a> Walk<'w, 'a> {
         &mut self,
         letter: &Letter,
         facts: &QueueFacts<'a>,
-        reason: Reason,
+        reason: DeathReason,
         number: usize,
         deliveries: &[usize],
         events: &mut Vec<Event>,
@@ -911,7 +919,7 @@ fn action<'c>(consumer: &'c ConsumerContract, letter: &Letter) -> Action<'c> {
             }
         }
         RetryMode::Reject => {
-            let n = u64::from(letter.death_count(&retry.work_queue, Reason::Rejected));
+            let n = u64::from(letter.death_count(&retry.work_queue, DeathReason::Rejected));
             if (n as usize) < retry.max_retries {
                 Action::Reject(n)
             } else {
@@ -923,7 +931,7 @@ fn action<'c>(consumer: &'c ConsumerContract, letter: &Letter) -> Action<'c> {
             letter
                 .deaths
                 .iter()
-                .filter(|d| d.reason == Reason::Rejected)
+                .filter(|d| d.reason == DeathReason::Rejected)
                 .count() as u64,
         ),
     }
