@@ -9,6 +9,7 @@ pub mod load;
 mod merge;
 pub mod source_map;
 pub mod types;
+mod yaml_errors;
 
 pub use duration::Duration;
 pub use load::{Place, Sources, SpecFile, Texts, load, load_file, load_str};
