@@ -11,6 +11,7 @@
 //! format.
 
 pub mod arguments;
+pub mod dead_letter;
 pub mod effective;
 pub mod headers;
 pub mod id;

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use crate::text::count;
-use crate::trace::{Copy, Event, Outcome, Step, Trace};
+use crate::trace::{CopyEnd, Event, MessageCopy, RouteStep, Trace};
 
 /// Writes the trace as JSON (one document).
 pub fn json(out: &mut dyn Write, trace: &Trace) -> io::Result<()> {
@@ -66,7 +66,7 @@ pub fn text(out: &mut dyn Write, trace: &Trace) -> io::Result<()> {
     Ok(())
 }
 
-fn copy_text(out: &mut dyn Write, copy: &Copy) -> io::Result<()> {
+fn copy_text(out: &mut dyn Write, copy: &MessageCopy) -> io::Result<()> {
     let first = copy.events.iter().find_map(|e| match e {
         Event::Delivered { queue, .. } | Event::Waits { queue, .. } => Some(queue.as_str()),
         _ => None,
@@ -77,7 +77,7 @@ fn copy_text(out: &mut dyn Write, copy: &Copy) -> io::Result<()> {
     }
     match (first, &copy.outcome) {
         (Some(queue), _) => writeln!(out, ", from queue `{queue}`:")?,
-        (None, Outcome::Stays { queue } | Outcome::Parked { queue }) => {
+        (None, CopyEnd::Stays { queue } | CopyEnd::Parked { queue }) => {
             writeln!(out, ", in queue `{queue}`:")?
         }
         (None, _) => writeln!(out, ":")?,
@@ -183,32 +183,32 @@ fn event_line(event: &Event) -> String {
     }
 }
 
-fn outcome_line(outcome: &Outcome) -> String {
+fn outcome_line(outcome: &CopyEnd) -> String {
     match outcome {
-        Outcome::Processed { queue, consumer } => {
+        CopyEnd::Processed { queue, consumer } => {
             format!("processed by {consumer} from `{queue}`")
         }
-        Outcome::Parked { queue } => format!("parked in `{queue}`"),
-        Outcome::Stays { queue } => {
+        CopyEnd::Parked { queue } => format!("parked in `{queue}`"),
+        CopyEnd::Stays { queue } => {
             format!("stays in `{queue}` (no consumer of the spec reads it)")
         }
-        Outcome::Dropped { because } => format!("dropped: {because}"),
-        Outcome::Unfinished => "not followed further (the trace stopped)".to_string(),
+        CopyEnd::Dropped { because } => format!("dropped: {because}"),
+        CopyEnd::Unfinished => "not followed further (the trace stopped)".to_string(),
     }
 }
 
-fn step_line(step: &Step) -> String {
+fn step_line(step: &RouteStep) -> String {
     match step {
-        Step::Binding {
+        RouteStep::Binding {
             source,
             destination,
             destination_type,
             key,
         } => format!("`{source}` → {destination_type} `{destination}` (binding key `{key}`)"),
-        Step::Alternate { from, to } => {
+        RouteStep::Alternate { from, to } => {
             format!("`{from}` matches nothing → alternate exchange `{to}`")
         }
-        Step::Default { queue } => format!("the default exchange → queue `{queue}`"),
+        RouteStep::Default { queue } => format!("the default exchange → queue `{queue}`"),
     }
 }
 

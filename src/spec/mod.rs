@@ -5,15 +5,20 @@ pub mod diagnostic;
 pub mod duration;
 pub mod environment;
 pub mod limits;
+pub mod lint_settings;
 pub mod load;
 mod merge;
 pub mod source_map;
 pub mod types;
+pub mod users;
+mod yaml_errors;
 
 pub use duration::Duration;
+pub use lint_settings::*;
 pub use load::{Place, Sources, SpecFile, Texts, load, load_file, load_str};
 pub use source_map::{Location, SourceFile, SourceMap, SpecPath};
 pub use types::*;
+pub use users::*;
 
 /// The error for a name a flag chose that the spec does not have (`--vhost`,
 /// `--service` of `graph` and `status`): what was given, the closest name when it

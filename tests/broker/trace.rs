@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use warren::compile::contract::{ConsumerContract, Contract};
 use warren::model::routing::Headers;
 use warren::model::{Definitions, TargetVersion};
-use warren::trace::{self, Outcome, Request};
+use warren::trace::{self, CopyEnd, Request};
 
 use crate::amqp::{runtime, x_death_of};
 use crate::node::{Node, Version, pct};
@@ -270,14 +270,14 @@ fn predicted(
                 })
                 .collect();
             match &copy.outcome {
-                Outcome::Processed { queue, .. } => {
+                CopyEnd::Processed { queue, .. } => {
                     Some(("processed".into(), queue.clone(), deaths))
                 }
-                Outcome::Stays { queue } | Outcome::Parked { queue } => {
+                CopyEnd::Stays { queue } | CopyEnd::Parked { queue } => {
                     Some(("stays".into(), queue.clone(), deaths))
                 }
-                Outcome::Dropped { .. } => None,
-                Outcome::Unfinished => Some(("unfinished".into(), String::new(), deaths)),
+                CopyEnd::Dropped { .. } => None,
+                CopyEnd::Unfinished => Some(("unfinished".into(), String::new(), deaths)),
             }
         })
         .collect();

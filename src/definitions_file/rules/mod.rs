@@ -1,0 +1,211 @@
+//! The rules RabbitMQ's own definitions import enforces, mirrored so that warren
+//! refuses exactly the files the broker would refuse, at the value that breaks the
+//! rule, before it plans or imports anything.
+//!
+//! A rule here is something the broker refuses (`POST /api/definitions` answers 400,
+//! a booting node does not start). What the broker accepts but is risky (an
+//! alternate exchange that does not exist, a queue named by the server) is not here:
+//! it is a lint finding (`warren lint --definitions`). docs/definitions-files.md lists
+//! both, with where in the broker each rule comes from.
+//!
+//! The rules of each object kind are in a file of their own (`users`, `vhosts`,
+//! `queues`, …); [`RULES`] lists them all, in the order they are checked and
+//! documented. What the files share (the objects of a section with their paths, how
+//! a value is shown in a message) is here.
+
+mod bindings;
+mod exchanges;
+mod parameters;
+mod permissions;
+mod policies;
+mod queues;
+mod users;
+mod vhosts;
+
+use serde_json::Value;
+
+use super::kind_of;
+use super::locate::Path;
+use crate::model::TargetVersion;
+
+/// A value that breaks one of the broker's rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Broken {
+    /// Where the value is.
+    pub path: Path,
+    /// The rule's id ([`RULES`]).
+    pub rule: &'static str,
+    /// What is wrong, and the fix when it is obvious.
+    pub message: String,
+}
+
+/// One rule of the broker's import.
+pub struct Rule {
+    /// A short id, shown in brackets after the error.
+    pub id: &'static str,
+    /// What the broker refuses, in one line (docs and `--help` text).
+    pub summary: &'static str,
+    check: fn(&Value, &mut Found),
+}
+
+/// Every rule, in the order they are checked.
+pub const RULES: &[Rule] = &[
+    users::PASSWORD_HASH_BASE64,
+    users::USER_TAGS,
+    users::USER_PASSWORD,
+    users::USER_LIMIT,
+    permissions::PERMISSION_REGEX,
+    vhosts::VHOST_FIELDS,
+    vhosts::VHOST_EXISTS,
+    vhosts::VHOST_DEFAULT_QUEUE_TYPE,
+    exchanges::EXCHANGE_TYPE,
+    queues::QUEUE_ARGUMENT_VALUE,
+    queues::QUEUE_ARGUMENT_FOR_TYPE,
+    queues::DEAD_LETTER_ROUTING_KEY_WITHOUT_EXCHANGE,
+    policies::POLICY_SHAPE,
+    policies::POLICY_KEYS_KNOWN,
+    parameters::OPERATOR_POLICY,
+    parameters::PARAMETER_COMPONENT,
+    parameters::VHOST_LIMITS,
+    bindings::BINDING_DESTINATION_TYPE,
+    bindings::BINDING_X_MATCH,
+    bindings::BINDING_ENDS_EXIST,
+];
+
+/// Every value of `document` that breaks a rule for RabbitMQ `target`, rule by rule.
+pub fn check(document: &Value, target: TargetVersion) -> Vec<Broken> {
+    let mut found = Found {
+        target,
+        broken: Vec::new(),
+    };
+    for rule in RULES {
+        (rule.check)(document, &mut found);
+    }
+    found.broken
+}
+
+/// What the checks found, and the version they check for.
+struct Found {
+    target: TargetVersion,
+    broken: Vec<Broken>,
+}
+
+impl Found {
+    fn push(&mut self, path: Path, rule: &'static str, message: String) {
+        self.broken.push(Broken {
+            path,
+            rule,
+            message,
+        });
+    }
+}
+
+type Fields = serde_json::Map<String, Value>;
+
+/// The objects of a section with their paths.
+fn objects<'a>(
+    document: &'a Value,
+    section: &'static str,
+) -> impl Iterator<Item = (Path, &'a Fields)> {
+    document
+        .get(section)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(move |(index, object)| {
+            object
+                .as_object()
+                .map(|fields| (Path::default().then(section).then(index), fields))
+        })
+}
+
+fn name_of(fields: &Fields) -> String {
+    match fields.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => other.to_string(),
+        None => "?".to_string(),
+    }
+}
+
+/// A value as the message shows it: a short JSON rendering.
+fn shown(value: &Value) -> String {
+    crate::model::shorten::value(&value.to_string())
+}
+
+fn is_regex(value: &Value) -> Result<(), String> {
+    match value {
+        Value::String(text) => fancy_regex::Regex::new(text).map(drop).map_err(|err| {
+            format!(
+                "`{}` is not a valid regular expression: {err}",
+                crate::model::shorten::value(text)
+            )
+        }),
+        other => Err(format!(
+            "{} is {}, not a regular expression",
+            shown(other),
+            super::kind_of(other)
+        )),
+    }
+}
+
+fn arguments(fields: &Fields) -> impl Iterator<Item = (&String, &Value)> {
+    fields
+        .get("arguments")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+}
+
+fn parameters<'a>(
+    document: &'a Value,
+    component: &'static str,
+) -> impl Iterator<Item = (Path, &'a Fields)> {
+    objects(document, "parameters").filter(move |(_, parameter)| {
+        parameter.get("component").and_then(Value::as_str) == Some(component)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ids(document: Value) -> Vec<(String, &'static str)> {
+        check(&document, TargetVersion::V4_0)
+            .into_iter()
+            .map(|b| (b.path.to_string(), b.rule))
+            .collect()
+    }
+
+    #[test]
+    fn each_rule_names_the_value_that_breaks_it() {
+        assert_eq!(
+            ids(json!({"users": [
+                {"name": "a", "password_hash": "", "tags": [], "limits": {"max-connections": 2}},
+                {"name": "b", "password_hash": "not base64!", "tags": "", "limits": {"max-channels": "two"}}
+            ]})),
+            [
+                ("/users/1/password_hash".to_string(), "password-hash-base64"),
+                ("/users/1/limits/max-channels".to_string(), "user-limit"),
+            ]
+        );
+        assert_eq!(
+            ids(json!({"bindings": [
+                {"destination_type": "queue", "source": "", "destination": "amq.gen-1"},
+                {"destination_type": "exchange", "source": "", "destination": "amq.topic"},
+                {"destination_type": "stream", "source": "", "destination": "amq.topic"}
+            ]})),
+            [(
+                "/bindings/2/destination_type".to_string(),
+                "binding-destination-type"
+            )]
+        );
+    }
+
+    #[test]
+    fn rule_ids_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        assert!(RULES.iter().all(|rule| seen.insert(rule.id)));
+    }
+}
