@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use super::Options;
 use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe};
 use super::migrate;
-use super::phases::{Phase, PhaseKind, phases, write_of};
-use super::progress::{ChangeOutcome, Event, Progress, Step};
+use super::phases::{PhaseChanges, PhaseKind, phases, write_of};
+use super::progress::{ChangeOutcome, Event, Phase, Progress};
 use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
@@ -92,7 +92,7 @@ pub(super) async fn make_changes(
 }
 
 /// The changes of the phases an apply that stopped did not reach, as not done.
-fn not_reached(later: &[Phase<'_>], report: &mut ApplyReport) {
+fn not_reached(later: &[PhaseChanges<'_>], report: &mut ApplyReport) {
     for phase in later {
         report
             .not_done
@@ -106,14 +106,14 @@ async fn migrate_phase(
     client: &Client,
     plan: &Plan,
     options: &Options,
-    phase: &Phase<'_>,
-    later: &[Phase<'_>],
+    phase: &PhaseChanges<'_>,
+    later: &[PhaseChanges<'_>],
     report: &mut ApplyReport,
     progress: &mut Progress<'_>,
 ) -> Result<(), ApplyError> {
     let total = plan.migrations.len();
     progress(&Event::Started {
-        step: phase.step,
+        phase: phase.phase,
         total,
     });
     if let Err(mut error) = migrate_all(client, plan, options, report, progress).await {
@@ -125,7 +125,7 @@ async fn migrate_phase(
         return Err(error);
     }
     progress(&Event::Finished {
-        step: phase.step,
+        phase: phase.phase,
         done: total,
         total,
     });
@@ -142,7 +142,7 @@ struct Failed<'a> {
 /// Reports each change of a phase that ran as the broker answered for it, and the
 /// phase's end; the failure that stops the apply, if any.
 fn report_outcomes<'a>(
-    phase: &Phase<'a>,
+    phase: &PhaseChanges<'a>,
     outcomes: Vec<Outcome>,
     report: &mut ApplyReport,
     progress: &mut Progress<'_>,
@@ -181,7 +181,7 @@ fn report_outcomes<'a>(
     }
     let made = phase.changes.len() - failed_or_unsent;
     progress(&Event::Finished {
-        step: phase.step,
+        phase: phase.phase,
         done: made,
         total: phase.changes.len(),
     });
@@ -232,7 +232,7 @@ async fn migrate_all(
                 ));
                 report.done.extend(carried);
                 progress(&Event::Advanced {
-                    step: Step::Migrate,
+                    phase: Phase::Migrate,
                     done: index + 1,
                     total: plan.migrations.len(),
                 });
@@ -276,16 +276,20 @@ fn not_done(change: &Change, kind: PhaseKind) -> String {
 /// each, in order.
 async fn run_phase(
     client: &Client,
-    phase: &Phase<'_>,
+    phase: &PhaseChanges<'_>,
     allow_data_loss: bool,
     progress: &mut Progress<'_>,
 ) -> Vec<Outcome> {
-    let (step, total) = (phase.step, phase.changes.len());
-    progress(&Event::Started { step, total });
+    let (name, total) = (phase.phase, phase.changes.len());
+    progress(&Event::Started { phase: name, total });
     let mut done = 0;
     let answered = &mut |answered: usize| {
         done += answered;
-        progress(&Event::Advanced { step, done, total });
+        progress(&Event::Advanced {
+            phase: name,
+            done,
+            total,
+        });
     };
     match phase.kind {
         PhaseKind::Import => {

@@ -7,7 +7,7 @@ use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
 
-use super::progress::Step;
+use super::progress::Phase;
 
 /// How the changes of a phase are sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,8 +22,10 @@ pub(super) enum PhaseKind {
     Migrate,
 }
 
-pub(super) struct Phase<'a> {
-    pub(super) step: Step,
+/// One phase of an apply as a plan fills it: which phase (what the progress shows),
+/// how its changes are sent, and the changes, in the order they are sent.
+pub(super) struct PhaseChanges<'a> {
+    pub(super) phase: Phase,
     pub(super) kind: PhaseKind,
     pub(super) changes: Vec<&'a Change>,
 }
@@ -32,7 +34,7 @@ pub(super) struct Phase<'a> {
 /// (the import orders kinds itself), then updates, then migrations (with `migrating`:
 /// they need what the spec adds, and come before what it deletes), then deletes from
 /// the leaves up.
-pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
+pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
     let ordinary: Vec<&Change> = plan
         .changes
         .iter()
@@ -82,18 +84,18 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
         .collect();
     deletes.sort_by_key(|c| delete_order.iter().position(|k| *k == c.id.kind));
     vec![
-        Phase {
-            step: Step::RemoveReplaced,
+        PhaseChanges {
+            phase: Phase::RemoveReplaced,
             kind: PhaseKind::RemoveReplaced,
             changes: removals_of_replaced,
         },
-        Phase {
-            step: Step::Create,
+        PhaseChanges {
+            phase: Phase::Create,
             kind: PhaseKind::Import,
             changes: creates,
         },
-        Phase {
-            step: Step::Update,
+        PhaseChanges {
+            phase: Phase::Update,
             kind: PhaseKind::OneByOne,
             changes: of(
                 Action::Update,
@@ -110,8 +112,8 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
                 ],
             ),
         },
-        Phase {
-            step: Step::Migrate,
+        PhaseChanges {
+            phase: Phase::Migrate,
             kind: PhaseKind::Migrate,
             changes: if migrating && !plan.migrations.is_empty() {
                 migrated
@@ -119,18 +121,18 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<Phase<'_>> {
                 Vec::new()
             },
         },
-        Phase {
-            step: Step::DeleteBindings,
+        PhaseChanges {
+            phase: Phase::DeleteBindings,
             kind: PhaseKind::OneByOne,
             changes: of(Action::Delete, &[Binding]),
         },
-        Phase {
-            step: Step::DeleteQueues,
+        PhaseChanges {
+            phase: Phase::DeleteQueues,
             kind: PhaseKind::OneByOne,
             changes: of(Action::Delete, &[Queue]),
         },
-        Phase {
-            step: Step::DeleteOthers,
+        PhaseChanges {
+            phase: Phase::DeleteOthers,
             kind: PhaseKind::OneByOne,
             changes: deletes,
         },
@@ -213,9 +215,9 @@ mod tests {
         }
     }
 
-    /// The phases of `plan`, each as its step and the changes it holds as
+    /// The phases of `plan`, each as which phase it is and the changes it holds as
     /// `action kind name`.
-    fn laid_out(plan: &Plan, migrating: bool) -> Vec<(Step, Vec<String>)> {
+    fn laid_out(plan: &Plan, migrating: bool) -> Vec<(Phase, Vec<String>)> {
         phases(plan, migrating)
             .iter()
             .map(|phase| {
@@ -224,39 +226,39 @@ mod tests {
                     .iter()
                     .map(|c| format!("{:?} {:?} {}", c.action, c.id.kind, c.id.name))
                     .collect();
-                (phase.step, changes)
+                (phase.phase, changes)
             })
             .collect()
     }
 
-    /// The changes of the phase of `step`.
-    fn of_step(laid_out: &[(Step, Vec<String>)], step: Step) -> Vec<String> {
+    /// The changes of the phase `wanted`.
+    fn of_phase(laid_out: &[(Phase, Vec<String>)], wanted: Phase) -> Vec<String> {
         laid_out
             .iter()
-            .find(|(s, _)| *s == step)
+            .find(|(s, _)| *s == wanted)
             .map(|(_, changes)| changes.clone())
-            .unwrap_or_else(|| panic!("no phase {step:?}"))
+            .unwrap_or_else(|| panic!("no phase {wanted:?}"))
     }
 
-    /// The steps whose phase holds `change` (`action kind name`).
-    fn steps_of(laid_out: &[(Step, Vec<String>)], change: &str) -> Vec<Step> {
+    /// The phases that hold `change` (`action kind name`).
+    fn phases_holding(laid_out: &[(Phase, Vec<String>)], change: &str) -> Vec<Phase> {
         laid_out
             .iter()
             .filter(|(_, changes)| changes.iter().any(|c| c == change))
-            .map(|(step, _)| *step)
+            .map(|(phase, _)| *phase)
             .collect()
     }
 
     #[test]
     fn the_phases_run_in_one_order_whatever_the_plan() {
-        let steps = [
-            Step::RemoveReplaced,
-            Step::Create,
-            Step::Update,
-            Step::Migrate,
-            Step::DeleteBindings,
-            Step::DeleteQueues,
-            Step::DeleteOthers,
+        let order_of_phases = [
+            Phase::RemoveReplaced,
+            Phase::Create,
+            Phase::Update,
+            Phase::Migrate,
+            Phase::DeleteBindings,
+            Phase::DeleteQueues,
+            Phase::DeleteOthers,
         ];
         let empty = Plan::of_changes(vec![], vec![]);
         let full = Plan::of_changes(
@@ -271,8 +273,8 @@ mod tests {
         for plan in [&empty, &full] {
             for migrating in [false, true] {
                 let phases = phases(plan, migrating);
-                let order: Vec<Step> = phases.iter().map(|p| p.step).collect();
-                assert_eq!(order, steps);
+                let order: Vec<Phase> = phases.iter().map(|p| p.phase).collect();
+                assert_eq!(order, order_of_phases);
                 let kinds: Vec<PhaseKind> = phases.iter().map(|p| p.kind).collect();
                 assert_eq!(
                     kinds,
@@ -314,10 +316,14 @@ mod tests {
         let laid_out = laid_out(&plan, false);
         for kind in kinds {
             let created = format!("Create {kind:?} new");
-            assert_eq!(steps_of(&laid_out, &created), [Step::Create], "{kind:?}");
+            assert_eq!(
+                phases_holding(&laid_out, &created),
+                [Phase::Create],
+                "{kind:?}"
+            );
         }
         // The import orders kinds itself: the plan's order is kept.
-        let created = of_step(&laid_out, Step::Create);
+        let created = of_phase(&laid_out, Phase::Create);
         let expected: Vec<String> = kinds.iter().map(|k| format!("Create {k:?} new")).collect();
         assert_eq!(created, expected);
     }
@@ -335,12 +341,12 @@ mod tests {
         let laid_out = laid_out(&plan, false);
         // Queues before exchanges: a queue's bindings from the exchange go with it.
         assert_eq!(
-            of_step(&laid_out, Step::RemoveReplaced),
+            of_phase(&laid_out, Phase::RemoveReplaced),
             ["Replace Queue audit", "Replace Exchange events"]
         );
         // The new versions are created with the other creates, in the plan's order.
         assert_eq!(
-            of_step(&laid_out, Step::Create),
+            of_phase(&laid_out, Phase::Create),
             [
                 "Replace Exchange events",
                 "Create Queue orders",
@@ -348,8 +354,8 @@ mod tests {
             ]
         );
         assert_eq!(
-            steps_of(&laid_out, "Replace Queue audit"),
-            [Step::RemoveReplaced, Step::Create]
+            phases_holding(&laid_out, "Replace Queue audit"),
+            [Phase::RemoveReplaced, Phase::Create]
         );
     }
 
@@ -374,9 +380,13 @@ mod tests {
         let laid_out = laid_out(&plan, false);
         for kind in kinds {
             let updated = format!("Update {kind:?} kept");
-            assert_eq!(steps_of(&laid_out, &updated), [Step::Update], "{kind:?}");
+            assert_eq!(
+                phases_holding(&laid_out, &updated),
+                [Phase::Update],
+                "{kind:?}"
+            );
         }
-        assert!(of_step(&laid_out, Step::Create).is_empty());
+        assert!(of_phase(&laid_out, Phase::Create).is_empty());
     }
 
     #[test]
@@ -394,9 +404,9 @@ mod tests {
         );
         let laid_out = laid_out(&plan, false);
         let position = |change: &str| {
-            let steps = steps_of(&laid_out, change);
-            assert_eq!(steps.len(), 1, "{change} is in one phase: {steps:?}");
-            laid_out.iter().position(|(s, _)| *s == steps[0]).unwrap()
+            let holding = phases_holding(&laid_out, change);
+            assert_eq!(holding.len(), 1, "{change} is in one phase: {holding:?}");
+            laid_out.iter().position(|(s, _)| *s == holding[0]).unwrap()
         };
         let deleted = [
             "Delete Binding events -> audit",
@@ -420,9 +430,9 @@ mod tests {
         // queue stops the apply before its exchange goes.
         assert!(position(deleted[0]) < position(deleted[1]));
         assert!(position(deleted[1]) < position(deleted[2]));
-        assert_eq!(of_step(&laid_out, Step::DeleteBindings), [deleted[0]]);
-        assert_eq!(of_step(&laid_out, Step::DeleteQueues), [deleted[1]]);
-        assert_eq!(of_step(&laid_out, Step::DeleteOthers), [deleted[2]]);
+        assert_eq!(of_phase(&laid_out, Phase::DeleteBindings), [deleted[0]]);
+        assert_eq!(of_phase(&laid_out, Phase::DeleteQueues), [deleted[1]]);
+        assert_eq!(of_phase(&laid_out, Phase::DeleteOthers), [deleted[2]]);
     }
 
     #[test]
@@ -448,7 +458,7 @@ mod tests {
         let plan = Plan::of_changes(changes, vec![]);
         let laid_out = laid_out(&plan, false);
         assert_eq!(
-            of_step(&laid_out, Step::DeleteOthers),
+            of_phase(&laid_out, Phase::DeleteOthers),
             [
                 "Delete GlobalParameter gone",
                 "Delete Parameter gone",
@@ -462,8 +472,8 @@ mod tests {
                 "Delete Vhost gone",
             ]
         );
-        assert!(of_step(&laid_out, Step::DeleteBindings).is_empty());
-        assert!(of_step(&laid_out, Step::DeleteQueues).is_empty());
+        assert!(of_phase(&laid_out, Phase::DeleteBindings).is_empty());
+        assert!(of_phase(&laid_out, Phase::DeleteQueues).is_empty());
     }
 
     /// A plan that replaces queue `audit` (with a migration found for it) and creates
@@ -491,21 +501,24 @@ mod tests {
         // The migration declares the queue anew and binds it again itself: its
         // replacement and the bindings its removal takes are in no other phase.
         assert_eq!(
-            of_step(&laid_out, Step::Migrate),
+            of_phase(&laid_out, Phase::Migrate),
             ["Replace Queue audit", "Create Binding events -> audit"]
         );
-        assert_eq!(steps_of(&laid_out, "Replace Queue audit"), [Step::Migrate]);
         assert_eq!(
-            steps_of(&laid_out, "Create Binding events -> audit"),
-            [Step::Migrate]
+            phases_holding(&laid_out, "Replace Queue audit"),
+            [Phase::Migrate]
+        );
+        assert_eq!(
+            phases_holding(&laid_out, "Create Binding events -> audit"),
+            [Phase::Migrate]
         );
         // A replaced queue without a migration is replaced as ever.
         assert_eq!(
-            of_step(&laid_out, Step::RemoveReplaced),
+            of_phase(&laid_out, Phase::RemoveReplaced),
             ["Replace Queue ledger"]
         );
         assert_eq!(
-            of_step(&laid_out, Step::Create),
+            of_phase(&laid_out, Phase::Create),
             [
                 "Create Queue orders",
                 "Create Binding events -> orders",
@@ -513,12 +526,12 @@ mod tests {
             ]
         );
         // After what the spec adds, before what it deletes.
-        let at = |step: Step| laid_out.iter().position(|(s, _)| *s == step).unwrap();
-        assert!(at(Step::Create) < at(Step::Migrate));
-        assert!(at(Step::Update) < at(Step::Migrate));
-        assert!(at(Step::Migrate) < at(Step::DeleteBindings));
+        let at = |phase: Phase| laid_out.iter().position(|(s, _)| *s == phase).unwrap();
+        assert!(at(Phase::Create) < at(Phase::Migrate));
+        assert!(at(Phase::Update) < at(Phase::Migrate));
+        assert!(at(Phase::Migrate) < at(Phase::DeleteBindings));
         assert_eq!(
-            of_step(&laid_out, Step::DeleteBindings),
+            of_phase(&laid_out, Phase::DeleteBindings),
             ["Delete Binding events -> old"]
         );
     }
@@ -527,15 +540,15 @@ mod tests {
     fn without_migrating_a_migratable_queue_is_replaced_in_place() {
         let plan = replacing_audit();
         let laid_out = laid_out(&plan, false);
-        assert!(of_step(&laid_out, Step::Migrate).is_empty());
+        assert!(of_phase(&laid_out, Phase::Migrate).is_empty());
         assert_eq!(
-            of_step(&laid_out, Step::RemoveReplaced),
+            of_phase(&laid_out, Phase::RemoveReplaced),
             ["Replace Queue audit", "Replace Queue ledger"]
         );
         // The bindings into the replaced queue are created again by the import, after
         // the new queue.
         assert_eq!(
-            of_step(&laid_out, Step::Create),
+            of_phase(&laid_out, Phase::Create),
             [
                 "Replace Queue audit",
                 "Create Binding events -> audit",
@@ -556,7 +569,7 @@ mod tests {
         plan.changes
             .push(binding(Action::Delete, "legacy", "audit"));
         let phases = phases(&plan, true);
-        let migrate = phases.iter().find(|p| p.step == Step::Migrate).unwrap();
+        let migrate = phases.iter().find(|p| p.phase == Phase::Migrate).unwrap();
         assert!(
             migrate
                 .changes
@@ -566,7 +579,7 @@ mod tests {
         );
         let removed = phases
             .iter()
-            .find(|p| p.step == Step::RemoveReplaced)
+            .find(|p| p.phase == Phase::RemoveReplaced)
             .unwrap();
         assert!(
             removed
@@ -576,8 +589,8 @@ mod tests {
         );
         let laid_out = laid_out(&plan, true);
         assert_eq!(
-            steps_of(&laid_out, "Delete Binding legacy -> audit"),
-            [Step::DeleteBindings]
+            phases_holding(&laid_out, "Delete Binding legacy -> audit"),
+            [Phase::DeleteBindings]
         );
     }
 
