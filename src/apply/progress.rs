@@ -8,9 +8,10 @@
 use crate::diff::Change;
 use crate::model::ObjectId;
 
-/// The phases of an apply, in the order they run (docs/architecture.md, "Data flow").
+/// The phases of an apply, in the order they run (docs/architecture.md, "Data flow"):
+/// what a progress event is about. (A step of one migration is a [`MigrationStep`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum Phase {
     /// The old versions of replaced queues and exchanges are deleted.
     RemoveReplaced,
     /// New objects (and the new versions of replaced ones) are imported.
@@ -88,17 +89,17 @@ pub enum MigrationStep<'a> {
 /// One event of an apply.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
-    /// A phase starts, with `total` changes (for [`Step::Migrate`]: migrations).
+    /// A phase starts, with `total` changes (for [`Phase::Migrate`]: migrations).
     Started {
         /// The phase.
-        step: Step,
+        phase: Phase,
         /// Its size.
         total: usize,
     },
     /// The broker answered for `done` of the phase's `total` changes so far.
     Advanced {
         /// The phase.
-        step: Step,
+        phase: Phase,
         /// Answered so far.
         done: usize,
         /// Its size.
@@ -114,7 +115,7 @@ pub enum Event<'a> {
     /// A phase ended: `done` of its `total` changes were made (fewer after a failure).
     Finished {
         /// The phase.
-        step: Step,
+        phase: Phase,
         /// Changes made.
         done: usize,
         /// Its size.

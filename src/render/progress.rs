@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::apply::progress::{ChangeOutcome, Event, MigrationStep, Step};
+use crate::apply::progress::{ChangeOutcome, Event, MigrationStep, Phase};
 use crate::model::shorten::grouped;
 use crate::text::{count, noun_for};
 
@@ -20,15 +20,15 @@ use crate::text::{count, noun_for};
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// What the phase is called, and what it counts.
-fn label(step: Step) -> (&'static str, &'static str) {
-    match step {
-        Step::RemoveReplaced => ("removing replaced", "object"),
-        Step::Create => ("creating", "object"),
-        Step::Update => ("updating", "object"),
-        Step::Migrate => ("migrating", "queue"),
-        Step::DeleteBindings => ("deleting", "binding"),
-        Step::DeleteQueues => ("deleting", "queue"),
-        Step::DeleteOthers => ("deleting", "object"),
+fn label(phase: Phase) -> (&'static str, &'static str) {
+    match phase {
+        Phase::RemoveReplaced => ("removing replaced", "object"),
+        Phase::Create => ("creating", "object"),
+        Phase::Update => ("updating", "object"),
+        Phase::Migrate => ("migrating", "queue"),
+        Phase::DeleteBindings => ("deleting", "binding"),
+        Phase::DeleteQueues => ("deleting", "queue"),
+        Phase::DeleteOthers => ("deleting", "object"),
     }
 }
 
@@ -43,8 +43,14 @@ pub fn elapsed(duration: Duration) -> String {
 }
 
 /// `creating: 2,000 of 8,000 objects, 12 s`, and what was not made (`; 1 refused`).
-fn phase_line(step: Step, done: usize, total: usize, started: Instant, missed: &Missed) -> String {
-    let (label, noun) = label(step);
+fn phase_line(
+    phase: Phase,
+    done: usize,
+    total: usize,
+    started: Instant,
+    missed: &Missed,
+) -> String {
+    let (label, noun) = label(phase);
     format!(
         "{label}: {} of {} {}, {}{}",
         grouped(done as u64),
@@ -88,7 +94,7 @@ fn migration_step(step: &MigrationStep<'_>) -> String {
 
 /// The phase that runs, as the plain lines see it.
 struct Running {
-    step: Step,
+    phase: Phase,
     done: usize,
     total: usize,
     started: Instant,
@@ -123,7 +129,7 @@ impl<W: Write> Lines<W> {
     fn state(&mut self) {
         if let Some(running) = &self.running {
             let text = phase_line(
-                running.step,
+                running.phase,
                 running.done,
                 running.total,
                 running.started,
@@ -135,9 +141,9 @@ impl<W: Write> Lines<W> {
 
     fn event(&mut self, event: &Event<'_>) {
         match *event {
-            Event::Started { step, total } => {
+            Event::Started { phase, total } => {
                 self.running = Some(Running {
-                    step,
+                    phase,
                     done: 0,
                     total,
                     started: Instant::now(),
@@ -173,7 +179,8 @@ impl<W: Write> Lines<W> {
                     running.total = total;
                 }
                 if let Some(running) = &self.running {
-                    let text = phase_line(running.step, done, total, running.started, &self.missed);
+                    let text =
+                        phase_line(running.phase, done, total, running.started, &self.missed);
                     self.line(&text);
                 }
                 self.running = None;
@@ -216,7 +223,7 @@ fn missed(missed: &Missed) -> String {
 /// The bar of the phase that runs.
 struct Drawn {
     bar: ProgressBar,
-    step: Step,
+    phase: Phase,
     started: Instant,
 }
 
@@ -228,7 +235,7 @@ impl Drawn {
         self.bar.finish_and_clear();
         eprintln!(
             "{}",
-            phase_line(self.step, done, total, self.started, missed)
+            phase_line(self.phase, done, total, self.started, missed)
         );
     }
 }
@@ -341,12 +348,12 @@ impl<W: Write + Send + 'static> Drop for ApplyProgress<W> {
 
 fn bar_event(bar: &mut Option<Drawn>, missed: &mut Missed, event: &Event<'_>) {
     match *event {
-        Event::Started { step, total } => {
+        Event::Started { phase, total } => {
             if let Some(previous) = bar.take() {
                 let (done, total) = (previous.bar.position(), previous.bar.length());
                 previous.end(done as usize, total.unwrap_or(done) as usize, missed);
             }
-            let (label, noun) = label(step);
+            let (label, noun) = label(phase);
             let style = ProgressStyle::with_template(
                 "{prefix:>17} [{bar:30}] {human_pos}/{human_len} {msg}, {elapsed}",
             )
@@ -360,7 +367,7 @@ fn bar_event(bar: &mut Option<Drawn>, missed: &mut Missed, event: &Event<'_>) {
             new.enable_steady_tick(Duration::from_millis(250));
             *bar = Some(Drawn {
                 bar: new,
-                step,
+                phase,
                 started: Instant::now(),
             });
             *missed = Missed::default();
@@ -420,28 +427,28 @@ mod tests {
         let mut progress = ApplyProgress::lines(out.clone());
         let total = 8000;
         progress.event(&Event::Started {
-            step: Step::Create,
+            phase: Phase::Create,
             total,
         });
         // A chunk answered every 100 objects: 80 events, a line at each tenth only.
         for done in (100..=total).step_by(100) {
             progress.event(&Event::Advanced {
-                step: Step::Create,
+                phase: Phase::Create,
                 done,
                 total,
             });
         }
         progress.event(&Event::Finished {
-            step: Step::Create,
+            phase: Phase::Create,
             done: total,
             total,
         });
         progress.event(&Event::Started {
-            step: Step::DeleteQueues,
+            phase: Phase::DeleteQueues,
             total: 1,
         });
         progress.event(&Event::Finished {
-            step: Step::DeleteQueues,
+            phase: Phase::DeleteQueues,
             done: 0,
             total: 1,
         });
@@ -476,7 +483,7 @@ mod tests {
             handle: None,
         };
         progress.event(&Event::Started {
-            step: Step::Create,
+            phase: Phase::Create,
             total: 3,
         });
         for outcome in [
@@ -490,7 +497,7 @@ mod tests {
             });
         }
         progress.event(&Event::Finished {
-            step: Step::Create,
+            phase: Phase::Create,
             done: 1,
             total: 3,
         });
@@ -507,7 +514,7 @@ mod tests {
         let out = Shared::default();
         let mut progress = ApplyProgress::lines(out.clone());
         progress.event(&Event::Started {
-            step: Step::Create,
+            phase: Phase::Create,
             total: 10,
         });
         // As if the last line were a heartbeat ago: the thread prints the state again.

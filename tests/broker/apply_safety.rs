@@ -7,11 +7,7 @@ use serde_json::json;
 
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
-use crate::support::{Capture, Run};
-
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).run()
-}
+use crate::support::Capture;
 
 /// A spec with plain queues `name: type` in `vhost`.
 fn queues_spec(spec: &str, vhost: &str, queues: &[(&str, &str)]) -> String {
@@ -59,26 +55,24 @@ fn a_saved_replace_keeps_messages_that_arrived_after_planning(version: Version) 
         let vhost = node.unused_vhost(&format!("guard-replace-{from}"));
         let name = format!("guard-{vhost}");
         let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", from)]));
-        warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+        node.apply(spec.arg()).expect(0);
         spec.write(&queues_spec(&name, &vhost, &[("audit", to)]));
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("plan.json");
-        let planned = warren(
-            node,
-            &[
+        let planned = node
+            .cli(&[
                 "plan",
                 "--detailed-exitcode",
                 spec.arg(),
                 "-o",
                 plan.to_str().unwrap(),
-            ],
-        )
-        .expect(2);
+            ])
+            .expect(2);
         assert!(planned.stdout.contains("~> audit"), "{}", planned.stdout);
         assert!(!planned.stdout.contains("DATA LOSS"), "{}", planned.stdout);
 
         publish(node, &vhost, "audit", 3);
-        let refused = warren(node, &["apply", plan.to_str().unwrap()]).expect(4);
+        let refused = node.cli(&["apply", plan.to_str().unwrap()]).expect(4);
         assert!(
             refused
                 .stderr
@@ -103,25 +97,22 @@ fn a_saved_delete_keeps_messages_that_arrived_after_planning(version: Version) {
             &vhost,
             &[("audit", kind), ("extra", kind)],
         ));
-        warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+        node.apply(spec.arg()).expect(0);
         spec.write(&queues_spec(&name, &vhost, &[("audit", kind)]));
         let dir = tempfile::tempdir().unwrap();
         let plan = dir.path().join("plan.json");
-        warren(
-            node,
-            &[
-                "plan",
-                "--detailed-exitcode",
-                spec.arg(),
-                "-o",
-                plan.to_str().unwrap(),
-            ],
-        )
+        node.cli(&[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "-o",
+            plan.to_str().unwrap(),
+        ])
         .expect(2);
 
         publish(node, &vhost, "extra", 5);
         assert_holds(node, &vhost, "extra", kind, 5);
-        let refused = warren(node, &["apply", plan.to_str().unwrap()]).expect(4);
+        let refused = node.cli(&["apply", plan.to_str().unwrap()]).expect(4);
         assert!(
             refused
                 .stderr
@@ -146,10 +137,10 @@ fn messages_the_statistics_do_not_show_yet_are_kept(version: Version) {
         let vhost = node.unused_vhost(&format!("guard-fresh-{from}"));
         let name = format!("guard-{vhost}");
         let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", from)]));
-        warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+        node.apply(spec.arg()).expect(0);
         spec.write(&queues_spec(&name, &vhost, &[("audit", to)]));
         publish(node, &vhost, "audit", 3);
-        let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
+        let refused = node.apply(spec.arg()).expect(4);
         assert!(
             refused.stderr.contains("queue \"audit\""),
             "{from} → {to}: {}",
@@ -157,12 +148,10 @@ fn messages_the_statistics_do_not_show_yet_are_kept(version: Version) {
         );
         assert_holds(node, &vhost, "audit", from, 3);
         // Accepting the loss replaces it.
-        warren(
-            node,
-            &["apply", spec.arg(), "--auto-approve", "--allow-data-loss"],
-        )
-        .expect(0);
-        warren(node, &["plan", spec.arg()]).expect(0);
+        node.apply(spec.arg())
+            .with(&["--allow-data-loss"])
+            .expect(0);
+        node.plan(spec.arg()).expect(0);
     }
 }
 
@@ -177,16 +166,18 @@ fn deleting_a_stream_needs_allow_data_loss(version: Version) {
         &vhost,
         &[("audit", "quorum"), ("events", "stream")],
     ));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).expect(0);
     publish(node, &vhost, "events", 2);
     spec.write(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
-    let planned = warren(node, &["plan", "--detailed-exitcode", spec.arg()]).expect(2);
+    let planned = node
+        .cli(&["plan", "--detailed-exitcode", spec.arg()])
+        .expect(2);
     assert!(
         planned.stdout.contains("DATA LOSS: a stream's log"),
         "{}",
         planned.stdout
     );
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(spec.arg()).expect(4);
     assert!(
         refused.stderr.contains("holds a stream's log"),
         "{}",
@@ -196,11 +187,9 @@ fn deleting_a_stream_needs_allow_data_loss(version: Version) {
         node.get_opt(&format!("/api/queues/{}/events", pct(&vhost)))
             .is_some()
     );
-    warren(
-        node,
-        &["apply", spec.arg(), "--auto-approve", "--allow-data-loss"],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--allow-data-loss"])
+        .expect(0);
     assert!(
         node.get_opt(&format!("/api/queues/{}/events", pct(&vhost)))
             .is_none()
@@ -215,7 +204,7 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
     let vhost = node.unused_vhost("edited");
     let name = format!("edited-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).expect(0);
     node.put(
         &format!("/api/queues/{}/handmade_msgs", pct(&vhost)),
         &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
@@ -228,16 +217,13 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
     ));
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    warren(
-        node,
-        &[
-            "plan",
-            "--detailed-exitcode",
-            spec.arg(),
-            "-o",
-            plan.to_str().unwrap(),
-        ],
-    )
+    node.cli(&[
+        "plan",
+        "--detailed-exitcode",
+        spec.arg(),
+        "-o",
+        plan.to_str().unwrap(),
+    ])
     .expect(2);
     let mut document: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
@@ -248,11 +234,9 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
     }));
     std::fs::write(&plan, document.to_string()).unwrap();
 
-    let refused = warren(
-        node,
-        &["apply", plan.to_str().unwrap(), "--allow-data-loss"],
-    )
-    .expect(4);
+    let refused = node
+        .cli(&["apply", plan.to_str().unwrap(), "--allow-data-loss"])
+        .expect(4);
     assert!(
         refused
             .stderr
@@ -282,16 +266,13 @@ fn a_plan_for_another_broker_is_refused(version: Version) {
     let spec = Spec::new(&queues_spec(&name, &vhost, &[("audit", "quorum")]));
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    warren(
-        node,
-        &[
-            "plan",
-            "--detailed-exitcode",
-            spec.arg(),
-            "-o",
-            plan.to_str().unwrap(),
-        ],
-    )
+    node.cli(&[
+        "plan",
+        "--detailed-exitcode",
+        spec.arg(),
+        "-o",
+        plan.to_str().unwrap(),
+    ])
     .expect(2);
     let refused = other
         .warren(&["apply", plan.to_str().unwrap()])
@@ -309,7 +290,7 @@ fn a_plan_for_another_broker_is_refused(version: Version) {
             .is_none()
     );
     // On its own broker it applies.
-    warren(node, &["apply", plan.to_str().unwrap()]).expect(0);
+    node.cli(&["apply", plan.to_str().unwrap()]).expect(0);
 }
 
 per_version!(

@@ -164,7 +164,8 @@ fn round_trip(node: &Node, file: &CorpusFile, definitions: &Value, n: usize) -> 
     // accepted when adoption is all the plan does. The spec reads URI credentials
     // from the environment, as a user sets them.
     let plan = node
-        .warren(&["plan", spec_arg, "--format", "json"])
+        .plan_json(spec_arg)
+        .command()
         .envs(file.credentials.iter().map(|(k, v)| (k, v)))
         .run();
     let document: Value = serde_json::from_str(&plan.stdout).unwrap_or(Value::Null);
@@ -178,7 +179,7 @@ fn round_trip(node: &Node, file: &CorpusFile, definitions: &Value, n: usize) -> 
         && empty("conflicts")
         && !unmanaged;
     if !no_change {
-        let text = node.warren(&["plan", spec_arg]).run();
+        let text = node.plan(spec_arg).run();
         return Err(format!(
             "{name}: `warren plan` of the imported spec exited with {:?}{}: {}\n\
              --- import ---\n{}--- plan ---\n{}--- imported spec ---\n{imported}",

@@ -59,7 +59,7 @@ fn trials() -> usize {
 #[track_caller]
 fn converge(node: &Node, spec: &Spec) {
     for _ in 0..15 {
-        let run: Run = node.warren(&["apply", spec.arg(), "--auto-approve"]).run();
+        let run: Run = node.apply(spec.arg()).run();
         if run.code == Some(0) {
             return;
         }
@@ -91,7 +91,7 @@ fn converge(node: &Node, spec: &Spec) {
 /// The number of changes a plan of the spec shows now.
 #[track_caller]
 fn pending(node: &Node, spec: &Spec) -> u64 {
-    let run = node.warren(&["plan", spec.arg(), "--format", "json"]).run();
+    let run = node.plan_json(spec.arg()).run();
     let plan: serde_json::Value = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
     ["create", "update", "replace", "delete"]
@@ -102,7 +102,7 @@ fn pending(node: &Node, spec: &Spec) -> u64 {
 
 #[track_caller]
 fn assert_converged(node: &Node, spec: &Spec, trial: &str) {
-    let plan = node.warren(&["plan", spec.arg()]).run();
+    let plan = node.plan(spec.arg()).run();
     assert_eq!(
         plan.code,
         Some(0),
@@ -129,9 +129,7 @@ fn assert_converged(node: &Node, spec: &Spec, trial: &str) {
 fn crashes_at_random_points_converge(version: Version) {
     let node = Node::start(version, NodeOptions::default());
     let spec = Spec::new(&spec_text(0));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     for n in 0..KEPT_MESSAGES {
         let answer = node.post(
             &format!("/api/exchanges/{}/amq.default/publish", pct(VHOST)),
@@ -143,9 +141,7 @@ fn crashes_at_random_points_converge(version: Version) {
     // How long one apply takes here: the window the faults are drawn from.
     spec.write(&spec_text(1));
     let started = Instant::now();
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     let window = started.elapsed();
     let mut rng = rand::rng();
     let mut generation = 1;
@@ -157,13 +153,8 @@ fn crashes_at_random_points_converge(version: Version) {
             let label = format!("{version} {kind} kill, trial {trial}");
             let before = pending(&node, &spec);
             let delay = window.mul_f64(rng.random_range(0.0..1.0));
-            let mut child = Background::spawn(node.warren(&[
-                "apply",
-                spec.arg(),
-                "--auto-approve",
-                "--timeout",
-                "10",
-            ]));
+            let mut child =
+                Background::spawn(node.apply(spec.arg()).with(&["--timeout", "10"]).command());
             std::thread::sleep(delay);
             let running = child.exited().is_none();
             match kind {

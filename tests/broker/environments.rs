@@ -11,7 +11,6 @@ use serde_json::Value;
 use crate::amqp::{self, Client, message};
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
-use crate::support::{Capture, Run};
 
 /// A spec of vhost `vhost` whose staging is in vhost `staging` (or the same vhost when
 /// `staging` is `vhost`, with no rename), with a 1 s first delay and classic queues,
@@ -59,10 +58,6 @@ environments:
         queue_type: quorum
 {drop_audit}"
     )
-}
-
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).env_remove("WARREN_ENV").run()
 }
 
 /// The objects of `spec`'s ownership record, as `kind vhost name` lines.
@@ -128,11 +123,11 @@ fn two_environments_on_one_broker_keep_to_their_own_objects(version: Version) {
     let staging_vhost = format!("{vhost}-staging");
     let name = format!("envs-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, &staging_vhost, false));
-    let staging = warren(
-        node,
-        &["apply", spec.arg(), "--env", "staging", "--auto-approve"],
-    )
-    .expect(0);
+    let staging = node
+        .apply(spec.arg())
+        .with(&["--env", "staging"])
+        .env_remove("WARREN_ENV")
+        .expect(0);
     assert!(
         staging
             .stdout
@@ -140,11 +135,10 @@ fn two_environments_on_one_broker_keep_to_their_own_objects(version: Version) {
         "{}",
         staging.stdout
     );
-    warren(
-        node,
-        &["apply", spec.arg(), "--env", "prod", "--auto-approve"],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--env", "prod"])
+        .env_remove("WARREN_ENV")
+        .expect(0);
     // Each environment is its own spec, with its own record, in its own vhost.
     let staging_objects = recorded(node, &format!("{name}@staging"));
     let prod_objects = recorded(node, &format!("{name}@prod"));
@@ -174,16 +168,14 @@ fn two_environments_on_one_broker_keep_to_their_own_objects(version: Version) {
     assert_eq!(limit(&staging_vhost), 20);
     assert_eq!(limit(&vhost), 50);
     for environment in ["staging", "prod"] {
-        warren(
-            node,
-            &[
-                "plan",
-                spec.arg(),
-                "--env",
-                environment,
-                "--detailed-exitcode",
-            ],
-        )
+        node.cli(&[
+            "plan",
+            spec.arg(),
+            "--env",
+            environment,
+            "--detailed-exitcode",
+        ])
+        .env_remove("WARREN_ENV")
         .expect(0);
     }
     // Each ladder returns a rejected message after its own delay.
@@ -200,11 +192,10 @@ fn two_environments_on_one_broker_keep_to_their_own_objects(version: Version) {
     // prod drops a consumer (the message above did not reach it): its plan deletes
     // prod's objects only, and staging's plan stays empty after prod's apply.
     spec.write(&spec_text(&name, &vhost, &staging_vhost, true));
-    let planned = warren(
-        node,
-        &["plan", spec.arg(), "--env", "prod", "--detailed-exitcode"],
-    )
-    .expect(2);
+    let planned = node
+        .cli(&["plan", spec.arg(), "--env", "prod", "--detailed-exitcode"])
+        .env_remove("WARREN_ENV")
+        .expect(2);
     assert!(
         planned.stdout.contains("orders.audit"),
         "{}",
@@ -215,11 +206,10 @@ fn two_environments_on_one_broker_keep_to_their_own_objects(version: Version) {
         "{}",
         planned.stdout
     );
-    warren(
-        node,
-        &["apply", spec.arg(), "--env", "prod", "--auto-approve"],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--env", "prod"])
+        .env_remove("WARREN_ENV")
+        .expect(0);
     assert!(
         node.get_opt(&format!("/api/queues/{}/orders.audit", pct(&vhost)))
             .is_none()
@@ -228,16 +218,14 @@ fn two_environments_on_one_broker_keep_to_their_own_objects(version: Version) {
         node.get_opt(&format!("/api/queues/{}/orders.audit", pct(&staging_vhost)))
             .is_some()
     );
-    warren(
-        node,
-        &[
-            "plan",
-            spec.arg(),
-            "--env",
-            "staging",
-            "--detailed-exitcode",
-        ],
-    )
+    node.cli(&[
+        "plan",
+        spec.arg(),
+        "--env",
+        "staging",
+        "--detailed-exitcode",
+    ])
+    .env_remove("WARREN_ENV")
     .expect(0);
     eprintln!(
         "environments on {version}: staging's message back after {staging_back:?}, prod's after {prod_back:?}"
@@ -252,16 +240,15 @@ fn two_environments_in_one_vhost_refuse_each_others_objects(version: Version) {
     let vhost = node.unused_vhost("envsame");
     let name = format!("envsame-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, &vhost, false));
-    warren(
-        node,
-        &["apply", spec.arg(), "--env", "staging", "--auto-approve"],
-    )
-    .expect(0);
-    let refused = warren(
-        node,
-        &["apply", spec.arg(), "--env", "prod", "--auto-approve"],
-    )
-    .expect(4);
+    node.apply(spec.arg())
+        .with(&["--env", "staging"])
+        .env_remove("WARREN_ENV")
+        .expect(0);
+    let refused = node
+        .apply(spec.arg())
+        .with(&["--env", "prod"])
+        .env_remove("WARREN_ENV")
+        .expect(4);
     assert!(
         refused.stdout.contains(&format!("(spec `{name}@staging`)")),
         "{}\n{}",

@@ -21,8 +21,7 @@ fn a_broker_killed_mid_apply_gets_an_honest_report(version: Version) {
     let node = Node::start(version, NodeOptions::default());
     let vhost = "crash";
     let spec = Spec::new(&queues_spec("crash", vhost, 1500));
-    let child =
-        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--timeout", "10"]));
+    let child = Background::spawn(node.apply(spec.arg()).with(&["--timeout", "10"]).command());
     let first = format!("/api/queues/{}/r0", pct(vhost));
     let started = Instant::now();
     while node.get_opt(&first).is_none() && started.elapsed() < Duration::from_secs(60) {

@@ -8,19 +8,14 @@ use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
 use crate::support::{Capture, Run};
 
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).run()
-}
-
 /// Imports `vhost` from `node` as spec `name`; returns the spec and the run.
 fn import(node: &Node, vhost: &str, name: &str) -> (tempfile::TempDir, String, Run) {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("imported.yaml");
     let spec = spec.to_str().unwrap().to_string();
-    let run = warren(
-        node,
-        &["import", "--vhost", vhost, "--name", name, "-o", &spec],
-    );
+    let run = node
+        .cli(&["import", "--vhost", vhost, "--name", name, "-o", &spec])
+        .run();
     (dir, spec, run)
 }
 
@@ -35,17 +30,9 @@ fn objects_of_another_spec_are_left_out_unless_its_name_is_given(version: Versio
     let spec = Spec::new(&format!(
         "version: 1\nname: {owner}\nvhosts:\n  {vhost}:\n    queues:\n      a: {{ type: classic }}\n      b: {{ type: quorum }}\n"
     ));
-    warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .expect(0);
     // A queue someone made by hand, which no spec manages.
     node.put(
         &format!("/api/queues/{}/loose", pct(&vhost)),
@@ -73,20 +60,16 @@ fn objects_of_another_spec_are_left_out_unless_its_name_is_given(version: Versio
     );
     let text = std::fs::read_to_string(&imported).unwrap();
     assert!(text.contains("loose") && text.contains("quorum"), "{text}");
-    let planned = warren(
-        node,
-        &["plan", "--detailed-exitcode", &imported, "--format", "json"],
-    )
-    .expect(2);
+    let planned = node
+        .cli(&["plan", "--detailed-exitcode", &imported, "--format", "json"])
+        .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
     assert_eq!(plan["summary"]["adopt"], 1, "{}", planned.stdout);
-    warren(
-        node,
-        &["apply", &imported, "--auto-approve", "--lock-timeout", "2m"],
-    )
-    .expect(0);
-    warren(node, &["plan", &imported]).expect(0);
+    node.apply(&imported)
+        .with(&["--lock-timeout", "2m"])
+        .expect(0);
+    node.plan(&imported).expect(0);
 }
 
 /// A user made by another tool (here over the API) belongs to no spec: a spec
@@ -107,20 +90,12 @@ fn permissions_of_users_the_spec_does_not_hold(version: Version) {
         )
     };
     let spec = Spec::new(&text(&app));
-    warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .expect(0);
     let permission = node.get(&format!("/api/permissions/{}/{}", pct(&vhost), pct(&app)));
     assert_eq!(permission["write"], "^orders$", "{permission}");
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).expect(0);
     let user = node.get(&format!("/api/users/{}", pct(&app)));
     assert!(
         user["password_hash"]
@@ -139,18 +114,16 @@ fn permissions_of_users_the_spec_does_not_hold(version: Version) {
             && imported_text.contains("^orders$"),
         "{imported_text}"
     );
-    let planned = warren(
-        node,
-        &["plan", "--detailed-exitcode", &imported, "--format", "json"],
-    )
-    .expect(2);
+    let planned = node
+        .cli(&["plan", "--detailed-exitcode", &imported, "--format", "json"])
+        .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
     assert_eq!(plan["summary"]["adopt"], 1, "{}", planned.stdout);
 
     let missing = format!("nobody-{vhost}");
     spec.write(&text(&missing));
-    let refused = warren(node, &["plan", spec.arg()]).expect(1);
+    let refused = node.plan(spec.arg()).expect(1);
     assert!(
         refused
             .stderr
@@ -196,35 +169,26 @@ fn a_vhost_scoped_export_round_trips(version: Version) {
     let spec = spec.to_str().unwrap();
     let name = format!("scoped-{vhost}");
 
-    let refused = warren(node, &["import", "--from", file, "-o", spec]).expect(1);
+    let refused = node.cli(&["import", "--from", file, "-o", spec]).expect(1);
     assert!(
         refused.stderr.contains("--vhost NAME"),
         "{}",
         refused.stderr
     );
-    warren(
-        node,
-        &[
-            "import", "--from", file, "--vhost", &vhost, "--name", &name, "-o", spec,
-        ],
-    )
+    node.cli(&[
+        "import", "--from", file, "--vhost", &vhost, "--name", &name, "-o", spec,
+    ])
     .expect(0);
     crate::support::warren(&["diff", spec, "--against", file, "--vhost", &vhost])
         .run()
         .expect(0);
-    let planned = warren(
-        node,
-        &["plan", "--detailed-exitcode", spec, "--format", "json"],
-    )
-    .expect(2);
+    let planned = node
+        .cli(&["plan", "--detailed-exitcode", spec, "--format", "json"])
+        .expect(2);
     let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
     assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
-    warren(
-        node,
-        &["apply", spec, "--auto-approve", "--lock-timeout", "2m"],
-    )
-    .expect(0);
-    warren(node, &["plan", spec]).expect(0);
+    node.apply(spec).with(&["--lock-timeout", "2m"]).expect(0);
+    node.plan(spec).expect(0);
 }
 
 fn node_user(node: &Node) -> String {

@@ -18,11 +18,7 @@ use serde_json::Value;
 use crate::background::Background;
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
-use crate::support::{Capture, Run};
-
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).run()
-}
+use crate::support::Run;
 
 fn queues_spec(spec: &str, vhost: &str, prefix: &str, count: usize) -> String {
     let mut text = format!("version: 1\nname: {spec}\nvhosts:\n  {vhost}:\n    queues:\n");
@@ -59,8 +55,8 @@ fn trials() -> usize {
 /// Starts two commands at once and waits for both.
 fn together(node: &Node, first: &[&str], second: &[&str]) -> (Run, Run) {
     std::thread::scope(|scope| {
-        let a = scope.spawn(|| warren(node, first));
-        let b = scope.spawn(|| warren(node, second));
+        let a = scope.spawn(|| node.cli(first).run());
+        let b = scope.spawn(|| node.cli(second).run());
         (a.join().unwrap(), b.join().unwrap())
     })
 }
@@ -105,7 +101,7 @@ fn two_applies_of_one_spec_never_both_apply(version: Version) {
         }
         let serial = record(node, &name).unwrap()["serial"].as_u64().unwrap();
         assert_eq!(serial, 1, "{version}: exactly one apply wrote the record");
-        warren(node, &["plan", spec.arg()]).expect(0);
+        node.plan(spec.arg()).expect(0);
     }
     eprintln!("{version}: two applies of one spec: {one} trials one applied, {both} both");
     assert_eq!(both, 0);
@@ -172,8 +168,8 @@ fn two_specs_sharing_a_vhost_never_both_claim(version: Version) {
         }
         // The winner plans cleanly; the loser is told who owns the objects.
         let (winner, loser) = if claimed[0] > 0 { (&a, &b) } else { (&b, &a) };
-        warren(node, &["plan", winner.arg()]).expect(0);
-        let refused = warren(node, &["plan", loser.arg()]).expect(4);
+        node.plan(winner.arg()).expect(0);
+        let refused = node.plan(loser.arg()).expect(4);
         assert!(
             refused.stdout.contains("Managed by another spec"),
             "{}",
@@ -215,12 +211,12 @@ fn a_stuck_holder_is_named_and_unlock_cuts_it_off(version: Version) {
     let vhost = node.unused_vhost("stuck");
     let name = format!("stuck-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, "q", 1));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).expect(0);
     spec.write(&queues_spec(&name, &vhost, "q", 2));
     let holder = "ci-runner-7:4242:0badf00d";
     let (runtime, connection) = hold(node, &format!("vhost.{vhost}"), holder);
 
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(spec.arg()).expect(4);
     assert!(
         refused.stderr.contains(&format!(
             "vhost `{vhost}` is locked by another apply: {holder} (process 4242 on host ci-runner-7"
@@ -230,17 +226,10 @@ fn a_stuck_holder_is_named_and_unlock_cuts_it_off(version: Version) {
     );
     // Waiting is bounded by --lock-timeout.
     let started = Instant::now();
-    let waited = warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2s",
-        ],
-    )
-    .expect(4);
+    let waited = node
+        .apply(spec.arg())
+        .with(&["--lock-timeout", "2s"])
+        .expect(4);
     assert!(
         started.elapsed() >= Duration::from_secs(2) && waited.stderr.contains("is locked by"),
         "{:?}: {}",
@@ -249,11 +238,15 @@ fn a_stuck_holder_is_named_and_unlock_cuts_it_off(version: Version) {
     );
 
     // The stuck apply holds the spec lock too in real life; here only the vhost.
-    let wrong = warren(node, &["unlock", spec.arg(), "--holder", "someone:1:0"]).expect(0);
+    let wrong = node
+        .cli(&["unlock", spec.arg(), "--holder", "someone:1:0"])
+        .expect(0);
     assert!(wrong.stdout.contains("is not locked"), "{}", wrong.stdout);
     runtime.block_on(connection.close(200, "".into())).unwrap();
     let (_runtime, _connection) = hold(node, &format!("spec.{name}"), holder);
-    let wrong = warren(node, &["unlock", spec.arg(), "--holder", "someone:1:0"]).expect(4);
+    let wrong = node
+        .cli(&["unlock", spec.arg(), "--holder", "someone:1:0"])
+        .expect(4);
     assert!(
         wrong.stderr.contains(&format!("is locked by {holder}")),
         "{}",
@@ -262,7 +255,7 @@ fn a_stuck_holder_is_named_and_unlock_cuts_it_off(version: Version) {
     // Connection statistics lag: unlock may ask to try again for a few seconds.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let run = warren(node, &["unlock", spec.arg(), "--holder", holder]);
+        let run = node.cli(&["unlock", spec.arg(), "--holder", holder]).run();
         if run.code == Some(0) {
             assert!(run.stdout.contains("Unlocked spec"), "{}", run.stdout);
             break;
@@ -274,18 +267,10 @@ fn a_stuck_holder_is_named_and_unlock_cuts_it_off(version: Version) {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "10s",
-        ],
-    )
-    .expect(0);
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "10s"])
+        .expect(0);
+    node.plan(spec.arg()).expect(0);
 }
 
 fn a_killed_apply_frees_its_locks_at_once(version: Version) {
@@ -294,7 +279,8 @@ fn a_killed_apply_frees_its_locks_at_once(version: Version) {
     let name = format!("killed-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, "q", 1500));
     let mut child = node
-        .warren(&["apply", spec.arg(), "--auto-approve"])
+        .apply(spec.arg())
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -320,8 +306,8 @@ fn a_killed_apply_frees_its_locks_at_once(version: Version) {
         std::thread::sleep(Duration::from_millis(20));
     }
     eprintln!("{version}: lock freed {:?} after kill -9", killed.elapsed());
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.apply(spec.arg()).expect(0);
+    node.plan(spec.arg()).expect(0);
 }
 
 /// An apply frozen mid-way (SIGSTOP) loses its locks after about three heartbeats;
@@ -332,7 +318,7 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
     let vhost = node.unused_vhost("frozen");
     let name = format!("frozen-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, "q", 1500));
-    let child = Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve"]));
+    let child = Background::spawn(node.apply(spec.arg()).command());
     let wanted = format!("spec.{name}");
     let started = Instant::now();
     while !lock_queues(node).contains(&wanted) {
@@ -346,16 +332,10 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
     let mut runs = 0;
     loop {
         runs += 1;
-        let run = warren(
-            node,
-            &[
-                "apply",
-                spec.arg(),
-                "--auto-approve",
-                "--lock-timeout",
-                "90s",
-            ],
-        );
+        let run = node
+            .apply(spec.arg())
+            .with(&["--lock-timeout", "90s"])
+            .run();
         if run.code == Some(0) {
             break;
         }
@@ -403,24 +383,17 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
         serial,
         "{version}: the thawed apply left the record alone"
     );
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).expect(0);
 }
 
 fn without_the_amqp_port_apply_changes_nothing(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("noamqp");
     let spec = Spec::new(&queues_spec(&format!("noamqp-{vhost}"), &vhost, "q", 1));
-    let refused = warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--amqp-url",
-            "amqp://127.0.0.1:1",
-        ],
-    )
-    .expect(3);
+    let refused = node
+        .apply(spec.arg())
+        .with(&["--amqp-url", "amqp://127.0.0.1:1"])
+        .expect(3);
     assert!(
         refused
             .stderr
@@ -444,10 +417,10 @@ fn sigint_stops_at_a_safe_point_and_releases_the_lock(version: Version) {
         let vhost = node.unused_vhost("sigint");
         let name = format!("sigint-{vhost}");
         let spec = Spec::new(&queues_spec(&name, &vhost, "q", count));
-        warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+        node.apply(spec.arg()).expect(0);
         // The next apply creates `r*` (one import) and then deletes every `q*`.
         spec.write(&queues_spec(&name, &vhost, "r", count));
-        let mut child = Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve"]));
+        let mut child = Background::spawn(node.apply(spec.arg()).command());
         let first = format!("/api/queues/{}/r0", pct(&vhost));
         let started = Instant::now();
         while node.get_opt(&first).is_none() {
@@ -492,8 +465,8 @@ fn sigint_stops_at_a_safe_point_and_releases_the_lock(version: Version) {
             2 * count,
             "nothing was half done"
         );
-        warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
-        warren(node, &["plan", spec.arg()]).expect(0);
+        node.apply(spec.arg()).expect(0);
+        node.plan(spec.arg()).expect(0);
         return;
     }
     panic!("{version}: every apply finished before SIGINT reached it");

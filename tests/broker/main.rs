@@ -34,6 +34,7 @@ mod amqp;
 mod background;
 mod node;
 mod spec;
+mod warren;
 
 mod apply_safety;
 mod boot_definitions;

@@ -212,8 +212,7 @@ fn migrate_under_load(
         stop.clone(),
     ));
     let started = Instant::now();
-    let mut child =
-        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]));
+    let mut child = Background::spawn(node.apply(spec.arg()).with(&["--migrate"]).command());
     let again = during(&mut child);
     let first = child.finish();
     if again {
@@ -221,13 +220,8 @@ fn migrate_under_load(
         let mut runs = 0;
         loop {
             runs += 1;
-            let run = Background::spawn(node.warren(&[
-                "apply",
-                spec.arg(),
-                "--auto-approve",
-                "--migrate",
-            ]))
-            .finish_within(FINISH_WITHIN);
+            let run = Background::spawn(node.apply(spec.arg()).with(&["--migrate"]).command())
+                .finish_within(FINISH_WITHIN);
             if run.code == Some(0) {
                 break;
             }
@@ -294,7 +288,7 @@ fn assert_half_done_is_shown(node: &Node, vhost: &str, spec: &Spec) {
         .is_some_and(|q| q["arguments"]["x-queue-type"] == "quorum");
     if declared_anew {
         assert!(plan.stdout.contains("under way"), "{}", plan.stdout);
-        let refused = node.warren(&["apply", spec.arg(), "--auto-approve"]).run();
+        let refused = node.apply(spec.arg()).run();
         assert_eq!(refused.code, Some(4), "{}", refused.stdout);
         assert!(
             refused.stderr.contains("is under way")
@@ -318,7 +312,7 @@ fn assert_finished(node: &Node, vhost: &str, spec: &Spec) {
         node.get_opt(&exchange).is_none(),
         "the temporary exchange is gone"
     );
-    let plan = node.warren(&["plan", spec.arg()]).run();
+    let plan = node.plan(spec.arg()).run();
     assert_eq!(plan.code, Some(0), "{}\n{}", plan.stdout, plan.stderr);
 }
 
@@ -330,9 +324,7 @@ fn a_classic_queue_becomes_quorum_under_load_losing_nothing(version: Version) {
     let vhost = node.unused_vhost("migrate");
     let name = format!("migrate-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     spec.write(&spec_text(&name, &vhost, "quorum"));
     // The plan shows a migration, not data loss, once messages wait.
     let figures = migrate_under_load(node, &vhost, &spec, waiting(), |_| false);
@@ -355,9 +347,7 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
     let vhost = node.unused_vhost("migplan");
     let name = format!("migplan-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     let runtime = amqp::runtime();
     runtime.block_on(async {
         let client = Client::connect(node, &vhost).await;
@@ -389,19 +379,14 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
         "{}",
         plan.stdout
     );
-    let refused = node
-        .warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(4);
+    let refused = node.apply(spec.arg()).expect(4);
     assert!(
         refused.stderr.contains("refusing to lose messages")
             && refused.stderr.contains("--migrate moves them"),
         "{}",
         refused.stderr
     );
-    node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).with(&["--migrate"]).expect(0);
     let left = runtime.block_on(async {
         let client = Client::connect(node, &vhost).await;
         drain(&client, "work").await
@@ -489,9 +474,7 @@ fn a_migration_killed_at_any_step_is_finished_by_the_next_apply(version: Version
         let vhost = node.unused_vhost("migkill");
         let name = format!("migkill-{vhost}");
         let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
-        node.warren(&["apply", spec.arg(), "--auto-approve"])
-            .run()
-            .expect(0);
+        node.apply(spec.arg()).expect(0);
         spec.write(&spec_text(&name, &vhost, "quorum"));
         let mut killed_at = None;
         let figures = migrate_under_load(node, &vhost, &spec, 2_000, |child| {
@@ -532,9 +515,7 @@ fn without_the_shovel_plugin_a_migration_changes_nothing(version: Version) {
     );
     let vhost = "noshovel";
     let spec = Spec::new(&spec_text("noshovel", vhost, "classic"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     let runtime = amqp::runtime();
     runtime.block_on(async {
         let client = Client::connect(&node, vhost).await;
@@ -544,10 +525,7 @@ fn without_the_shovel_plugin_a_migration_changes_nothing(version: Version) {
             .unwrap();
     });
     spec.write(&spec_text("noshovel", vhost, "quorum"));
-    let refused = node
-        .warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
-        .run()
-        .expect(4);
+    let refused = node.apply(spec.arg()).with(&["--migrate"]).expect(4);
     assert!(
         refused.stderr.contains("the broker has no shovel plugin")
             && refused
@@ -599,9 +577,7 @@ fn a_queue_refilled_by_name_stops_the_migration_with_the_reason(version: Version
     let vhost = node.unused_vhost("migrefill");
     let name = format!("migrefill-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     spec.write(&spec_text(&name, &vhost, "quorum"));
     let runtime = amqp::runtime();
     let traffic = Arc::new(Traffic::default());
@@ -612,9 +588,8 @@ fn a_queue_refilled_by_name_stops_the_migration_with_the_reason(version: Version
         traffic.clone(),
         stop.clone(),
     ));
-    let stopped =
-        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
-            .finish_within(FINISH_WITHIN);
+    let stopped = Background::spawn(node.apply(spec.arg()).with(&["--migrate"]).command())
+        .finish_within(FINISH_WITHIN);
     stop.store(true, Ordering::SeqCst);
     runtime.block_on(async { publishing.await.unwrap() });
     assert_ne!(
@@ -638,9 +613,8 @@ fn a_queue_refilled_by_name_stops_the_migration_with_the_reason(version: Version
         "{}",
         stopped.stderr
     );
-    let again =
-        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
-            .finish_within(FINISH_WITHIN);
+    let again = Background::spawn(node.apply(spec.arg()).with(&["--migrate"]).command())
+        .finish_within(FINISH_WITHIN);
     assert_eq!(again.code, Some(0), "{}\n{}", again.stdout, again.stderr);
     assert_finished(node, &vhost, &spec);
     let received: BTreeSet<String> = runtime
@@ -678,9 +652,7 @@ fn a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing(vers
     let vhost = node.unused_vhost("migstall");
     let name = format!("migstall-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, "quorum"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     let runtime = amqp::runtime();
     let traffic = Traffic::default();
     runtime.block_on(async {
@@ -699,9 +671,8 @@ fn a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing(vers
     );
     spec.write(&spec_text(&name, &vhost, "classic"));
     let started = Instant::now();
-    let stopped =
-        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
-            .finish_within(FINISH_WITHIN);
+    let stopped = Background::spawn(node.apply(spec.arg()).with(&["--migrate"]).command())
+        .finish_within(FINISH_WITHIN);
     let took = started.elapsed();
     assert_eq!(
         stopped.code,
@@ -732,9 +703,8 @@ fn a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing(vers
         "every message is in the old queue or the temporary one"
     );
     node.delete(&policy);
-    let again =
-        Background::spawn(node.warren(&["apply", spec.arg(), "--auto-approve", "--migrate"]))
-            .finish_within(FINISH_WITHIN);
+    let again = Background::spawn(node.apply(spec.arg()).with(&["--migrate"]).command())
+        .finish_within(FINISH_WITHIN);
     assert_eq!(again.code, Some(0), "{}\n{}", again.stdout, again.stderr);
     let queue = node.get(&format!("/api/queues/{}/work", pct(&vhost)));
     assert_eq!(queue["arguments"]["x-queue-type"], "classic", "{queue}");
@@ -844,9 +814,7 @@ fn a_ladder_migrates_while_messages_wait_in_its_tier(version: Version) {
     let vhost = node.unused_vhost("migladder");
     let name = format!("migladder-{vhost}");
     let spec = Spec::new(&ladder_spec(&name, &vhost, "classic"));
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     let contract = amqp::Contract::of(&spec.path, version.target());
     let consumer = contract.consumer("sms");
     let work = consumer.queue.clone();
@@ -914,10 +882,7 @@ fn a_ladder_migrates_while_messages_wait_in_its_tier(version: Version) {
     };
     spec.write(&ladder_spec(&name, &vhost, "quorum"));
     let started = Instant::now();
-    let run = node
-        .warren(&["apply", spec.arg(), "--auto-approve", "--migrate"])
-        .run()
-        .expect(0);
+    let run = node.apply(spec.arg()).with(&["--migrate"]).expect(0);
     let seconds = started.elapsed().as_secs_f64();
     assert!(run.stdout.contains("to migrate"), "{}", run.stdout);
     stop.store(true, Ordering::SeqCst);
@@ -958,7 +923,7 @@ fn a_ladder_migrates_while_messages_wait_in_its_tier(version: Version) {
         let live = node.get(&format!("/api/queues/{}/{}", pct(&vhost), pct(queue)));
         assert_eq!(live["arguments"]["x-queue-type"], "quorum", "{queue}");
     }
-    node.warren(&["plan", spec.arg()]).run().expect(0);
+    node.plan(spec.arg()).expect(0);
     eprintln!(
         "ladder migration on {version}: {waiting} messages waiting in the tier and {published} published during it, all returned and acknowledged; apply --migrate took {seconds:.1} s"
     );

@@ -8,11 +8,6 @@ use serde_json::json;
 
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
-use crate::support::{Capture, Run};
-
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).run()
-}
 
 /// A spec whose consumer `orders.email` takes its delays from `place`: the top-level
 /// `defaults` or the vhost's.
@@ -40,7 +35,7 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         &json!({"durable": true, "arguments": {"x-queue-type": "quorum"}}),
     );
     let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
-    let planned = warren(node, &["plan", spec.arg()]).expect(4);
+    let planned = node.plan(spec.arg()).expect(4);
     assert!(
         planned
             .stdout
@@ -51,11 +46,11 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         "{}",
         planned.stdout
     );
-    let json = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(4);
+    let json = node.plan_json(spec.arg()).expect(4);
     let plan: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(plan["captured"][0]["queue"]["name"], "audit.retry.2");
     assert_eq!(plan["captured"][0]["policy"], "warren.retry.defaults.2");
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(spec.arg()).expect(4);
     assert!(
         refused.stderr.contains("nothing was applied"),
         "{}",
@@ -75,8 +70,8 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         &format!("/api/queues/{}/audit.retries", pct(&vhost)),
         &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
     );
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.apply(spec.arg()).expect(0);
+    node.plan(spec.arg()).expect(0);
     // The broker gives the tier its policy, and the renamed queue none (the queue's
     // `policy` shows once the statistics catch up).
     let mut last = serde_json::Value::Null;
@@ -99,7 +94,7 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
         &format!("/api/queues/{}/late.retry.1", pct(&vhost)),
         &json!({"durable": true, "arguments": {"x-queue-type": "quorum"}}),
     );
-    let late = warren(node, &["plan", spec.arg()]).expect(4);
+    let late = node.plan(spec.arg()).expect(4);
     assert!(
         late.stdout.contains("queue \"late.retry.1\""),
         "{}",
@@ -113,10 +108,10 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
     let first = format!("first-{vhost}");
     let second = format!("second-{vhost}");
     let a = Spec::new(&spec_text(&first, &vhost, "orders", true));
-    warren(node, &["apply", a.arg(), "--auto-approve"]).expect(0);
+    node.apply(a.arg()).expect(0);
     // The second spec's vhost defaults would select `.retry.1` too.
     let b = Spec::new(&spec_text(&second, &vhost, "billing", false));
-    let planned = warren(node, &["plan", b.arg()]).expect(4);
+    let planned = node.plan(b.arg()).expect(4);
     assert!(
         planned.stdout.contains("overlap another spec's")
             && planned.stdout.contains("warren.retry.vhost.1")
@@ -127,7 +122,7 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
         "{}",
         planned.stdout
     );
-    let refused = warren(node, &["apply", b.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(b.arg()).expect(4);
     assert!(
         refused.stderr.contains("nothing was applied"),
         "{}",
@@ -139,7 +134,7 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
         "nothing of the second spec was created"
     );
     // The first spec is unaffected.
-    warren(node, &["plan", a.arg()]).expect(0);
+    node.plan(a.arg()).expect(0);
 }
 
 /// What a deployment made before the convention sees: its tiers of a named ladder were
@@ -161,7 +156,7 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
         )
     };
     let spec = Spec::new(&text(true));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).expect(0);
     node.post(
         &format!("/api/exchanges/{}/amq.default/publish", pct(&vhost)),
         &json!({"properties": {"delivery_mode": 2}, "routing_key": "orders.email.retry.2", "payload": "waiting", "payload_encoding": "string"}),
@@ -170,17 +165,15 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     let mut plan = serde_json::Value::Null;
     // The message count is a statistic: plan until it shows.
     let counted = node.wait_until(std::time::Duration::from_secs(30), || {
-        let run = warren(
-            node,
-            &[
+        let run = node
+            .cli(&[
                 "plan",
                 "--detailed-exitcode",
                 spec.arg(),
                 "--format",
                 "json",
-            ],
-        )
-        .expect(2);
+            ])
+            .expect(2);
         plan = serde_json::from_str(&run.stdout).unwrap();
         plan["summary"]["data_loss"] == 1
     });
@@ -211,7 +204,7 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
             "{expected}: {changes:?}"
         );
     }
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(spec.arg()).expect(4);
     assert!(
         refused.stderr.contains("orders.email.retry.2"),
         "{}",
@@ -239,15 +232,15 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on(version: Versi
     let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
     let with_limit = version == Version::V4_0;
     if with_limit {
-        let planned = warren(node, &["plan", spec.arg(), "--format", "json"]).expect(4);
+        let planned = node.plan_json(spec.arg()).expect(4);
         let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
         assert_eq!(plan["captured"].as_array().map(Vec::len), Some(1), "{plan}");
         assert_eq!(plan["captured"][0]["queue"]["name"], "audit.parking");
         assert_eq!(plan["captured"][0]["policy"], "warren.parking");
         node.delete(&format!("/api/queues/{}/audit.parking", pct(&vhost)));
     }
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.apply(spec.arg()).expect(0);
+    node.plan(spec.arg()).expect(0);
     let expected = |queue: &str| match (queue, with_limit) {
         ("orders.email.parking", true) => json!("warren.parking"),
         ("orders.email", true) => json!("warren.delivery-limit.unlimited"),

@@ -6,11 +6,6 @@ use serde_json::{Value, json};
 
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
-use crate::support::{Capture, Run};
-
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).run()
-}
 
 fn spec_text(name: &str, vhost: &str, queues: &[&str]) -> String {
     let mut text = format!("version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    queues:\n");
@@ -29,30 +24,34 @@ fn adoption_takes_ownership(version: Version) {
     let vhost = node.unused_vhost("adopt");
     let name = format!("adopt-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, &["a", "b"]));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).expect(0);
     // As after booting a broker from `warren export`: the objects, no record.
     node.delete(&record_path(&name));
-    let planned = warren(node, &["plan", "--detailed-exitcode", spec.arg()]).expect(2);
+    let planned = node
+        .cli(&["plan", "--detailed-exitcode", spec.arg()])
+        .expect(2);
     assert!(
         planned.stdout.contains("3 existing objects adopted")
             && planned.stdout.contains("= queue \"a\""),
         "{}",
         planned.stdout
     );
-    let applied = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    let applied = node.apply(spec.arg()).expect(0);
     assert!(
         applied.stdout.contains("3 existing objects adopted"),
         "{}",
         applied.stdout
     );
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).expect(0);
     // Now removing one from the spec deletes it: it is managed.
     spec.write(&spec_text(&name, &vhost, &["a"]));
-    let planned = warren(node, &["plan", "--detailed-exitcode", spec.arg()]).expect(2);
+    let planned = node
+        .cli(&["plan", "--detailed-exitcode", spec.arg()])
+        .expect(2);
     assert!(planned.stdout.contains("- b"), "{}", planned.stdout);
     // Another spec's objects are never adopted.
     let other = Spec::new(&spec_text(&format!("other-{vhost}"), &vhost, &["a"]));
-    let refused = warren(node, &["plan", other.arg()]).expect(4);
+    let refused = node.plan(other.arg()).expect(4);
     assert!(
         refused.stdout.contains(&format!("(spec `{name}`)")) && !refused.stdout.contains("adopted"),
         "{}",
@@ -65,16 +64,13 @@ fn saved_plans_survive_noise_but_not_a_policy_that_changes_their_objects(version
     let vhost = node.unused_vhost("noise");
     let name = format!("noise-{vhost}");
     let spec = Spec::new(&spec_text(&name, &vhost, &["orders"]));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).expect(0);
     spec.write(&spec_text(&name, &vhost, &["orders", "invoices"]));
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
     let plan = plan.to_str().unwrap();
-    warren(
-        node,
-        &["plan", "--detailed-exitcode", spec.arg(), "-o", plan],
-    )
-    .expect(2);
+    node.cli(&["plan", "--detailed-exitcode", spec.arg(), "-o", plan])
+        .expect(2);
     // An application's reply queue and another team's queue appear: not this plan's
     // business.
     let queue = |q: &str, body: Value| {
@@ -82,7 +78,7 @@ fn saved_plans_survive_noise_but_not_a_policy_that_changes_their_objects(version
     };
     queue("reply-4711", json!({"durable": false, "auto_delete": true}));
     queue("team-b-jobs", json!({"durable": true}));
-    warren(node, &["apply", plan]).expect(0);
+    node.cli(&["apply", plan]).expect(0);
 
     // A policy of another team that starts applying to `orders` changes what it does.
     spec.write(&spec_text(
@@ -90,16 +86,13 @@ fn saved_plans_survive_noise_but_not_a_policy_that_changes_their_objects(version
         &vhost,
         &["orders", "invoices", "refunds"],
     ));
-    warren(
-        node,
-        &["plan", "--detailed-exitcode", spec.arg(), "-o", plan],
-    )
-    .expect(2);
+    node.cli(&["plan", "--detailed-exitcode", spec.arg(), "-o", plan])
+        .expect(2);
     node.put(
         &format!("/api/policies/{}/team-b-ttl", pct(&vhost)),
         &json!({"pattern": "^orders$", "apply-to": "queues", "definition": {"message-ttl": 1000}, "priority": 5}),
     );
-    let stale = warren(node, &["apply", plan]).expect(4);
+    let stale = node.cli(&["apply", plan]).expect(4);
     assert!(
         stale.stderr.contains("changed since this plan was made")
             && stale.stderr.contains("policy applied to queue \"orders\"")
@@ -120,7 +113,7 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
     let vhost = node.unused_vhost("damaged");
     let team_c = format!("c-{vhost}");
     let c = Spec::new(&spec_text(&team_c, &vhost, &["jobs", "audit"]));
-    warren(node, &["apply", c.arg(), "--auto-approve"]).expect(0);
+    node.apply(c.arg()).expect(0);
     let mut record = node.get(&record_path(&team_c))["value"].clone();
     record["applied_at"] = json!("yesterday");
     node.put(
@@ -130,7 +123,7 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
     // Another spec declaring teamC's queue: its claims still read, so they hold: the
     // plan shows the conflict, and teamC's other queue is not "unmanaged".
     let d = Spec::new(&spec_text(&format!("d-{vhost}"), &vhost, &["jobs"]));
-    let refused = warren(node, &["plan", d.arg(), "--prune-unmanaged"]).expect(4);
+    let refused = node.cli(&["plan", d.arg(), "--prune-unmanaged"]).expect(4);
     assert!(
         refused.stdout.contains(&format!(
             "queue \"jobs\" in vhost \"{vhost}\" (spec `{team_c}`)"
@@ -140,30 +133,32 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
     );
     let says = format!("the ownership record `warren.{team_c}` cannot be read");
     // teamC's own plan and apply stop too, instead of "No changes".
-    let own = warren(node, &["plan", c.arg()]).expect(4);
+    let own = node.plan(c.arg()).expect(4);
     assert!(own.stderr.contains(&says), "{}", own.stderr);
-    warren(node, &["apply", c.arg(), "--auto-approve"]).expect(4);
-    let shown = warren(node, &["state", "show", &team_c]).expect(0);
+    node.apply(c.arg()).expect(4);
+    let shown = node.cli(&["state", "show", &team_c]).expect(0);
     assert!(
         shown.stdout.contains("is DAMAGED") && shown.stdout.contains("\"yesterday\""),
         "{}",
         shown.stdout
     );
-    let repaired = warren(node, &["state", "repair", c.arg(), "--auto-approve"]).expect(0);
+    let repaired = node
+        .cli(&["state", "repair", c.arg(), "--auto-approve"])
+        .expect(0);
     assert!(
         repaired.stdout.contains("keeps 3 object entries")
             && repaired.stdout.contains("written with 3 objects"),
         "{}",
         repaired.stdout
     );
-    warren(node, &["plan", c.arg()]).expect(0);
-    let conflict = warren(node, &["plan", d.arg()]).expect(4);
+    node.plan(c.arg()).expect(0);
+    let conflict = node.plan(d.arg()).expect(4);
     assert!(
         conflict.stdout.contains(&format!("(spec `{team_c}`)")),
         "{}",
         conflict.stdout
     );
-    let again = warren(node, &["state", "repair", &team_c]).expect(0);
+    let again = node.cli(&["state", "repair", &team_c]).expect(0);
     assert!(
         again.stdout.contains("nothing to repair"),
         "{}",
@@ -178,22 +173,26 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
         &record_path(&team_c),
         &json!({"name": format!("warren.{team_c}"), "value": record}),
     );
-    let stopped = warren(node, &["plan", d.arg()]).expect(4);
+    let stopped = node.plan(d.arg()).expect(4);
     assert!(stopped.stderr.contains(&says), "{}", stopped.stderr);
-    let repaired = warren(node, &["state", "repair", &team_c, "--auto-approve"]).expect(0);
+    let repaired = node
+        .cli(&["state", "repair", &team_c, "--auto-approve"])
+        .expect(0);
     assert!(
         repaired.stdout.contains("keeps 2 object entries")
             && repaired.stdout.contains("dropped, unreadable"),
         "{}",
         repaired.stdout
     );
-    let repaired = warren(node, &["state", "repair", c.arg(), "--auto-approve"]).expect(0);
+    let repaired = node
+        .cli(&["state", "repair", c.arg(), "--auto-approve"])
+        .expect(0);
     assert!(
         repaired.stdout.contains("nothing to repair"),
         "{}",
         repaired.stdout
     );
-    warren(node, &["plan", d.arg()]).expect(4);
+    node.plan(d.arg()).expect(4);
 }
 
 per_version!(

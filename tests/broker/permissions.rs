@@ -75,16 +75,12 @@ impl Setup {
         let node = Node::shared(version);
         let vhost = node.unused_vhost("perms");
         let spec = Spec::new(&spec_text(&vhost));
-        node.warren(&[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ])
-        .env(PASSWORD_VARIABLE, PASSWORD)
-        .run()
-        .expect(0);
+        node.apply(spec.arg())
+            .with(&["--lock-timeout", "2m"])
+            .command()
+            .env(PASSWORD_VARIABLE, PASSWORD)
+            .run()
+            .expect(0);
         node.put(
             &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
             &json!({"configure": ".*", "write": ".*", "read": ".*"}),

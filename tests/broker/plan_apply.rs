@@ -9,11 +9,6 @@ use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
 
-/// `warren ARGS` against `node`, with the passwords of the shop example set.
-fn warren(node: &Node, args: &[&str]) -> Run {
-    node.warren(args).envs(SHOP_PASSWORDS.iter().copied()).run()
-}
-
 /// `warren ARGS` without a broker, with the passwords of the shop example set.
 fn warren_offline(args: &[&str]) -> Run {
     support::run_with_shop_passwords(args)
@@ -82,10 +77,13 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
     let node = Node::start(version, NodeOptions::default());
     for example in crate::support::EXAMPLES {
         let spec = crate::support::example(example);
-        let first = warren(&node, &["plan", "--detailed-exitcode", &spec]).expect(2);
+        let first = node
+            .cli(&["plan", "--detailed-exitcode", &spec])
+            .envs(SHOP_PASSWORDS)
+            .expect(2);
         assert!(first.stdout.contains("to create"), "{}", first.stdout);
-        warren(&node, &["apply", &spec, "--auto-approve"]).expect(0);
-        let again = warren(&node, &["plan", &spec]).expect(0);
+        node.apply(&spec).envs(SHOP_PASSWORDS).expect(0);
+        let again = node.plan(&spec).envs(SHOP_PASSWORDS).expect(0);
         assert!(
             again.stdout.contains("No changes."),
             "{example} on {version}:\n{}",
@@ -128,9 +126,12 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
         for vhost in &vhosts {
             args.extend(["--vhost", vhost.as_str()]);
         }
-        let import = warren(&node, &args);
+        let import = node.cli(&args).envs(SHOP_PASSWORDS).run();
         assert_eq!(import.code, Some(0), "{}", import.stderr);
-        let replanned = warren(&node, &["plan", imported.to_str().unwrap()]);
+        let replanned = node
+            .plan(imported.to_str().unwrap())
+            .envs(SHOP_PASSWORDS)
+            .run();
         assert_eq!(
             replanned.code,
             Some(0),
@@ -158,7 +159,7 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
 
 /// `warren plan SPEC --format json` against `node`, whatever its exit code.
 fn plan_document(node: &Node, spec: &str) -> Value {
-    serde_json::from_str(&warren(node, &["plan", spec, "--format", "json"]).stdout).unwrap()
+    serde_json::from_str(&node.plan_json(spec).envs(SHOP_PASSWORDS).run().stdout).unwrap()
 }
 
 fn vhosts_of(node: &Node, spec: &str) -> Vec<String> {
@@ -186,7 +187,7 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
         "30s",
         false,
     ));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
     publish(
         node,
         &vhost,
@@ -203,17 +204,16 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
         false,
     ));
     let plan = plan_json(
-        &warren(
-            node,
-            &[
+        &node
+            .cli(&[
                 "plan",
                 "--detailed-exitcode",
                 spec.arg(),
                 "--format",
                 "json",
-            ],
-        )
-        .expect(2),
+            ])
+            .envs(SHOP_PASSWORDS)
+            .expect(2),
     );
     assert_eq!(
         changes(&plan),
@@ -223,7 +223,7 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
             "warren.retry.ladder.standard.1".into()
         )]
     );
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
     let policy = node.get(&format!(
         "/api/policies/{}/warren.retry.ladder.standard.1",
         pct(&vhost)
@@ -239,7 +239,7 @@ fn a_delay_change_is_one_policy_update_and_leaves_queues_alone(version: Version)
         1,
         "work queue kept its message"
     );
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
 }
 
 fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
@@ -247,24 +247,23 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
     let vhost = node.unused_vhost("remove");
     let name = format!("remove-{vhost}");
     let spec = Spec::new(&ladder_spec(&name, &vhost, "30s", true));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
     node.put(
         &format!("/api/queues/{}/handmade", pct(&vhost)),
         &json!({"durable": true}),
     );
 
     spec.write(&ladder_spec(&name, &vhost, "30s", false));
-    let run = warren(
-        node,
-        &[
+    let run = node
+        .cli(&[
             "plan",
             "--detailed-exitcode",
             spec.arg(),
             "--format",
             "json",
-        ],
-    )
-    .expect(2);
+        ])
+        .envs(SHOP_PASSWORDS)
+        .expect(2);
     let plan = plan_json(&run);
     let deleted: Vec<String> = changes(&plan)
         .into_iter()
@@ -296,12 +295,14 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
             .iter()
             .any(|id| id["name"] == "handmade")
     );
-    let text = warren(node, &["plan", "--detailed-exitcode", spec.arg()])
+    let text = node
+        .cli(&["plan", "--detailed-exitcode", spec.arg()])
+        .envs(SHOP_PASSWORDS)
         .expect(2)
         .stdout;
     assert!(text.contains("? queue \"handmade\""), "{text}");
 
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
     assert!(
         node.get_opt(&format!("/api/queues/{}/notifier.push", pct(&vhost)))
             .is_none()
@@ -310,7 +311,7 @@ fn removing_a_consumer_deletes_only_what_warren_made(version: Version) {
         node.get_opt(&format!("/api/queues/{}/handmade", pct(&vhost)))
             .is_some()
     );
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
 }
 
 fn plain_queue_spec(name: &str, vhost: &str, kind: &str) -> String {
@@ -324,12 +325,14 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
     let vhost = node.unused_vhost("replace");
     let name = format!("replace-{vhost}");
     let spec = Spec::new(&plain_queue_spec(&name, &vhost, "classic"));
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
+    node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
     publish(node, &vhost, "audit", "precious");
     assert_eq!(messages(node, &vhost, "audit"), 1);
 
     spec.write(&plain_queue_spec(&name, &vhost, "quorum"));
-    let text = warren(node, &["plan", "--detailed-exitcode", spec.arg()])
+    let text = node
+        .cli(&["plan", "--detailed-exitcode", spec.arg()])
+        .envs(SHOP_PASSWORDS)
         .expect(2)
         .stdout;
     // A queue replace that can be migrated: the plan says how to keep the message.
@@ -340,7 +343,7 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
         "{text}"
     );
 
-    let refused = warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(4);
     assert!(
         refused.stderr.contains("queue \"audit\" in vhost"),
         "{}",
@@ -355,14 +358,13 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
     );
     assert_eq!(messages(node, &vhost, "audit"), 1, "nothing was changed");
 
-    warren(
-        node,
-        &["apply", spec.arg(), "--auto-approve", "--allow-data-loss"],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--allow-data-loss"])
+        .envs(SHOP_PASSWORDS)
+        .expect(0);
     let queue = node.get(&format!("/api/queues/{}/audit", pct(&vhost)));
     assert_eq!(queue["type"], "quorum");
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
 }
 
 fn stale_plans_are_refused(version: Version) {
@@ -372,20 +374,21 @@ fn stale_plans_are_refused(version: Version) {
     let spec = Spec::new(&plain_queue_spec(&name, &vhost, "quorum"));
     let dir = tempfile::tempdir().unwrap();
     let plan_file = dir.path().join("plan.json");
-    warren(
-        node,
-        &[
-            "plan",
-            "--detailed-exitcode",
-            spec.arg(),
-            "-o",
-            plan_file.to_str().unwrap(),
-        ],
-    )
+    node.cli(&[
+        "plan",
+        "--detailed-exitcode",
+        spec.arg(),
+        "-o",
+        plan_file.to_str().unwrap(),
+    ])
+    .envs(SHOP_PASSWORDS)
     .expect(2);
     // Somebody changes the broker in between: the saved plan no longer applies.
-    warren(node, &["apply", spec.arg(), "--auto-approve"]).expect(0);
-    let stale = warren(node, &["apply", plan_file.to_str().unwrap()]).expect(4);
+    node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
+    let stale = node
+        .cli(&["apply", plan_file.to_str().unwrap()])
+        .envs(SHOP_PASSWORDS)
+        .expect(4);
     assert!(
         stale.stderr.contains("changed since this plan was made"),
         "{}",
@@ -394,34 +397,34 @@ fn stale_plans_are_refused(version: Version) {
 
     // A fresh plan applies (held locks: tests/broker/locks.rs).
     spec.write(&plain_queue_spec(&name, &vhost, "quorum").replace("audit:", "audit2:"));
-    warren(
-        node,
-        &[
-            "plan",
-            "--detailed-exitcode",
-            spec.arg(),
-            "-o",
-            plan_file.to_str().unwrap(),
-        ],
-    )
+    node.cli(&[
+        "plan",
+        "--detailed-exitcode",
+        spec.arg(),
+        "-o",
+        plan_file.to_str().unwrap(),
+    ])
+    .envs(SHOP_PASSWORDS)
     .expect(2);
-    warren(node, &["apply", plan_file.to_str().unwrap()]).expect(0);
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.cli(&["apply", plan_file.to_str().unwrap()])
+        .envs(SHOP_PASSWORDS)
+        .expect(0);
+    node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
 }
 
 fn another_specs_objects_are_not_taken_over(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("owners");
     let team_a = Spec::new(&plain_queue_spec(&format!("a-{vhost}"), &vhost, "quorum"));
-    warren(node, &["apply", team_a.arg(), "--auto-approve"]).expect(0);
+    node.apply(team_a.arg()).envs(SHOP_PASSWORDS).expect(0);
     let team_b = Spec::new(&plain_queue_spec(&format!("b-{vhost}"), &vhost, "quorum"));
-    let run = warren(node, &["plan", team_b.arg()]).expect(4);
+    let run = node.plan(team_b.arg()).envs(SHOP_PASSWORDS).expect(4);
     assert!(
         run.stdout.contains(&format!("(spec `a-{vhost}`)")),
         "{}",
         run.stdout
     );
-    let refused = warren(node, &["apply", team_b.arg(), "--auto-approve"]).expect(4);
+    let refused = node.apply(team_b.arg()).envs(SHOP_PASSWORDS).expect(4);
     assert!(
         refused.stderr.contains("another spec"),
         "{}",
@@ -546,18 +549,11 @@ fn user_limits_and_global_parameters_converge(version: Version) {
         )
     };
     let spec = Spec::new(&spec_text(100));
-    warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ],
-    )
-    .expect(0);
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .envs(SHOP_PASSWORDS)
+        .expect(0);
+    node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
     let limits = node.get(&format!("/api/user-limits/{vhost}-app"));
     assert_eq!(limits[0]["value"]["max-channels"], 100, "{limits}");
     let parameter = node.get(&format!("/api/global-parameters/{name}-setting"));
@@ -565,38 +561,30 @@ fn user_limits_and_global_parameters_converge(version: Version) {
 
     spec.write(&spec_text(50));
     let plan = plan_json(
-        &warren(
-            node,
-            &[
+        &node
+            .cli(&[
                 "plan",
                 "--detailed-exitcode",
                 spec.arg(),
                 "--format",
                 "json",
-            ],
-        )
-        .expect(2),
+            ])
+            .envs(SHOP_PASSWORDS)
+            .expect(2),
     );
     assert_eq!(
         changes(&plan),
         vec![("update".into(), "user".into(), format!("{vhost}-app"))]
     );
-    warren(
-        node,
-        &[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ],
-    )
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .envs(SHOP_PASSWORDS)
+        .expect(0);
     assert_eq!(
         node.get(&format!("/api/user-limits/{vhost}-app"))[0]["value"]["max-channels"],
         50
     );
-    warren(node, &["plan", spec.arg()]).expect(0);
+    node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
 }
 
 fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {

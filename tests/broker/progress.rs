@@ -45,10 +45,7 @@ fn a_piped_apply_prints_plain_progress_lines_and_stdout_stays_json() {
     let node = Node::shared(Version::V3_10);
     let vhost = node.unused_vhost("progress-lines");
     let spec = many_consumers("progress-lines", &vhost, 300);
-    let run = node
-        .warren(&["apply", spec.arg(), "--auto-approve", "--format", "json"])
-        .run()
-        .expect(0);
+    let run = node.apply(spec.arg()).with(&["--format", "json"]).expect(0);
     // Progress is on stderr only: stdout is exactly one JSON document.
     let document: Value = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", run.stdout));
@@ -72,10 +69,7 @@ fn a_piped_apply_prints_plain_progress_lines_and_stdout_stays_json() {
     spec.write(&format!(
         "version: 1\nname: progress-lines\nvhosts:\n  {vhost}: {{}}\n"
     ));
-    let run = node
-        .warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    let run = node.apply(spec.arg()).expect(0);
     for noun in ["bindings", "queues"] {
         let phase: Vec<(u64, u64)> = counted_lines(&run.stderr, "deleting: ", noun);
         assert!(phase.len() >= 2, "{noun}: {}", run.stderr);
@@ -92,7 +86,7 @@ fn an_apply_on_a_terminal_shows_a_bar_and_its_summary_intact() {
     let vhost = node.unused_vhost("progress-bar");
     let spec = many_consumers("progress-bar", &vhost, 100);
     // `script` runs warren under a pseudo-terminal: stdout and stderr are terminals.
-    let command = node.warren(&["apply", spec.arg(), "--auto-approve"]);
+    let command = node.apply(spec.arg()).command();
     let mut line = shell_quote(command.get_program().to_str().unwrap());
     for arg in command.get_args() {
         line.push(' ');

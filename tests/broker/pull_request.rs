@@ -76,10 +76,7 @@ fn plan_without_application_passwords(version: Version) {
         planned.stdout
     );
     // The saved plan is refused: it would create the user without its password.
-    let refused = node
-        .warren(&["apply", saved, "--auto-approve", "--lock-timeout", "2m"])
-        .run()
-        .expect(4);
+    let refused = node.apply(saved).with(&["--lock-timeout", "2m"]).expect(4);
     assert!(
         refused.stderr.contains("made without the passwords of") && refused.stderr.contains(&var),
         "{}",
@@ -91,30 +88,20 @@ fn plan_without_application_passwords(version: Version) {
     );
     // `apply SPEC` reads the passwords itself, and needs them.
     let missing = node
-        .warren(&[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ])
-        .run()
+        .apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
         .expect(1);
     assert!(
         missing.stderr.contains("error[missing-secret]"),
         "{}",
         missing.stderr
     );
-    node.warren(&[
-        "apply",
-        spec.arg(),
-        "--auto-approve",
-        "--lock-timeout",
-        "2m",
-    ])
-    .env(&var, "first-pw")
-    .run()
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .command()
+        .env(&var, "first-pw")
+        .run()
+        .expect(0);
     assert!(logs_in(node, &user, "first-pw"));
 
     // Applied: a plan without the password compares it as unknown, not as a change.
@@ -156,24 +143,16 @@ fn plan_without_application_passwords(version: Version) {
         desired_user["value"]["password_hash"],
         live_user["password_hash"]
     );
-    node.warren(&["apply", saved, "--auto-approve", "--lock-timeout", "2m"])
-        .run()
-        .expect(4);
+    node.apply(saved).with(&["--lock-timeout", "2m"]).expect(4);
     assert!(
         logs_in(node, &user, "first-pw"),
         "the password is unchanged"
     );
     // With the password, the merge job applies it, as one JSON document.
     let applied = node
-        .warren(&[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--format",
-            "json",
-            "--lock-timeout",
-            "2m",
-        ])
+        .apply(spec.arg())
+        .with(&["--format", "json", "--lock-timeout", "2m"])
+        .command()
         .env(&var, "first-pw")
         .run()
         .expect(0);
@@ -198,16 +177,12 @@ fn refusals_exit_4(version: Version) {
     let name = format!("refuse-{vhost}");
     let var = variable(&vhost);
     let spec = Spec::new(&spec_text(&name, &vhost, "management"));
-    node.warren(&[
-        "apply",
-        spec.arg(),
-        "--auto-approve",
-        "--lock-timeout",
-        "2m",
-    ])
-    .env(&var, "pw")
-    .run()
-    .expect(0);
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .command()
+        .env(&var, "pw")
+        .run()
+        .expect(0);
     // A queue with a message, deleted by the spec: apply refuses with 4, and under
     // `--format json` says so in its one document.
     let answer = node.post(
@@ -224,7 +199,8 @@ fn refusals_exit_4(version: Version) {
     let mut planned = None;
     for _ in 0..40 {
         let run = node
-            .warren(&["plan", spec.arg()])
+            .plan(spec.arg())
+            .command()
             .env(&var, "pw")
             .run()
             .expect(0);
@@ -236,15 +212,9 @@ fn refusals_exit_4(version: Version) {
     }
     assert!(planned.is_some(), "the plan shows the data loss");
     let refused = node
-        .warren(&[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--format",
-            "json",
-            "--lock-timeout",
-            "2m",
-        ])
+        .apply(spec.arg())
+        .with(&["--format", "json", "--lock-timeout", "2m"])
+        .command()
         .env(&var, "pw")
         .run()
         .expect(4);

@@ -100,15 +100,9 @@ impl Setup {
         let node = Node::shared(version);
         let vhost = node.unused_vhost(prefix);
         let spec = spec(&vhost, queue_type);
-        node.warren(&[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ])
-        .run()
-        .expect(0);
+        node.apply(spec.arg())
+            .with(&["--lock-timeout", "2m"])
+            .expect(0);
         node.put(
             &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
             &json!({"configure": ".*", "write": ".*", "read": ".*"}),

@@ -23,7 +23,6 @@ use crate::amqp::{
 };
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
-use crate::support::Capture;
 
 /// Upper bound for anything that should happen "soon" (never tight).
 const SOON: Duration = Duration::from_secs(20);
@@ -172,7 +171,7 @@ impl Drop for Scenario {
 #[track_caller]
 fn apply(node: &Node, spec: &Spec, vhost: &str) -> Duration {
     let started = Instant::now();
-    let out = node.warren(&["apply", spec.arg(), "--auto-approve"]).run();
+    let out = node.apply(spec.arg()).run();
     let took = started.elapsed();
     assert!(
         out.code == Some(0),

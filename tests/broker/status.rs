@@ -64,9 +64,7 @@ vhosts:
 const ODD_QUEUE: &str = r#"jobs."odd"\q"#;
 
 fn apply(node: &Node, spec: &Spec, vhost: &str) {
-    node.warren(&["apply", spec.arg(), "--auto-approve"])
-        .run()
-        .expect(0);
+    node.apply(spec.arg()).expect(0);
     node.put(
         &format!("/api/permissions/{}/{}", pct(vhost), pct(&node.user)),
         &json!({"configure": ".*", "write": ".*", "read": ".*"}),

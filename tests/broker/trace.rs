@@ -596,15 +596,7 @@ fn example_agrees_with_the_trace(
     let node = Node::shared(version);
     let vhost = node.unused_vhost("trace-example");
     let spec = example_copy(file, &vhost, old_vhost, old_name);
-    let applied = node
-        .warren(&[
-            "apply",
-            spec.arg(),
-            "--auto-approve",
-            "--lock-timeout",
-            "2m",
-        ])
-        .run();
+    let applied = node.apply(spec.arg()).with(&["--lock-timeout", "2m"]).run();
     assert_eq!(
         applied.code,
         Some(0),

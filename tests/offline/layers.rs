@@ -1,6 +1,6 @@
 //! The layering of `src/` (docs/architecture.md) as tests: no module uses one above
-//! it, no two files of one module import each other, and only `broker/` holds
-//! management API paths.
+//! it, no two files of one module import each other, only `broker/` holds management
+//! API paths and uses the network crates, and only `render/` and `commands/` print.
 //!
 //! It reads the source as text: a `crate::<module>` path names a top-level module, and
 //! `super::<file>` or `crate::<module>::<file>` names a sibling file.
@@ -275,5 +275,128 @@ fn the_checker_sees_what_it_checks() {
     assert_eq!(
         names_after("use crate::model::{A}; crate::spec::x", "crate::"),
         vec!["model", "spec"]
+    );
+}
+
+/// Every `.rs` file under `src/` (the crate root and the binary's too), as its path
+/// relative to `src/` and its code without line comments.
+fn all_sources() -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let code = code_of(&path);
+            (path.strip_prefix(&src).unwrap().to_path_buf(), code)
+        })
+        .collect()
+}
+
+/// Where `token` occurs in `code` as a token of its own (not the tail of a longer
+/// name: `print!` is not found in `eprint!`), as 1-based line numbers.
+fn lines_with(code: &str, token: &str) -> Vec<usize> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut lines = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        let found = line.match_indices(token).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = line[at + token.len()..].chars().next();
+            let joined_before = before.is_some_and(is_name);
+            let joined_after = token.ends_with(is_name) && after.is_some_and(is_name);
+            !(joined_before || joined_after)
+        });
+        if found {
+            lines.push(number + 1);
+        }
+    }
+    lines
+}
+
+/// `file:line: token` for each use of one of `tokens` in a file outside the folders
+/// `allowed` (top-level modules of `src/`), except the files of `exceptions`.
+fn uses_outside(tokens: &[&str], allowed: &[&str], exceptions: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, code) in all_sources() {
+        let module = path.iter().next().unwrap().to_string_lossy();
+        let module = module.trim_end_matches(".rs");
+        let shown = format!("src/{}", path.display());
+        if allowed.contains(&module) || exceptions.contains(&shown.as_str()) {
+            continue;
+        }
+        for token in tokens {
+            for line in lines_with(&code, token) {
+                found.push(format!("{shown}:{line}: {token}"));
+            }
+        }
+    }
+    found
+}
+
+/// What writes to the terminal: the macros, and the standard streams taken directly.
+const PRINTING: &[&str] = &[
+    "println!",
+    "print!",
+    "eprintln!",
+    "eprint!",
+    "dbg!",
+    "stdout()",
+    "stderr()",
+];
+
+/// The crates and modules that talk to the network: HTTP (the management API), AMQP,
+/// TLS and sockets.
+const NETWORK: &[&str] = &["reqwest", "lapin", "rustls", "tokio::net", "std::net"];
+
+#[test]
+fn only_render_and_commands_print() {
+    // Files that print today while their printing is being moved out (none).
+    let being_moved: &[&str] = &[];
+    let printing = uses_outside(PRINTING, &["render", "commands"], being_moved);
+    assert!(
+        printing.is_empty(),
+        "printing outside src/render/ and src/commands/ (return the text or an event, \
+         and let render/ format it):\n{}",
+        printing.join("\n")
+    );
+}
+
+#[test]
+fn only_the_broker_module_uses_the_network() {
+    // Files that use the network today while that is being moved (none).
+    let being_moved: &[&str] = &[];
+    let network = uses_outside(NETWORK, &["broker"], being_moved);
+    assert!(
+        network.is_empty(),
+        "network crates outside src/broker/ (ask broker::Client instead):\n{}",
+        network.join("\n")
+    );
+}
+
+#[test]
+fn the_printing_and_network_checks_see_what_they_check() {
+    let code =
+        "fn f() {\n    eprint!(\"x\");\n    let out = std::io::stdout();\n    fn sprint() {}\n}";
+    assert_eq!(lines_with(code, "print!"), Vec::<usize>::new());
+    assert_eq!(lines_with(code, "eprint!"), [2]);
+    assert_eq!(lines_with(code, "stdout()"), [3]);
+    assert_eq!(
+        lines_with("use lapin::Channel;\nlet lapinou = 1;", "lapin"),
+        [1]
+    );
+    // The allowed folders do print and talk to the network: the checks would see it.
+    let everywhere = |tokens: &[&str]| uses_outside(tokens, &[], &[]);
+    let printing = everywhere(PRINTING);
+    assert!(printing.iter().any(|f| f.starts_with("src/render/")));
+    assert!(printing.iter().any(|f| f.starts_with("src/commands/")));
+    let network = everywhere(NETWORK);
+    assert!(
+        network
+            .iter()
+            .filter(|f| f.starts_with("src/broker/"))
+            .count()
+            >= 3,
+        "{network:?}"
     );
 }

@@ -1,0 +1,363 @@
+//! Carrying out a plan's phases ([`super::phases`]) against the broker, one after
+//! another: each phase's requests, the outcome of each change reported as the broker
+//! answers, a safe point between phases (a signal, or locks lost, stops the apply
+//! there), the migrations run one queue at a time, and the objects of a replace
+//! declared again when a later removal fails.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+
+use super::Options;
+use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe};
+use super::migrate;
+use super::phases::{PhaseChanges, PhaseKind, phases, write_of};
+use super::progress::{ChangeOutcome, Event, Phase, Progress};
+use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
+use crate::diff::{Action, Change};
+use crate::model::ObjectKind;
+use crate::plan::Plan;
+
+/// Makes the plan's changes, phase by phase, under locks the caller holds; the first
+/// failure stops the apply with a report of what was done and what was not.
+pub(super) async fn make_changes(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    lock: &BrokerLock,
+    progress: &mut Progress<'_>,
+) -> Result<ApplyReport, ApplyError> {
+    if options.migrate {
+        // Before any change: a migration that cannot move messages would stop half way.
+        let vhosts: BTreeSet<&str> = plan
+            .migrations
+            .iter()
+            .filter_map(|m| m.queue.vhost.as_deref())
+            .collect();
+        for vhost in vhosts {
+            if !client.shovels_available(vhost).await? {
+                return Err(ApplyError::NoShovels(vhost.to_string()));
+            }
+        }
+    }
+    let phases = phases(plan, options.migrate);
+    let mut report = ApplyReport::default();
+    for (number, phase) in phases.iter().enumerate() {
+        let migrations_to_run =
+            phase.kind == PhaseKind::Migrate && options.migrate && !plan.migrations.is_empty();
+        if phase.changes.is_empty() && !migrations_to_run {
+            continue;
+        }
+        // A safe point: nothing is half done between phases (except after the removal
+        // of replaced objects, which the creates must follow).
+        let why = if phase.kind == PhaseKind::Import {
+            None
+        } else if options.interrupt.load(Ordering::SeqCst) {
+            Some("interrupted by a signal")
+        } else if !client.still_holds(lock).await {
+            Some(LOCKS_LOST)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            for later in &phases[number..] {
+                report
+                    .not_done
+                    .extend(later.changes.iter().map(|c| not_done(c, later.kind)));
+            }
+            return Err(ApplyError::Interrupted {
+                why: why.to_string(),
+                report: Box::new(report),
+            });
+        }
+        let later = &phases[number + 1..];
+        if phase.kind == PhaseKind::Migrate {
+            migrate_phase(client, plan, options, phase, later, &mut report, progress).await?;
+            continue;
+        }
+        let outcomes = run_phase(client, phase, options.allow_data_loss, progress).await;
+        let failed = report_outcomes(phase, outcomes, &mut report, progress);
+        if let Some(Failed { error, removed }) = failed {
+            if !removed.is_empty() {
+                // A replace never leaves a queue deleted and not declared again.
+                declare_again(client, plan, &removed, &mut report).await;
+            }
+            not_reached(later, &mut report);
+            return Err(ApplyError::Broker {
+                error,
+                report: Box::new(report),
+            });
+        }
+    }
+    Ok(report)
+}
+
+/// The changes of the phases an apply that stopped did not reach, as not done.
+fn not_reached(later: &[PhaseChanges<'_>], report: &mut ApplyReport) {
+    for phase in later {
+        report
+            .not_done
+            .extend(phase.changes.iter().map(|c| describe(c)));
+    }
+}
+
+/// The migrations phase: every migration, with the progress of the phase around them;
+/// when one stops, the changes of the `later` phases are reported as not done.
+async fn migrate_phase(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    phase: &PhaseChanges<'_>,
+    later: &[PhaseChanges<'_>],
+    report: &mut ApplyReport,
+    progress: &mut Progress<'_>,
+) -> Result<(), ApplyError> {
+    let total = plan.migrations.len();
+    progress(&Event::Started {
+        phase: phase.phase,
+        total,
+    });
+    if let Err(mut error) = migrate_all(client, plan, options, report, progress).await {
+        if let ApplyError::Interrupted { report, .. } | ApplyError::Broker { report, .. } =
+            &mut error
+        {
+            not_reached(later, report);
+        }
+        return Err(error);
+    }
+    progress(&Event::Finished {
+        phase: phase.phase,
+        done: total,
+        total,
+    });
+    Ok(())
+}
+
+/// Why a phase stopped the apply: the first error the broker gave, and the replaced
+/// objects the phase had removed already (to declare again).
+struct Failed<'a> {
+    error: BrokerError,
+    removed: Vec<&'a Change>,
+}
+
+/// Reports each change of a phase that ran as the broker answered for it, and the
+/// phase's end; the failure that stops the apply, if any.
+fn report_outcomes<'a>(
+    phase: &PhaseChanges<'a>,
+    outcomes: Vec<Outcome>,
+    report: &mut ApplyReport,
+    progress: &mut Progress<'_>,
+) -> Option<Failed<'a>> {
+    let mut failure = None;
+    let mut removed = Vec::new();
+    let mut failed_or_unsent = 0;
+    for (change, outcome) in phase.changes.iter().zip(outcomes) {
+        progress(&Event::Outcome {
+            change,
+            outcome: match &outcome {
+                Outcome::Done => ChangeOutcome::Done,
+                Outcome::Refused(_) => ChangeOutcome::Refused,
+                Outcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
+                Outcome::NotSent => ChangeOutcome::NotSent,
+            },
+        });
+        match outcome {
+            Outcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
+            Outcome::Done => report.done.push(describe(change)),
+            Outcome::Refused(error) => {
+                failed_or_unsent += 1;
+                failure.get_or_insert(error);
+                report.not_done.push(not_done(change, phase.kind));
+            }
+            Outcome::Unconfirmed(error) => {
+                failed_or_unsent += 1;
+                failure.get_or_insert(error);
+                report.unconfirmed.push(not_done(change, phase.kind));
+            }
+            Outcome::NotSent => {
+                failed_or_unsent += 1;
+                report.not_done.push(not_done(change, phase.kind))
+            }
+        }
+    }
+    let made = phase.changes.len() - failed_or_unsent;
+    progress(&Event::Finished {
+        phase: phase.phase,
+        done: made,
+        total: phase.changes.len(),
+    });
+    failure.map(|error| Failed { error, removed })
+}
+
+/// Carries out every migration of the plan, one after another; the changes each one
+/// carries out are reported with it.
+async fn migrate_all(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    report: &mut ApplyReport,
+    progress: &mut Progress<'_>,
+) -> Result<(), ApplyError> {
+    let desired = plan.desired_objects();
+    for (index, migration) in plan.migrations.iter().enumerate() {
+        let carried: Vec<String> = plan
+            .changes
+            .iter()
+            .filter(|c| migration.carries_out(c))
+            .map(describe)
+            .collect();
+        let outcome = migrate::run(client, migration, &desired, &options.interrupt, progress).await;
+        let left = |report: &mut ApplyReport, carried: Vec<String>| {
+            report.not_done.push(format!(
+                "migrate queue {} (under way: `warren apply --migrate` finishes it)",
+                migration.queue
+            ));
+            report.not_done.extend(carried);
+            for later in &plan.migrations[index + 1..] {
+                report
+                    .not_done
+                    .push(format!("migrate queue {}", later.queue));
+                report.not_done.extend(
+                    plan.changes
+                        .iter()
+                        .filter(|c| later.carries_out(c))
+                        .map(describe),
+                );
+            }
+        };
+        match outcome {
+            Ok(moved) => {
+                report.done.push(format!(
+                    "migrate queue {} ({} moves of messages)",
+                    migration.queue, moved.moves
+                ));
+                report.done.extend(carried);
+                progress(&Event::Advanced {
+                    phase: Phase::Migrate,
+                    done: index + 1,
+                    total: plan.migrations.len(),
+                });
+            }
+            Err(migrate::Stop::Interrupted { after }) => {
+                left(report, carried);
+                return Err(ApplyError::Interrupted {
+                    why: format!(
+                        "interrupted by a signal during the migration of {} (after: {after})",
+                        migration.queue
+                    ),
+                    report: Box::new(std::mem::take(report)),
+                });
+            }
+            Err(migrate::Stop::Broker(error)) => {
+                left(report, carried);
+                return Err(ApplyError::Broker {
+                    error,
+                    report: Box::new(std::mem::take(report)),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How a change that was not made is reported: loudly for a replaced object whose old
+/// version is already gone.
+fn not_done(change: &Change, kind: PhaseKind) -> String {
+    if kind == PhaseKind::Import && change.action == Action::Replace {
+        format!(
+            "{} (DELETED AND NOT DECLARED AGAIN: run `warren apply` again at once)",
+            describe(change)
+        )
+    } else {
+        describe(change)
+    }
+}
+
+/// Sends one phase's changes, telling `progress` how far it has come; the outcome of
+/// each, in order.
+async fn run_phase(
+    client: &Client,
+    phase: &PhaseChanges<'_>,
+    allow_data_loss: bool,
+    progress: &mut Progress<'_>,
+) -> Vec<Outcome> {
+    let (name, total) = (phase.phase, phase.changes.len());
+    progress(&Event::Started { phase: name, total });
+    let mut done = 0;
+    let answered = &mut |answered: usize| {
+        done += answered;
+        progress(&Event::Advanced {
+            phase: name,
+            done,
+            total,
+        });
+    };
+    match phase.kind {
+        PhaseKind::Import => {
+            // A replace's object is in the plan once: it is created here.
+            client
+                .import_objects(
+                    phase
+                        .changes
+                        .iter()
+                        .map(|c| (&c.id, c.after.as_ref().unwrap_or(&serde_json::Value::Null))),
+                    answered,
+                )
+                .await
+        }
+        PhaseKind::Migrate => unreachable!("migrations are run by `migrate_all`"),
+        PhaseKind::RemoveReplaced | PhaseKind::OneByOne => {
+            let writes: Vec<ObjectWrite> = phase
+                .changes
+                .iter()
+                .map(|c| write_of(c, allow_data_loss))
+                .collect();
+            client.write_objects(&writes, answered).await
+        }
+    }
+}
+
+/// After a failure among the removals of replaced objects: declares the removed ones
+/// again, with the bindings their removal took, and reports them.
+async fn declare_again(
+    client: &Client,
+    plan: &Plan,
+    removed: &[&Change],
+    report: &mut ApplyReport,
+) {
+    let names: BTreeSet<(Option<&str>, &str)> = removed
+        .iter()
+        .map(|c| (c.id.vhost.as_deref(), c.id.name.as_str()))
+        .collect();
+    let touches = |change: &Change| {
+        let value = change.after.as_ref().unwrap_or(&serde_json::Value::Null);
+        let vhost = change.id.vhost.as_deref();
+        ["source", "destination"]
+            .iter()
+            .filter_map(|end| value[*end].as_str())
+            .any(|name| names.contains(&(vhost, name)))
+    };
+    let bindings: Vec<&Change> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Create && c.id.kind == ObjectKind::Binding && touches(c))
+        .collect();
+    let objects: Vec<&Change> = removed.iter().copied().chain(bindings).collect();
+    let outcomes = client
+        .import_objects(
+            objects
+                .iter()
+                .filter_map(|c| Some((&c.id, c.after.as_ref()?))),
+            &mut |_| {},
+        )
+        .await;
+    for (change, outcome) in objects.iter().zip(outcomes) {
+        if outcome.is_done() {
+            report.done.push(describe(change));
+        } else {
+            report.not_done.push(format!(
+                "{} (DELETED AND NOT DECLARED AGAIN: run `warren apply` again at once)",
+                describe(change)
+            ));
+        }
+    }
+}
