@@ -10,6 +10,7 @@ mod lock;
 mod migrate;
 pub mod progress;
 pub mod repair;
+pub mod run;
 
 pub use crate::broker::holder_name;
 pub use lock::{Interrupt, UnlockError, Unlocked, needed, unlock};
