@@ -22,6 +22,7 @@ mod migrate;
 mod phases;
 pub mod progress;
 pub mod repair;
+pub mod run;
 
 pub use crate::broker::holder_name;
 pub use error::{ApplyError, ApplyReport};

@@ -1,9 +1,9 @@
 //! `warren validate`, `warren compile` and `warren export`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, load_spec, report};
+use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, read_spec, report};
 use crate::cli::{ExportFormat, SpecArgs};
 use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;
@@ -42,13 +42,49 @@ fn load_and_compile(
     }
 }
 
+/// The flags of `warren validate`.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+}
+
+/// The flags of `warren compile`.
+#[derive(Debug, clap::Args)]
+pub struct CompileArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Print the consumer contract (what consumers do on failure) instead.
+    #[arg(long)]
+    pub contract: bool,
+}
+
+/// The flags of `warren export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Where to write the file; `-` for standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// What to write: a RabbitMQ definitions file, or RabbitMQ Messaging Topology
+    /// Operator resources for Kubernetes (docs/kubernetes.md).
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// With `--format k8s` (and required by it): the `RabbitmqCluster` the
+    /// resources are for (`spec.rabbitmqClusterReference.name`).
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// With `--format k8s`: the resources' `metadata.namespace`.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+}
+
 /// `warren validate SPEC`: compiles, and passes the lint rules at the `deny` level.
-pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    let validation = lint::validate_spec_file(
-        &args.spec,
-        super::chosen(&args.env).as_choice(),
-        args.target_version,
-    );
+pub fn validate(args: &ValidateArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let args = &args.spec;
+    let read = read_spec(&args.spec, &args.env);
+    let validation = lint::validate_spec(&args.spec, read, args.target_version);
     let _ = render::diagnostics::render_with(
         stderr,
         &args.spec,
@@ -78,16 +114,15 @@ pub fn validate(args: &SpecArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
 }
 
 /// `warren compile SPEC [--contract]`.
-pub fn compile(
-    args: &SpecArgs,
-    contract: bool,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
+pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let CompileArgs {
+        spec: args,
+        contract,
+    } = args;
     let Some((_, compiled)) = load_and_compile(args, true, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
-    let json = if contract {
+    let json = if *contract {
         serde_json::to_string_pretty(&compiled.contract)
     } else {
         // Printed output never shows URI credentials; `export` writes them for the broker.
@@ -102,35 +137,19 @@ pub fn compile(
     }
 }
 
-/// What `warren export` writes, with the flags only `--format k8s` takes.
-#[derive(Debug, Clone)]
-pub struct ExportTarget {
-    /// `--format`.
-    pub format: ExportFormat,
-    /// `--cluster`.
-    pub cluster: Option<String>,
-    /// `--namespace`.
-    pub namespace: Option<String>,
-}
-
 /// `warren export SPEC -o FILE [--format json|k8s]`.
-pub fn export(
-    args: &SpecArgs,
-    output: &Path,
-    target: &ExportTarget,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    if target.format == ExportFormat::K8s {
-        return export_k8s(args, output, target, stdout, stderr);
+pub fn export(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    if args.format == ExportFormat::K8s {
+        return export_k8s(args, stdout, stderr);
     }
-    if target.cluster.is_some() || target.namespace.is_some() {
-        let _ = writeln!(
+    if args.cluster.is_some() || args.namespace.is_some() {
+        return fail(
             stderr,
-            "error: --cluster and --namespace are for `--format k8s` only; a definitions file names neither"
+            "--cluster and --namespace are for `--format k8s` only; a definitions file names neither",
         );
-        return EXIT_ERROR;
     }
+    let output = &args.output;
+    let args = &args.spec;
     let Some((_, compiled)) = load_and_compile(args, true, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
@@ -146,31 +165,22 @@ pub fn export(
 /// `warren export SPEC --format k8s --cluster NAME`: reads no secrets (the resources
 /// refer to Secrets instead), and writes nothing when the operator cannot express
 /// some object.
-fn export_k8s(
-    args: &SpecArgs,
-    output: &Path,
-    target: &ExportTarget,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
+fn export_k8s(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     // No default: a guessed cluster name renders resources the operator never
     // reconciles, and only the person exporting knows the cluster's name.
-    let Some(cluster) = target.cluster.clone() else {
-        let _ = writeln!(
+    let Some(cluster) = args.cluster.clone() else {
+        return fail(
             stderr,
-            "error: --format k8s needs --cluster NAME: the RabbitmqCluster the resources are for"
+            "--format k8s needs --cluster NAME: the RabbitmqCluster the resources are for",
         );
-        return EXIT_ERROR;
     };
-    let options = match k8s::Options::new(cluster, target.namespace.clone()) {
+    let options = match k8s::Options::new(cluster, args.namespace.clone()) {
         Ok(options) => options,
-        Err(message) => {
-            let _ = writeln!(stderr, "error: {message}");
-            return EXIT_ERROR;
-        }
+        Err(message) => return fail(stderr, &message),
     };
+    let output = &args.output;
     // The resources refer to Secrets: no secret is read.
-    let Some((file, compiled)) = load_and_compile(args, false, Effect::Writes, stderr) else {
+    let Some((file, compiled)) = load_and_compile(&args.spec, false, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
     let manifests = match k8s::manifests(&file.spec, &compiled.definitions, &options) {
@@ -182,10 +192,7 @@ fn export_k8s(
     };
     let text = match render::k8s::yaml(&manifests) {
         Ok(text) => text,
-        Err(message) => {
-            let _ = writeln!(stderr, "error: cannot write YAML: {message}");
-            return EXIT_ERROR;
-        }
+        Err(message) => return fail(stderr, &format!("cannot write YAML: {message}")),
     };
     let _ = write!(stderr, "{}", render::k8s::summary(&manifests));
     let what = format!(
@@ -215,9 +222,6 @@ fn write_output(
             let _ = writeln!(stderr, "wrote {} ({what})", output.display());
             EXIT_OK
         }
-        Err(err) => {
-            let _ = writeln!(stderr, "error: cannot write {}: {err}", output.display());
-            EXIT_ERROR
-        }
+        Err(err) => fail(stderr, &format!("cannot write {}: {err}", output.display())),
     }
 }

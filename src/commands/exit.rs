@@ -3,6 +3,7 @@
 //! broker is down" from "warren refused to lose data" by the code alone.
 
 use crate::apply::ApplyError;
+use crate::apply::run::Declined;
 use crate::broker::{BrokerError, ReplayFailure};
 
 /// Success; for `plan` and `diff` also when there are changes, unless
@@ -69,6 +70,15 @@ pub fn of_apply(error: &ApplyError) -> u8 {
             code => code,
         },
         ApplyError::Interrupted { .. } | ApplyError::LocksLost { .. } => ERROR,
+    }
+}
+
+/// The exit code of an apply that showed its plan and applied nothing: refusing
+/// another spec's objects or captured queues is a refusal, a person's "no" an error.
+pub fn of_declined(declined: Declined) -> u8 {
+    match declined {
+        Declined::Conflicts | Declined::Captures => REFUSED,
+        Declined::Cancelled => ERROR,
     }
 }
 

@@ -4,18 +4,33 @@ use std::io::Write;
 
 use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
 use crate::cli::{GraphFormat, SpecArgs};
+
+/// The flags of `warren graph`.
+#[derive(Debug, clap::Args)]
+pub struct GraphArgs {
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+    pub format: GraphFormat,
+    /// Draw only this vhost.
+    #[arg(long, value_name = "VHOST")]
+    pub vhost: Option<String>,
+    /// Draw only this service, with the exchanges and queues it connects to.
+    #[arg(long, value_name = "SERVICE")]
+    pub service: Option<String>,
+}
 use crate::render::graph;
 use crate::topology;
 
 /// Draws the topology of a spec, or of one vhost or service of it.
-pub fn graph(
-    args: &SpecArgs,
-    format: GraphFormat,
-    vhost: Option<&str>,
-    service: Option<&str>,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
+pub fn graph(args: &GraphArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let GraphArgs {
+        spec: args,
+        format,
+        vhost,
+        service,
+    } = args;
     let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
@@ -29,7 +44,7 @@ pub fn graph(
             return EXIT_ERROR;
         }
     };
-    let topology = match topology.filter(vhost, service) {
+    let topology = match topology.filter(vhost.as_deref(), service.as_deref()) {
         Ok(topology) => topology,
         Err(err) => return fail(stderr, &err),
     };

@@ -1,34 +1,59 @@
 //! `warren import`: a spec from a live broker or a definitions file.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{EXIT_OK, ErrorLog, broker_failed, client, fail, runtime};
-use crate::cli::BrokerArgs;
+use crate::cli::{BrokerArgs, parse_target};
 use crate::model::version::TargetVersion;
 
+/// The flags of `warren import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Read this definitions file instead of a broker.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Import only these vhosts (repeatable; default: all). A vhost-scoped file
+    /// (the format of `GET /api/definitions/{vhost}`) takes one: its vhost.
+    #[arg(long = "vhost", value_name = "VHOST")]
+    pub vhosts: Vec<String>,
+    /// The spec's name (its ownership record on the broker). Objects that other
+    /// specs manage are left out; naming one of them imports its objects, to take
+    /// that spec over.
+    #[arg(long, value_name = "NAME", default_value = "imported")]
+    pub name: String,
+    /// RabbitMQ version the imported spec is checked for (default: the version
+    /// that wrote the file, or the broker's).
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    pub target_version: Option<TargetVersion>,
+    /// Where to write the spec; `-` for standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
 /// `warren import (--from FILE | --url …) -o SPEC`.
-#[allow(clippy::too_many_arguments)]
-pub fn import(
-    from: Option<&Path>,
-    connection: &BrokerArgs,
-    vhosts: &[String],
-    name: &str,
-    target: Option<TargetVersion>,
-    output: &Path,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
+pub fn import(args: &ImportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let ImportArgs {
+        from,
+        broker: connection,
+        vhosts,
+        name,
+        target_version: target,
+        output,
+    } = args;
+    let target = *target;
     let mut options = crate::import::Options {
-        name: name.to_string(),
-        vhosts: vhosts.to_vec(),
+        name: name.clone(),
+        vhosts: vhosts.clone(),
         target,
         ..Default::default()
     };
     let definitions = match from {
         Some(path) => {
             options.source = path.display().to_string();
-            let scoped_vhost = match vhosts {
+            let scoped_vhost = match vhosts.as_slice() {
                 [one] => Some(one.as_str()),
                 _ => None,
             };
@@ -59,7 +84,7 @@ pub fn import(
         Ok(imported) => imported,
         Err(err) => return fail(stderr, &err),
     };
-    let written = if output == Path::new("-") {
+    let written = if output.as_path() == Path::new("-") {
         stdout
             .write_all(imported.yaml.as_bytes())
             .map_err(|e| e.to_string())
@@ -80,7 +105,7 @@ pub fn import(
         .flat_map(|v| v.services.values())
         .map(|s| s.consumers.len())
         .sum();
-    let written_to = if output == Path::new("-") {
+    let written_to = if output.as_path() == Path::new("-") {
         String::new()
     } else {
         format!("wrote {}: ", output.display())

@@ -1,57 +1,85 @@
 //! `warren lint` and `warren rules`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 
-use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail};
-use crate::cli::{EnvArg, LintFormat};
+use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail, read_spec, read_spec_in_every_environment};
+use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
 use crate::lint::{self, Level, RULES};
 use crate::model::version::TargetVersion;
 use crate::render;
 use crate::spec::Texts;
 
-/// Which environments of a spec `warren lint` reads: the one `--env` names, or all.
-pub struct Environments {
-    /// `--env` / `WARREN_ENV`.
+/// The flags of `warren lint`.
+#[derive(Debug, clap::Args)]
+pub struct LintArgs {
+    /// The spec: a YAML file, or a directory of YAML files read as one spec.
+    #[arg(value_name = "SPEC", required_unless_present = "definitions")]
+    pub spec: Option<PathBuf>,
+    #[command(flatten)]
     pub env: EnvArg,
-    /// `--all-envs`.
+    /// Lint the spec in every environment it declares (a pull request changes
+    /// them all); a finding is reported once, with the environments it is in.
+    #[arg(long, conflicts_with_all = ["env", "definitions"])]
     pub all_envs: bool,
+    /// Lint a RabbitMQ definitions file (e.g. a broker's export) instead of a spec.
+    #[arg(long, value_name = "FILE", conflicts_with = "spec")]
+    pub definitions: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LintFormat::Human)]
+    pub format: LintFormat,
+    /// `--deny warnings` makes warnings fail the run too.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub deny: Vec<Deny>,
+    /// RabbitMQ version the topology runs on (default: 4.1, or the definitions file's).
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    pub target_version: Option<TargetVersion>,
+    /// The vhost of a vhost-scoped definitions file (the format of
+    /// `GET /api/definitions/{vhost}`, whose objects carry no `vhost`).
+    #[arg(long, value_name = "VHOST", requires = "definitions")]
+    pub vhost: Option<String>,
+}
+
+/// The flags of `warren rules`.
+#[derive(Debug, clap::Args)]
+pub struct RulesArgs {
+    /// A rule id, e.g. `dead-letter-cycle-dropped`.
+    #[arg(value_name = "ID")]
+    pub id: Option<String>,
 }
 
 /// `warren lint SPEC | --definitions FILE`.
-#[allow(clippy::too_many_arguments)]
-pub fn lint(
-    spec: Option<&Path>,
-    environments: &Environments,
-    definitions: Option<&Path>,
-    vhost: Option<&str>,
-    format: LintFormat,
-    deny_warnings: bool,
-    target: Option<TargetVersion>,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let (file, texts, diagnostics) = match (spec, definitions) {
+pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let target = args.target_version;
+    let (file, texts, diagnostics) = match (&args.spec, &args.definitions) {
         (Some(path), _) => {
             let target = target.unwrap_or(TargetVersion::DEFAULT);
-            let (texts, diagnostics) = if environments.all_envs {
-                lint::lint_spec_file_in_every_environment(path, target)
+            let (texts, diagnostics) = if args.all_envs {
+                match read_spec_in_every_environment(path) {
+                    Ok(environments) => {
+                        lint::lint_spec_in_every_environment(path, environments, target)
+                    }
+                    Err(found) => lint::lint_spec(path, Err(found), target),
+                }
             } else {
-                lint::lint_spec_file(path, super::chosen(&environments.env).as_choice(), target)
+                lint::lint_spec(path, read_spec(path, &args.env), target)
             };
             (path, texts, diagnostics)
         }
-        (None, Some(path)) => match super::read_definitions(path, vhost, target, stderr) {
-            Ok(read) => (
-                path,
-                Texts::default(),
-                lint::lint_definitions(&read.definitions, read.target.target),
-            ),
-            Err(message) => return fail(stderr, &message),
-        },
+        (None, Some(path)) => {
+            match super::read_definitions(path, args.vhost.as_deref(), target, stderr) {
+                Ok(read) => (
+                    path,
+                    Texts::default(),
+                    lint::lint_definitions(&read.definitions, read.target.target),
+                ),
+                Err(message) => return fail(stderr, &message),
+            }
+        }
         (None, None) => return fail(stderr, "give a spec file or --definitions FILE"),
     };
-    let written = match format {
+    let file = file.as_path();
+    let written = match args.format {
         LintFormat::Human => {
             let result = render::diagnostics::render_with(stdout, file, &texts, &diagnostics, "");
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -87,18 +115,19 @@ pub fn lint(
     if written.is_err() {
         return EXIT_ERROR;
     }
+    let deny_warnings = !args.deny.is_empty();
     let failing = diagnostics.iter().any(|d| d.is_error() || deny_warnings);
     if failing { EXIT_ERROR } else { EXIT_OK }
 }
 
 /// `warren rules [ID]`.
-pub fn rules(id: Option<&str>, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn rules(args: &RulesArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let level = |level: Level| match level {
         Level::Deny => "error",
         Level::Warn => "warning",
         Level::Allow => "off",
     };
-    match id {
+    match args.id.as_deref() {
         None => {
             let width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
             for rule in RULES {
@@ -135,8 +164,7 @@ pub fn rules(id: Option<&str>, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
                 let hint = crate::suggest::closest(id, &ids)
                     .map(|best| format!("; did you mean `{best}`?"))
                     .unwrap_or_default();
-                let _ = writeln!(stderr, "error: no lint rule `{id}`{hint}");
-                EXIT_ERROR
+                fail(stderr, &format!("no lint rule `{id}`{hint}"))
             }
         },
     }

@@ -1,7 +1,10 @@
 //! One function per subcommand: flags in, one library call, rendered output and an
-//! exit code out. The helpers below are the one place that builds a broker client,
-//! loads a spec for a command and prints diagnostics.
+//! exit code out. Each command's flags are one `Args` struct in its own file, and the
+//! command line below gathers them; the helpers below are the one place that builds a
+//! broker client, loads a spec for a command and prints diagnostics.
 
+mod apply;
+mod ask;
 mod compile;
 pub mod exit;
 mod graph;
@@ -14,16 +17,17 @@ mod shell;
 mod state;
 mod status;
 mod trace;
+mod unlock;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 use crate::broker::{BrokerError, Client, Endpoint};
-use crate::cli::{BrokerArgs, Cli, Command, EnvArg, StateAction};
+use crate::cli::{BrokerArgs, ColorWhen, EnvArg};
 use crate::model::TargetVersion;
 use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
@@ -31,6 +35,87 @@ use crate::spec::environment::Choice;
 use crate::spec::{self, SpecFile};
 
 pub use exit::{CHANGES as EXIT_CHANGES, ERROR as EXIT_ERROR, OK as EXIT_OK};
+
+/// RabbitMQ topology as code: compile a short YAML spec (services, consumers, retry
+/// ladders, users) into broker definitions and policies.
+#[derive(Debug, Parser)]
+#[command(name = "warren", version, about, long_about = None)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Colors in text output: `auto` colors a terminal unless `NO_COLOR` is set
+    /// (`CLICOLOR_FORCE` colors a pipe too).
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorWhen::Auto, global = true)]
+    pub color: ColorWhen,
+}
+
+/// Subcommands: each takes the `Args` of its file.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a spec: exit 0 when it compiles and passes the lint rules at the `deny` level,
+    /// 1 otherwise. Needs no secrets. `warren lint` also shows the warnings.
+    Validate(compile::ValidateArgs),
+    /// Print the definitions a spec compiles to (JSON), or its consumer contract.
+    Compile(compile::CompileArgs),
+    /// Write a definitions file for a broker to load at boot or import.
+    Export(compile::ExportArgs),
+    /// Print the JSON Schema of the spec format.
+    Schema,
+    /// Show what applying a spec would change on a broker; exit 0 on success (with
+    /// --detailed-exitcode: 0 = no changes, 2 = changes), other codes on errors
+    /// (docs/exit-codes.md).
+    Plan(plan::PlanArgs),
+    /// Apply a saved plan, or plan a spec, show it, ask, and apply it.
+    Apply(apply::ApplyArgs),
+    /// Check a spec (or a definitions file) for topologies that lose, duplicate or
+    /// hot-loop messages; exit 1 on errors (and on warnings with `--deny warnings`).
+    Lint(lint::LintArgs),
+    /// Write a spec from a live broker (or a definitions file), to adopt an existing
+    /// broker: applying it to the same broker plans no changes.
+    Import(import::ImportArgs),
+    /// List the lint rules, or explain one with a bad and a good example.
+    Rules(lint::RulesArgs),
+    /// Break the locks of an apply that is stuck (as Terraform's `force-unlock`): the
+    /// broker closes its connection, which frees every lock it held. Only when --holder
+    /// names the holder the lock error printed. A dead apply's locks are already free.
+    Unlock(unlock::UnlockArgs),
+    /// Show or repair a spec's ownership record (the list of objects it manages).
+    State(state::StateArgs),
+    /// Show the plan of a spec against a definitions file instead of a live broker.
+    Diff(plan::DiffArgs),
+    /// Draw the topology a spec builds: exchanges, queues, bindings with their routing
+    /// keys, dead-letter routes with their delays, parking queues; grouped by vhost and
+    /// service. Mermaid (for pull requests and docs) or Graphviz DOT (`dot -Tsvg`).
+    Graph(graph::GraphArgs),
+    /// Report each consumer of a spec on the live broker: its work queue (messages,
+    /// consumers, rates), each retry tier's waiting messages, the parking queue and the
+    /// age of its oldest message, and what is wrong (docs/operating.md). Exit 0 when it
+    /// reports, problems included; 1 on a bad spec or flag; 3 when the broker is
+    /// unreachable.
+    Status(status::StatusArgs),
+    /// Follow one message offline, step by step: the queues that get a copy, and for
+    /// each consumer that fails it `--fail` times, every retry tier, wait and return,
+    /// then parking or drop (docs/trace.md).
+    Trace(trace::TraceArgs),
+    /// Send a consumer's parked messages back to its work queue once the fault that
+    /// parked them is fixed: oldest first, each exactly once (in AMQP transactions),
+    /// each starting its retry ladder again (docs/operating.md).
+    Replay(replay::ReplayArgs),
+    /// Print a shell completion script, e.g. `warren completions bash >
+    /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
+    Completions(shell::CompletionsArgs),
+    /// Print warren's man page (roff: `warren man | man -l -`), or write one page per
+    /// command into a directory (`warren.1`, `warren-plan.1`, …).
+    Man(shell::ManArgs),
+}
+
+/// What every command may need besides its own flags: the global ones.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Context {
+    /// `--color`.
+    pub color: ColorWhen,
+}
 
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
@@ -52,226 +137,26 @@ pub fn run() -> ExitCode {
     // which would wait for the lock forever.
     let stderr = &mut Stderr::new(std::io::stderr());
     let json = cli.command.prints_json();
-    let code = match cli.command {
-        Command::Validate(args) => compile::validate(&args, stdout, stderr),
-        Command::Compile { spec, contract } => compile::compile(&spec, contract, stdout, stderr),
-        Command::Export {
-            spec,
-            output,
-            format,
-            cluster,
-            namespace,
-        } => compile::export(
-            &spec,
-            &output,
-            &compile::ExportTarget {
-                format,
-                cluster,
-                namespace,
-            },
-            stdout,
-            stderr,
-        ),
+    let context = Context { color: cli.color };
+    let code = match &cli.command {
+        Command::Validate(args) => compile::validate(args, stdout, stderr),
+        Command::Compile(args) => compile::compile(args, stdout, stderr),
+        Command::Export(args) => compile::export(args, stdout, stderr),
         Command::Schema => schema::print(stdout),
-        Command::Plan {
-            spec,
-            broker: connection,
-            plan,
-            output,
-            detailed_exitcode,
-        } => plan::plan(
-            &spec,
-            &connection,
-            &plan,
-            output.as_deref(),
-            detailed_exitcode,
-            cli.color,
-            stdout,
-            stderr,
-        ),
-        Command::Apply {
-            target,
-            broker: connection,
-            plan,
-            auto_approve,
-            allow_data_loss,
-            migrate,
-            lock_timeout,
-        } => plan::apply(
-            &target,
-            &connection,
-            &plan,
-            &plan::ApplyFlags {
-                auto_approve,
-                allow_data_loss,
-                migrate,
-                lock_timeout,
-            },
-            cli.color,
-            stdout,
-            stderr,
-        ),
-        Command::Lint {
-            spec,
-            env,
-            all_envs,
-            definitions,
-            format,
-            deny,
-            target_version,
-            vhost,
-        } => lint::lint(
-            spec.as_deref(),
-            &lint::Environments { env, all_envs },
-            definitions.as_deref(),
-            vhost.as_deref(),
-            format,
-            !deny.is_empty(),
-            target_version,
-            stdout,
-            stderr,
-        ),
-        Command::Import {
-            from,
-            broker: connection,
-            vhosts,
-            name,
-            output,
-            target_version,
-        } => import::import(
-            from.as_deref(),
-            &connection,
-            &vhosts,
-            &name,
-            target_version,
-            &output,
-            stdout,
-            stderr,
-        ),
-        Command::Rules { id } => lint::rules(id.as_deref(), stdout, stderr),
-        Command::Unlock {
-            spec,
-            env,
-            broker: connection,
-            holder,
-        } => plan::unlock(&spec, &env, &connection, &holder, stdout, stderr),
-        Command::Diff {
-            spec,
-            against,
-            vhost,
-            plan,
-            detailed_exitcode,
-        } => plan::diff(
-            &spec,
-            &against,
-            vhost.as_deref(),
-            &plan,
-            detailed_exitcode,
-            cli.color,
-            stdout,
-            stderr,
-        ),
-        Command::Graph {
-            spec,
-            format,
-            vhost,
-            service,
-        } => graph::graph(
-            &spec,
-            format,
-            vhost.as_deref(),
-            service.as_deref(),
-            stdout,
-            stderr,
-        ),
-        Command::Trace {
-            spec,
-            env,
-            exchange,
-            routing_key,
-            headers,
-            vhost,
-            failures,
-            format,
-            target_version,
-        } => trace::trace(
-            &spec,
-            &env,
-            &trace::Flags {
-                vhost: vhost.as_deref(),
-                exchange: &exchange,
-                routing_key: &routing_key,
-                headers: &headers,
-                failures,
-                format,
-                target: target_version,
-            },
-            stdout,
-            stderr,
-        ),
-        Command::Replay {
-            spec,
-            env,
-            queue,
-            vhost,
-            limit,
-            batch,
-            dry_run,
-            auto_approve,
-            format,
-            broker,
-            lock_timeout,
-        } => replay::replay(
-            &spec,
-            &env,
-            &broker,
-            &replay::Flags {
-                queue: &queue,
-                vhost: vhost.as_deref(),
-                limit,
-                batch,
-                dry_run,
-                auto_approve,
-                format,
-                lock_timeout,
-            },
-            stdout,
-            stderr,
-        ),
-        Command::Status {
-            spec,
-            env,
-            broker: connection,
-            format,
-            vhost,
-            service,
-            target_version,
-        } => status::status(
-            &spec,
-            &env,
-            &connection,
-            &status::Flags {
-                format,
-                vhost: vhost.as_deref(),
-                service: service.as_deref(),
-                target: target_version,
-            },
-            stdout,
-            stderr,
-        ),
-        Command::Completions { shell } => shell::completions(shell, stdout),
-        Command::Man { output_dir } => shell::man(output_dir.as_deref(), stdout, stderr),
-        Command::State { action } => match action {
-            StateAction::Show { spec, env, broker } => {
-                state::show(&spec, &env, &broker, stdout, stderr)
-            }
-            StateAction::Repair {
-                spec,
-                env,
-                broker,
-                auto_approve,
-            } => state::repair(&spec, &env, &broker, auto_approve, stdout, stderr),
-        },
+        Command::Plan(args) => plan::plan(args, &context, stdout, stderr),
+        Command::Apply(args) => apply::apply(args, &context, stdout, stderr),
+        Command::Lint(args) => lint::lint(args, stdout, stderr),
+        Command::Import(args) => import::import(args, stdout, stderr),
+        Command::Rules(args) => lint::rules(args, stdout, stderr),
+        Command::Unlock(args) => unlock::unlock(args, stdout, stderr),
+        Command::Diff(args) => plan::diff(args, &context, stdout, stderr),
+        Command::Graph(args) => graph::graph(args, stdout, stderr),
+        Command::Trace(args) => trace::trace(args, stdout, stderr),
+        Command::Replay(args) => replay::replay(args, stdout, stderr),
+        Command::Status(args) => status::status(args, stdout, stderr),
+        Command::Completions(args) => shell::completions(args, stdout),
+        Command::Man(args) => shell::man(args, stdout, stderr),
+        Command::State(args) => state::state(args, stdout, stderr),
     };
     // A command whose output is JSON says why it failed in JSON too, when it printed
     // no document of its own (`apply --format json` puts its error in its document).
@@ -297,14 +182,13 @@ impl Command {
     fn prints_json(&self) -> bool {
         use crate::cli::{Format, LintFormat, StatusFormat, TraceFormat};
         match self {
-            Command::Plan { plan, .. }
-            | Command::Apply { plan, .. }
-            | Command::Diff { plan, .. } => plan.format == Format::Json,
-            Command::Lint { format, .. } => *format == LintFormat::Json,
-            Command::Trace { format, .. } | Command::Replay { format, .. } => {
-                *format == TraceFormat::Json
-            }
-            Command::Status { format, .. } => *format == StatusFormat::Json,
+            Command::Plan(args) => args.plan.format == Format::Json,
+            Command::Apply(args) => args.plan.format == Format::Json,
+            Command::Diff(args) => args.plan.format == Format::Json,
+            Command::Lint(args) => args.format == LintFormat::Json,
+            Command::Trace(args) => args.format == TraceFormat::Json,
+            Command::Replay(args) => args.format == TraceFormat::Json,
+            Command::Status(args) => args.format == StatusFormat::Json,
             _ => false,
         }
     }
@@ -471,6 +355,39 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime starts")
 }
 
+/// For tests and benchmarks (bench/run), with `WARREN_REQUEST_COUNT=1`: says how many
+/// HTTP requests the command made (the one place that reads the variable).
+fn say_request_count(client: &Client, stderr: &mut dyn ErrorLog) {
+    if std::env::var_os("WARREN_REQUEST_COUNT").is_some_and(|v| v == "1") {
+        let _ = writeln!(stderr, "requests: {}", client.request_count());
+    }
+}
+
+/// A flag set by SIGINT or SIGTERM: an apply or a replay stops at its next safe point,
+/// releases its locks and reports what it did.
+fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> crate::apply::Interrupt {
+    let interrupt = crate::apply::Interrupt::default();
+    let flag = interrupt.clone();
+    runtime.spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate => {}
+        }
+        // Nothing is printed here: the command holds stderr, and a runtime worker must
+        // never block on it. The apply reports the stop when it reaches a safe point.
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    interrupt
+}
+
 /// Prints an error line; the exit code of a failure.
 fn fail(stderr: &mut dyn ErrorLog, message: &str) -> u8 {
     fail_with(stderr, EXIT_ERROR, message)
@@ -534,13 +451,14 @@ impl Effect {
     }
 }
 
-/// The environment a command reads its spec for: `--env`, else `WARREN_ENV`.
-struct Chosen {
+/// The environment a command reads its spec for: `--env`, else `WARREN_ENV` (what
+/// [`Choice`] borrows from).
+struct EnvironmentChoice {
     flag: Option<String>,
     variable: Option<String>,
 }
 
-impl Chosen {
+impl EnvironmentChoice {
     fn as_choice(&self) -> Choice<'_> {
         Choice::of(self.flag.as_deref(), self.variable.as_deref())
     }
@@ -548,8 +466,8 @@ impl Chosen {
 
 /// The environment `--env` or `WARREN_ENV` chose (the one place that reads the
 /// variable).
-fn chosen(environment: &EnvArg) -> Chosen {
-    Chosen {
+fn environment_choice(environment: &EnvArg) -> EnvironmentChoice {
+    EnvironmentChoice {
         flag: environment.env.clone(),
         variable: std::env::var("WARREN_ENV").ok(),
     }
@@ -563,7 +481,7 @@ fn load_spec(
     effect: Effect,
     stderr: &mut dyn ErrorLog,
 ) -> Option<SpecFile> {
-    match spec::load(path, chosen(environment).as_choice()) {
+    match spec::load(path, environment_choice(environment).as_choice()) {
         Ok(file) => Some(file),
         Err(found) => {
             let texts = spec::Texts::for_report(path, &found);
@@ -578,4 +496,34 @@ fn load_spec(
 fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dyn ErrorLog) {
     let _ = diagnostics::render_with(stderr, &file.path, file, found, effect.ending());
     stderr.said_diagnostics(&file.path, found);
+}
+
+/// Reads a spec for a command that reports its load errors itself, as findings
+/// (`lint`, `validate`): the spec for the environment chosen, or why it did not load.
+fn read_spec(path: &Path, environment: &EnvArg) -> Result<SpecFile, Vec<Diagnostic>> {
+    spec::load(path, environment_choice(environment).as_choice())
+}
+
+/// Reads a spec in each environment it declares (`lint --all-envs`): the names and
+/// the spec read for each, or the spec as it is when it declares none (`Ok` with no
+/// names), or why it did not load.
+fn read_spec_in_every_environment(
+    path: &Path,
+) -> Result<crate::lint::Environments, Vec<Diagnostic>> {
+    let file = spec::load_file(path)?;
+    let names = file.environment_names();
+    if names.is_empty() {
+        return file
+            .for_environment(Choice::None)
+            .map(|file| crate::lint::Environments::NoneDeclared(Box::new(file)));
+    }
+    Ok(crate::lint::Environments::Each(
+        names
+            .into_iter()
+            .map(|name| {
+                let read = file.clone().for_environment(Choice::Flag(&name));
+                (name, read)
+            })
+            .collect(),
+    ))
 }

@@ -1,60 +1,70 @@
 //! `warren replay`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
-use super::plan::{ask_yes, stop_on_signals};
+use super::ask::ask_yes;
 use super::{
     EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail, fail_with, load_spec,
-    report, runtime,
+    report, runtime, stop_on_signals,
 };
-use crate::cli::{BrokerArgs, EnvArg, TraceFormat};
+use crate::cli::{BrokerArgs, EnvArg, TraceFormat, parse_wait};
 use crate::compile::{self, Options};
 use crate::plan::spec_name;
 use crate::render;
 use crate::replay::{self, Prepared, RunError};
 
 /// The flags of `warren replay`.
-pub struct Flags<'f> {
-    /// `--queue`.
-    pub queue: &'f str,
-    /// `--vhost`.
-    pub vhost: Option<&'f str>,
-    /// `--limit`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// The spec: a YAML file, or a directory of YAML files read as one spec.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    #[command(flatten)]
+    pub env: EnvArg,
+    /// The consumer's parking queue, or its work queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: String,
+    /// The vhost (needed when the queue is in several).
+    #[arg(long, value_name = "VHOST")]
+    pub vhost: Option<String>,
+    /// Move at most N messages (default: every message parked when the replay starts).
+    #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
-    /// `--batch`.
+    /// Messages per transaction: an interrupted replay returns at most this many
+    /// taken messages to the parking queue.
+    #[arg(long, value_name = "N", default_value_t = crate::replay::DEFAULT_BATCH, value_parser = clap::value_parser!(u16).range(1..=10_000))]
     pub batch: u16,
-    /// `--dry-run`.
+    /// Say what would move, and move nothing.
+    #[arg(long)]
     pub dry_run: bool,
-    /// `--auto-approve`.
+    /// Move without asking (required when there is no terminal to ask on).
+    #[arg(long)]
     pub auto_approve: bool,
-    /// `--format`.
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
     pub format: TraceFormat,
-    /// `--lock-timeout`.
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// How long to wait for locks held by applies or other replays (e.g. `5m`).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_wait)]
     pub lock_timeout: Duration,
 }
 
 /// `warren replay SPEC --queue Q …`: prints one JSON document under `--format json`,
 /// whatever happened after the spec was read.
-pub fn replay(
-    spec: &Path,
-    env: &EnvArg,
-    connection: &BrokerArgs,
-    flags: &Flags,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let json = flags.format == TraceFormat::Json;
+pub fn replay(args: &ReplayArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let json = args.format == TraceFormat::Json;
     let mut run = Run::default();
-    let code = run.replay(spec, env, connection, flags, stdout, stderr);
+    let code = run.replay(args, stdout, stderr);
     if json && run.started {
         let error = (code != EXIT_OK).then(|| {
             let said = stderr.errors();
             render::errors::error_value(code, exit::class(code), &said.messages, &said.diagnostics)
         });
         let document =
-            render::replay::document(run.prepared.as_ref(), flags.dry_run, run.moved, error);
+            render::replay::document(run.prepared.as_ref(), args.dry_run, run.moved, error);
         let _ = writeln!(
             stdout,
             "{}",
@@ -76,15 +86,12 @@ struct Run {
 impl Run {
     fn replay(
         &mut self,
-        spec: &Path,
-        env: &EnvArg,
-        connection: &BrokerArgs,
-        flags: &Flags,
+        args: &ReplayArgs,
         stdout: &mut dyn Write,
         stderr: &mut dyn ErrorLog,
     ) -> u8 {
-        let json = flags.format == TraceFormat::Json;
-        let Some(file) = load_spec(spec, env, Effect::Changes, stderr) else {
+        let json = args.format == TraceFormat::Json;
+        let Some(file) = load_spec(&args.spec, &args.env, Effect::Changes, stderr) else {
             return EXIT_ERROR;
         };
         // Which queue is whose needs no secrets.
@@ -99,17 +106,17 @@ impl Run {
                 return EXIT_ERROR;
             }
         };
-        let target = match replay::find(&compiled.contract, flags.queue, flags.vhost) {
+        let target = match replay::find(&compiled.contract, &args.queue, args.vhost.as_deref()) {
             Ok(target) => target,
             Err(err) => return fail(stderr, &err.to_string()),
         };
         self.started = true;
-        let client = match client(connection) {
+        let client = match client(&args.broker) {
             Ok(client) => client,
             Err(err) => return broker_failed(stderr, &err),
         };
         let runtime = runtime();
-        let prepared = match runtime.block_on(replay::prepare(&client, target, flags.limit)) {
+        let prepared = match runtime.block_on(replay::prepare(&client, target, args.limit)) {
             Ok(prepared) => prepared,
             Err(failure) => {
                 return fail_with(stderr, exit::of_replay(&failure), &failure.to_string());
@@ -117,9 +124,9 @@ impl Run {
         };
         // The preview goes where people read: stdout for text, stderr under JSON.
         let shown: &mut dyn Write = if json { stderr } else { stdout };
-        let _ = render::replay::preview(shown, &prepared, flags.batch);
+        let _ = render::replay::preview(shown, &prepared, args.batch);
         self.prepared = Some(prepared.clone());
-        if flags.dry_run {
+        if args.dry_run {
             if !json {
                 let _ = writeln!(stdout, "Dry run: nothing was moved.");
             }
@@ -137,7 +144,7 @@ impl Run {
             crate::text::count(prepared.to_move as usize, "message"),
             prepared.target.rule.work_queue
         );
-        if !flags.auto_approve
+        if !args.auto_approve
             && !ask_yes(
                 &question,
                 "check the replay with --dry-run and pass --auto-approve",
@@ -155,8 +162,8 @@ impl Run {
             &client,
             &spec_name,
             &prepared,
-            flags.batch,
-            flags.lock_timeout,
+            args.batch,
+            args.lock_timeout,
             &stop,
             &mut |_| {},
         ));

@@ -2,24 +2,39 @@
 //! the parser, so they never list a flag warren does not have.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 
 use clap::CommandFactory;
 
-use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail};
-use crate::cli::Cli;
+use super::{Cli, EXIT_OK, ErrorLog, fail};
 
-/// Prints the completion script for `shell`.
-pub fn completions(shell: clap_complete::Shell, stdout: &mut dyn Write) -> u8 {
+/// The flags of `warren completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// The flags of `warren man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write `warren.1` and a page per command into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+}
+
+/// Prints the completion script for the shell.
+pub fn completions(args: &CompletionsArgs, stdout: &mut dyn Write) -> u8 {
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "warren", stdout);
+    clap_complete::generate(args.shell, &mut command, "warren", stdout);
     EXIT_OK
 }
 
-/// Prints the top-level man page, or writes every page into `output_dir`.
-pub fn man(output_dir: Option<&Path>, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+/// Prints the top-level man page, or writes every page into `--output-dir`.
+pub fn man(args: &ManArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let command = Cli::command();
-    let Some(dir) = output_dir else {
+    let Some(dir) = args.output_dir.as_deref() else {
         return match clap_mangen::Man::new(command).render(stdout) {
             Ok(()) => EXIT_OK,
             Err(err) => fail(stderr, &format!("cannot write the man page: {err}")),
@@ -33,13 +48,9 @@ pub fn man(output_dir: Option<&Path>, stdout: &mut dyn Write, stderr: &mut dyn E
             let _ = writeln!(stderr, "wrote the man pages into {}", dir.display());
             EXIT_OK
         }
-        Err(err) => {
-            let _ = writeln!(
-                stderr,
-                "error: cannot write the man pages into {}: {err}",
-                dir.display()
-            );
-            EXIT_ERROR
-        }
+        Err(err) => fail(
+            stderr,
+            &format!("cannot write the man pages into {}: {err}", dir.display()),
+        ),
     }
 }

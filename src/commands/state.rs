@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::plan::confirm;
+use clap::Subcommand;
+
+use super::ask::confirm;
 use super::{
     EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
 };
@@ -12,6 +14,61 @@ use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;
 use crate::render::state::{render_repair, render_state};
 use crate::spec::SpecFile;
+
+/// The flags of `warren state`: its own subcommand.
+#[derive(Debug, clap::Args)]
+pub struct StateArgs {
+    #[command(subcommand)]
+    pub action: StateAction,
+}
+
+/// `warren state …`.
+#[derive(Debug, Subcommand)]
+pub enum StateAction {
+    /// Print a spec's ownership record: its serial, when it was applied, and the
+    /// objects it manages; a damaged record is shown as the broker holds it, with
+    /// what is wrong.
+    Show(ShowArgs),
+    /// Rewrite a damaged ownership record: keep every object entry that still reads,
+    /// drop what another spec's record claims, and, given the spec file, adopt what
+    /// the spec declares and finds on the broker. Under the spec's lock.
+    Repair(RepairArgs),
+}
+
+/// The flags of `warren state show`.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// A spec (a file or a directory), or a spec's name.
+    #[arg(value_name = "SPEC_OR_NAME")]
+    pub spec: String,
+    #[command(flatten)]
+    pub env: EnvArg,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+}
+
+/// The flags of `warren state repair`.
+#[derive(Debug, clap::Args)]
+pub struct RepairArgs {
+    /// A spec (a file or a directory), or a spec's name.
+    #[arg(value_name = "SPEC_OR_NAME")]
+    pub spec: String,
+    #[command(flatten)]
+    pub env: EnvArg,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Write without asking.
+    #[arg(long)]
+    pub auto_approve: bool,
+}
+
+/// `warren state show|repair`.
+pub fn state(args: &StateArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    match &args.action {
+        StateAction::Show(args) => show(args, stdout, stderr),
+        StateAction::Repair(args) => repair(args, stdout, stderr),
+    }
+}
 
 /// A spec when `argument` names a file or a directory of spec files, else `None`
 /// (then it is a spec's name). `Err` after the spec's diagnostics were printed.
@@ -31,20 +88,15 @@ fn spec_file(
 }
 
 /// `warren state show SPEC_OR_NAME`.
-pub fn show(
-    argument: &str,
-    env: &EnvArg,
-    connection: &BrokerArgs,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let Ok(file) = spec_file(argument, env, Effect::Reads, stderr) else {
+fn show(args: &ShowArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let argument = args.spec.as_str();
+    let Ok(file) = spec_file(argument, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let name = file
         .as_ref()
         .map_or_else(|| argument.to_string(), spec_name);
-    let client = match client(connection) {
+    let client = match client(&args.broker) {
         Ok(client) => client,
         Err(err) => return broker_failed(stderr, &err),
     };
@@ -58,18 +110,12 @@ pub fn show(
 }
 
 /// `warren state repair SPEC_OR_NAME`.
-pub fn repair(
-    argument: &str,
-    env: &EnvArg,
-    connection: &BrokerArgs,
-    auto_approve: bool,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let Ok(file) = spec_file(argument, env, Effect::Changes, stderr) else {
+fn repair(args: &RepairArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let argument = args.spec.as_str();
+    let Ok(file) = spec_file(argument, &args.env, Effect::Changes, stderr) else {
         return EXIT_ERROR;
     };
-    let client = match client(connection) {
+    let client = match client(&args.broker) {
         Ok(client) => client,
         Err(err) => return broker_failed(stderr, &err),
     };
@@ -102,7 +148,7 @@ pub fn repair(
         Err(PrepareError::Repair(err)) => return fail(stderr, &err.to_string()),
     };
     let _ = render_repair(stdout, &prepared);
-    if !auto_approve && !confirm(stdout, stderr) {
+    if !args.auto_approve && !confirm(stdout, stderr) {
         runtime.block_on(prepared.cancel());
         let _ = writeln!(stderr, "repair cancelled; nothing was changed");
         return EXIT_ERROR;

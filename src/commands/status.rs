@@ -1,55 +1,57 @@
 //! `warren status SPEC`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 
 use super::{
     EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
+    say_request_count,
 };
-use crate::cli::{BrokerArgs, EnvArg, StatusFormat};
+use crate::cli::{BrokerArgs, EnvArg, StatusFormat, parse_target};
 use crate::model::TargetVersion;
 use crate::render::status;
 use crate::status::{Filter, StatusError, against_broker};
 
-/// The flags of `warren status` besides the spec and the connection.
-#[derive(Debug, Clone, Copy)]
-pub struct Flags<'a> {
-    /// `--format`.
+/// The flags of `warren status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// The spec: a YAML file, or a directory of YAML files read as one spec.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    #[command(flatten)]
+    pub env: EnvArg,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
     pub format: StatusFormat,
-    /// `--vhost`.
-    pub vhost: Option<&'a str>,
-    /// `--service`.
-    pub service: Option<&'a str>,
-    /// `--target-version`.
-    pub target: Option<TargetVersion>,
+    /// Report only this vhost.
+    #[arg(long, value_name = "VHOST")]
+    pub vhost: Option<String>,
+    /// Report only this service.
+    #[arg(long, value_name = "SERVICE")]
+    pub service: Option<String>,
+    /// RabbitMQ version to compile the spec for (default: the broker's own version).
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    pub target_version: Option<TargetVersion>,
 }
 
 /// Reports the spec's consumers on the broker. A report is a success whatever
 /// problems it lists: it is read by people and by monitoring, which judge them.
-pub fn status(
-    spec: &Path,
-    env: &EnvArg,
-    connection: &BrokerArgs,
-    flags: &Flags,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let Some(file) = load_spec(spec, env, Effect::Reads, stderr) else {
+pub fn status(args: &StatusArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+    let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
-    let client = match client(connection) {
+    let client = match client(&args.broker) {
         Ok(client) => client,
         Err(err) => return broker_failed(stderr, &err),
     };
     let filter = Filter {
-        vhost: flags.vhost,
-        service: flags.service,
+        vhost: args.vhost.as_deref(),
+        service: args.service.as_deref(),
     };
-    let made = runtime().block_on(against_broker(&client, &file, flags.target, filter));
-    // For tests and benchmarks: how many HTTP requests the report took.
-    if std::env::var_os("WARREN_REQUEST_COUNT").is_some_and(|v| v == "1") {
-        let _ = writeln!(stderr, "requests: {}", client.request_count());
-    }
+    let made = runtime().block_on(against_broker(&client, &file, args.target_version, filter));
+    say_request_count(&client, stderr);
     let report_made = match made {
         Ok(made) => made,
         Err(StatusError::Invalid(diagnostics)) => {
@@ -59,7 +61,7 @@ pub fn status(
         Err(StatusError::Filter(message)) => return fail(stderr, &message),
         Err(StatusError::Broker(error)) => return broker_failed(stderr, &error),
     };
-    let written = match flags.format {
+    let written = match args.format {
         StatusFormat::Text => status::text(stdout, &report_made),
         StatusFormat::Json => status::json(stdout, &report_made),
         StatusFormat::Prometheus => status::prometheus(stdout, &report_made),

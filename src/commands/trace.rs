@@ -1,10 +1,10 @@
 //! `warren trace`.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 
 use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
-use crate::cli::{EnvArg, TraceFormat};
+use crate::cli::{EnvArg, TraceFormat, parse_target};
 use crate::compile::{self, Options};
 use crate::model::TargetVersion;
 use crate::model::routing::Headers;
@@ -12,33 +12,40 @@ use crate::render;
 use crate::trace::{self, Request};
 
 /// The flags of `warren trace`.
-pub struct Flags<'f> {
-    /// `--vhost`.
-    pub vhost: Option<&'f str>,
-    /// `--exchange`.
-    pub exchange: &'f str,
-    /// `--routing-key`.
-    pub routing_key: &'f str,
-    /// `--headers`, as written.
-    pub headers: &'f [String],
-    /// `--fail`.
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The spec: a YAML file, or a directory of YAML files read as one spec.
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    #[command(flatten)]
+    pub env: EnvArg,
+    /// The exchange to publish to (`""` for the default exchange).
+    #[arg(long, value_name = "EXCHANGE")]
+    pub exchange: String,
+    /// The message's routing key.
+    #[arg(long, value_name = "KEY", default_value = "")]
+    pub routing_key: String,
+    /// A message header `name=value` (repeatable; values are strings).
+    #[arg(long = "headers", value_name = "NAME=VALUE", num_args = 1..)]
+    pub headers: Vec<String>,
+    /// The vhost (needed when the spec has several).
+    #[arg(long, value_name = "VHOST")]
+    pub vhost: Option<String>,
+    /// How many deliveries each consumer fails before it succeeds.
+    #[arg(long = "fail", value_name = "N", default_value_t = 0)]
     pub failures: usize,
-    /// `--format`.
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
     pub format: TraceFormat,
-    /// `--target-version`.
-    pub target: TargetVersion,
+    /// RabbitMQ version whose behaviour is simulated.
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
+    pub target_version: TargetVersion,
 }
 
 /// `warren trace SPEC --exchange X --routing-key K …`.
-pub fn trace(
-    spec: &Path,
-    env: &EnvArg,
-    flags: &Flags,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
+pub fn trace(args: &TraceArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
     let mut headers = Headers::new();
-    for text in flags.headers {
+    for text in &args.headers {
         match trace::parse_header(text) {
             Ok((name, value)) => {
                 headers.insert(name, value);
@@ -46,12 +53,12 @@ pub fn trace(
             Err(err) => return fail(stderr, &err.to_string()),
         }
     }
-    let Some(file) = load_spec(spec, env, Effect::Reads, stderr) else {
+    let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     // The trace needs no secrets: passwords never route a message.
     let options = Options {
-        target: flags.target,
+        target: args.target_version,
         secrets: None,
     };
     let compiled = match compile::compile(&file, &options) {
@@ -62,23 +69,23 @@ pub fn trace(
         }
     };
     let request = Request {
-        vhost: flags.vhost.map(str::to_string),
-        exchange: flags.exchange.to_string(),
-        routing_key: flags.routing_key.to_string(),
+        vhost: args.vhost.clone(),
+        exchange: args.exchange.clone(),
+        routing_key: args.routing_key.clone(),
         headers,
-        failures: flags.failures,
+        failures: args.failures,
     };
     let result = trace::trace(
         &compiled.definitions,
         &compiled.contract,
-        flags.target,
+        args.target_version,
         &request,
     );
     let trace = match result {
         Ok(trace) => trace,
         Err(err) => return fail(stderr, &err.to_string()),
     };
-    let written = match flags.format {
+    let written = match args.format {
         TraceFormat::Text => render::trace::text(stdout, &trace),
         TraceFormat::Json => render::trace::json(stdout, &trace),
     };

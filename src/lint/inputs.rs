@@ -1,47 +1,56 @@
-//! Linting what a user hands in: a spec file (compile errors reported like findings)
-//! or a definitions document (a broker's export).
+//! Linting what a user hands in: a spec the command read (its load and compile errors
+//! reported like findings), in one environment or in each it declares, or a
+//! definitions document (a broker's export). Reading the spec is the command's job;
+//! everything here owns what it is given and frees it when done.
 
-use crate::spec::environment::Choice;
 use std::path::Path;
 
 use super::{Context, run};
 use crate::compile;
 use crate::model::{Definitions, TargetVersion};
-use crate::spec::Texts;
 use crate::spec::diagnostic::Diagnostic;
+use crate::spec::{SpecFile, Texts};
 
-/// Loads, compiles and lints a spec (a file or a directory); load and compile errors
-/// are reported like findings. Returns the texts of its files (for showing lines)
-/// and the findings.
-pub fn lint_spec_file(
-    path: &Path,
-    environment: Choice<'_>,
-    target: TargetVersion,
-) -> (Texts, Vec<Diagnostic>) {
-    let checked = check_spec_file(path, environment, target);
+/// A spec as the command read it: loaded for its environment, or the diagnostics of
+/// why it did not load.
+pub type Read = Result<SpecFile, Vec<Diagnostic>>;
+
+/// A spec read in each environment it declares (`warren lint --all-envs`).
+pub enum Environments {
+    /// The spec declares no environment: read as it is.
+    NoneDeclared(Box<SpecFile>),
+    /// Each environment's name, and the spec read for it.
+    Each(Vec<(String, Read)>),
+}
+
+/// Compiles and lints a spec read from `path` (a file or a directory); load and
+/// compile errors are reported like findings. Returns the texts of its files (for
+/// showing lines) and the findings.
+pub fn lint_spec(path: &Path, read: Read, target: TargetVersion) -> (Texts, Vec<Diagnostic>) {
+    let checked = check_spec(path, read, target);
     (checked.texts, checked.diagnostics)
 }
 
-/// Lints a spec file in each environment it declares (`warren lint --all-envs`: a
-/// pull request changes every environment at once). A finding made in several
+/// Lints a spec in each environment it declares (`warren lint --all-envs`: a pull
+/// request changes every environment at once). A finding made in several
 /// environments is reported once, naming the environments it is in unless it is in
 /// all of them; a spec without environments is linted as it is.
-pub fn lint_spec_file_in_every_environment(
+pub fn lint_spec_in_every_environment(
     path: &Path,
+    environments: Environments,
     target: TargetVersion,
 ) -> (Texts, Vec<Diagnostic>) {
-    let environments = match crate::spec::load_file(path) {
-        Ok(file) => file.environment_names(),
-        Err(diagnostics) => return (Texts::for_report(path, &diagnostics), diagnostics),
+    let each = match environments {
+        Environments::NoneDeclared(file) => return lint_spec(path, Ok(*file), target),
+        Environments::Each(each) => each,
     };
-    if environments.is_empty() {
-        return lint_spec_file(path, Choice::None, target);
-    }
+    let count = each.len();
     let mut texts = Texts::default();
     // Each finding with the environments it was made in, in the order first made.
-    let mut found: Vec<(Diagnostic, Vec<&str>)> = Vec::new();
-    for environment in &environments {
-        let checked = check_spec_file(path, Choice::Flag(environment), target);
+    let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
+    for (environment, read) in each {
+        // Each environment's spec and compiled definitions are freed before the next.
+        let checked = check_spec(path, read, target);
         for (file, text) in checked.texts.0 {
             if !texts.0.iter().any(|(known, _)| *known == file) {
                 texts.0.push((file, text));
@@ -52,15 +61,15 @@ pub fn lint_spec_file_in_every_environment(
                 .iter_mut()
                 .find(|(seen, _)| same_finding(seen, &diagnostic))
             {
-                Some((_, ins)) => ins.push(environment),
-                None => found.push((diagnostic, vec![environment])),
+                Some((_, ins)) => ins.push(environment.clone()),
+                None => found.push((diagnostic, vec![environment.clone()])),
             }
         }
     }
     let diagnostics = found
         .into_iter()
         .map(|(mut diagnostic, ins)| {
-            if ins.len() < environments.len() {
+            if ins.len() < count {
                 let listed: Vec<String> = ins.iter().map(|e| format!("`{e}`")).collect();
                 let noun = if ins.len() == 1 {
                     "environment"
@@ -106,15 +115,11 @@ impl Validation {
     }
 }
 
-/// Validates a spec file: it must compile for `target` and pass every rule at the
-/// `deny` level, the same gate `warren lint` applies, so `validate` never calls
-/// valid what `lint` fails. Needs no secrets.
-pub fn validate_spec_file(
-    path: &Path,
-    environment: Choice<'_>,
-    target: TargetVersion,
-) -> Validation {
-    let checked = check_spec_file(path, environment, target);
+/// Validates a spec read from `path`: it must compile for `target` and pass every
+/// rule at the `deny` level, the same gate `warren lint` applies, so `validate` never
+/// calls valid what `lint` fails. Needs no secrets.
+pub fn validate_spec(path: &Path, read: Read, target: TargetVersion) -> Validation {
+    let checked = check_spec(path, read, target);
     let (lint_warnings, shown): (Vec<Diagnostic>, Vec<Diagnostic>) = checked
         .diagnostics
         .into_iter()
@@ -134,8 +139,8 @@ struct Checked {
     objects: Option<usize>,
 }
 
-fn check_spec_file(path: &Path, environment: Choice<'_>, target: TargetVersion) -> Checked {
-    let file = match crate::spec::load(path, environment) {
+fn check_spec(path: &Path, read: Read, target: TargetVersion) -> Checked {
+    let file = match read {
         Ok(file) => file,
         Err(diagnostics) => {
             return Checked {
@@ -159,12 +164,7 @@ fn check_spec_file(path: &Path, environment: Choice<'_>, target: TargetVersion) 
             let mut found = compiled.warnings.clone();
             found.extend(run(&context));
             drop(context);
-            let diagnostics = compile::resolve_locations(&file, found);
-            // `warren lint` exits once the findings are printed: the system takes the
-            // memory back at once, while freeing a large spec's ~1M small allocations
-            // one by one would cost a tenth of the run.
-            std::mem::forget(compiled);
-            diagnostics
+            compile::resolve_locations(&file, found)
         }
     };
     Checked {

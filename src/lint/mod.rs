@@ -10,8 +10,8 @@ mod inputs;
 mod rules;
 
 pub use inputs::{
-    Validation, lint_definitions, lint_spec_file, lint_spec_file_in_every_environment,
-    validate_spec_file,
+    Environments, Read, Validation, lint_definitions, lint_spec, lint_spec_in_every_environment,
+    validate_spec,
 };
 
 use std::collections::BTreeMap;

@@ -10,6 +10,7 @@ mod against;
 mod basis;
 mod capture;
 mod depends;
+pub mod file;
 mod migration;
 mod recheck;
 

@@ -1,5 +1,6 @@
 //! Everything warren prints goes through here.
 
+pub mod apply;
 pub mod attributes;
 pub mod diagnostics;
 pub mod errors;

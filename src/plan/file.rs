@@ -1,0 +1,112 @@
+//! A plan file (`warren plan -o FILE`, `warren apply FILE`): writing it, telling it
+//! from a spec when reading it, and the environment it may be applied in.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::{PLAN_FORMAT, Plan};
+use crate::spec::environment::Choice;
+
+/// Writes `plan` to `path` as its JSON document, whole or not at all.
+pub fn write(path: &Path, plan: &Plan) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(plan).expect("plans serialize") + "\n";
+    crate::definitions_file::write_atomically(path, &text)
+}
+
+/// Reads a plan file, or `None` when the file is not a plan (then it is a spec; a
+/// directory is a spec in several files). A file that looks like a plan (`.json`, or
+/// text that starts with `{`) but does not read as one is a damaged plan, never a spec.
+pub fn read(path: &Path) -> Result<Option<Plan>, String> {
+    if path.is_dir() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let looks_like_json = text.trim_start().starts_with('{')
+        || path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let damaged = |why: String| {
+        format!(
+            "{} is a damaged plan file ({why}); make a new plan with `warren plan SPEC -o FILE`",
+            path.display()
+        )
+    };
+    let value = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(value) => value,
+        Err(err) if looks_like_json => return Err(damaged(err.to_string())),
+        Err(_) => return Ok(None),
+    };
+    match value["format"].as_str() {
+        Some(PLAN_FORMAT) => {}
+        Some(other) if other.starts_with("warren-plan/") => {
+            return Err(format!(
+                "{} is a `{other}` plan, which this warren does not apply (it reads `{PLAN_FORMAT}`); make the plan again with `warren plan SPEC -o FILE`",
+                path.display()
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "{} is JSON but not a warren plan (expected \"format\": \"{PLAN_FORMAT}\")",
+                path.display()
+            ));
+        }
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|err| damaged(err.to_string()))
+}
+
+/// A saved plan applied in an environment it was not made for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongEnvironment {
+    /// The plan file.
+    pub file: PathBuf,
+    /// The environment the plan was made for; `None` for a spec without environments.
+    pub made_for: Option<String>,
+    /// The environment `--env` or `WARREN_ENV` chose.
+    pub chosen: String,
+}
+
+impl fmt::Display for WrongEnvironment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let made_for = match &self.made_for {
+            Some(environment) => format!("environment `{environment}`"),
+            None => "a spec without environments".to_string(),
+        };
+        write!(
+            f,
+            "{} was made for {made_for}, not for environment `{}` (--env or WARREN_ENV); nothing was changed",
+            self.file.display(),
+            self.chosen
+        )
+    }
+}
+
+/// Whether the plan saved in `file` may be applied in the environment `chosen`: a
+/// saved plan is for the environment it was made for, and an `--env` that names
+/// another one is a mistake worth stopping for (a staging plan applied to prod).
+/// `WARREN_ENV` set for other specs does not stop a plan of a spec without
+/// environments.
+pub fn check_environment(
+    plan: &Plan,
+    file: &Path,
+    chosen: Choice<'_>,
+) -> Result<(), WrongEnvironment> {
+    let made_for = plan.environment.as_deref();
+    let wrong = match chosen {
+        Choice::Flag(chosen) => (made_for != Some(chosen)).then_some(chosen),
+        Choice::Variable(chosen) => made_for
+            .is_some_and(|made_for| made_for != chosen)
+            .then_some(chosen),
+        _ => None,
+    };
+    match wrong {
+        None => Ok(()),
+        Some(chosen) => Err(WrongEnvironment {
+            file: file.to_path_buf(),
+            made_for: plan.environment.clone(),
+            chosen: chosen.to_string(),
+        }),
+    }
+}
