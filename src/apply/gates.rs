@@ -27,7 +27,7 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
         return Err(ApplyError::Conflict(list.join("; ")));
     }
     if let Some(refusal) = plan.refusal() {
-        return Err(ApplyError::Captures(refusal));
+        return Err(ApplyError::Captures(refusal.to_string()));
     }
     if !options.migrate
         && let Some(under_way) = plan.migrations.iter().find(|m| m.stage == Stage::MoveBack)

@@ -13,6 +13,7 @@ mod depends;
 pub mod file;
 mod migration;
 mod recheck;
+mod refusal;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
 pub use basis::Basis;
@@ -20,6 +21,7 @@ pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
 pub use migration::{Migration, Stage, is_migration_object};
 pub use recheck::{Mismatch, recheck, replan};
+pub use refusal::{NO_SPEC_MANAGES_IT, Refusal};
 
 use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};
@@ -161,38 +163,8 @@ impl Plan {
 
     /// Why the plan cannot be applied, if it cannot: it takes over another spec's objects,
     /// its policies would capture queues it does not declare, or overlap another spec's.
-    pub fn refusal(&self) -> Option<String> {
-        if let Some(conflict) = self.conflicts.first() {
-            return Some(format!(
-                "{} is managed by spec `{}`{}",
-                conflict.id,
-                conflict.owner,
-                more(self.conflicts.len())
-            ));
-        }
-        if let Some(captured) = self.captured.first() {
-            let owner = match &captured.owner {
-                Some(owner) => format!("spec `{owner}` manages it"),
-                None => "no spec manages it".to_string(),
-            };
-            return Some(format!(
-                "generated policy `{}` would apply to {}, which the spec does not declare ({owner}): rename or delete that queue{}",
-                captured.policy,
-                captured.queue,
-                more(self.captured.len())
-            ));
-        }
-        if let Some(overlap) = self.overlaps.first() {
-            return Some(format!(
-                "generated policy `{}` and policy `{}` of spec `{}` both select {}: rename a ladder or service in one spec{}",
-                overlap.policy.name,
-                overlap.other,
-                overlap.owner,
-                overlap.common,
-                more(self.overlaps.len())
-            ));
-        }
-        None
+    pub fn refusal(&self) -> Option<Refusal> {
+        Refusal::of(&self.conflicts, &self.captured, &self.overlaps)
     }
 
     /// Recounts the summary (after message counts were filled in).
@@ -282,13 +254,6 @@ impl Plan {
             .map(|c| (c.id.vhost.clone().unwrap_or_default(), c.id.name.clone()))
             .chain(temporaries)
             .collect()
-    }
-}
-
-fn more(count: usize) -> String {
-    match count {
-        0 | 1 => String::new(),
-        _ => format!(" (and {} more)", count - 1),
     }
 }
 

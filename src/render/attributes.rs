@@ -6,10 +6,13 @@
 //! reuse them. Values go through [`redact`] first, so a password hash or the
 //! credentials of a URI never reach them.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use crate::model::ObjectKind;
 use crate::model::redact::redact;
+use crate::model::shorten::middle;
 
 /// The attribute lines of an object of `kind` whose normal-form value is `value`; none
 /// when there is nothing beyond its name to say (a binding's name is its source,
@@ -162,6 +165,63 @@ fn quoted(value: &Value) -> String {
         }
         Value::Null => "\"\"".into(),
         other => other.to_string(),
+    }
+}
+
+/// A created object's key attributes on one line, `x-queue-type=quorum, x-message-ttl=30000`:
+/// the short form (the markdown's table cell) of [`attributes`]; `code` quotes it.
+pub fn summary(after: &Value, code: &dyn Fn(&str) -> String) -> String {
+    let mut fields = BTreeMap::new();
+    flatten("", &redact(after), &mut fields);
+    let text: Vec<String> = fields
+        .iter()
+        .filter(|(key, value)| {
+            // What every object has gives nothing away.
+            !matches!(
+                (key.as_str(), value.as_str()),
+                ("durable", "true")
+                    | ("auto_delete", "false")
+                    | ("internal", "false")
+                    | ("password_hash", _)
+                    | ("hashing_algorithm", _)
+                    | ("destination_type", _)
+                    | ("source", _)
+                    | ("destination", _)
+                    | ("routing_key", _)
+                    | ("arguments", "{}")
+            )
+        })
+        .map(|(key, value)| {
+            let key = key.strip_prefix("arguments.").unwrap_or(key);
+            let key = key.strip_prefix("definition.").unwrap_or(key);
+            format!("{key}={value}")
+        })
+        .collect();
+    match text.is_empty() {
+        true => String::new(),
+        false => code(&middle(&text.join(", "), 140)),
+    }
+}
+
+/// Leaves of a JSON value by dotted path; lists and scalars as compact JSON (strings
+/// bare).
+pub fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, value) in map {
+                let path = match prefix.is_empty() {
+                    true => key.clone(),
+                    false => format!("{prefix}.{key}"),
+                };
+                flatten(&path, value, out);
+            }
+        }
+        Value::String(text) => {
+            out.insert(prefix.to_string(), text.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
     }
 }
 

@@ -2,26 +2,31 @@
 //! counts, data loss and refusals first, a summary table by kind, a Mermaid picture of
 //! what changes, then the changes by vhost and kind in collapsed sections.
 //!
-//! It shows the facts the text plan shows (render/plan.rs), with the same redaction
-//! ([`redact`]: no password hash, no URI credential). A comment on GitHub holds at most
-//! 65,536 characters, so the output has a budget: at most [`ROWS_PER_GROUP`] rows per
-//! vhost and kind and [`MAX_ROWS`] in all, then "and N more"; every count stays exact.
-//! A plan of 10,000 changes stays under [`SIZE_GOAL`] bytes (a test checks it).
+//! It is a layout of the plan's sections ([`super::sections`], which owns the words
+//! the text plan prints too), with the same redaction (`redact_text`: no password
+//! hash, no URI credential). A comment on GitHub holds at most 65,536 characters, so
+//! the output has a budget: at most [`ROWS_PER_GROUP`] rows per vhost and kind and
+//! [`MAX_ROWS`] in all, then "and N more"; every count stays exact. A plan of 10,000
+//! changes stays under [`SIZE_GOAL`] bytes (a test checks it). The module is
+//! `markdown.rs` with its parts in `markdown/` so that its tests keep their snapshots
+//! in `render/snapshots/`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use serde_json::Value;
-
 use super::graph::{self, Marks};
-use crate::diff::{Action, Change};
+use super::sections::{self, ChangeItem, Header, MigrationItem, Section, counted, more, noun};
+use crate::diff::Action;
 use crate::model::ObjectKind;
-use crate::model::redact::{redact, redact_text};
-use crate::model::shorten::{grouped, middle};
-use crate::plan::{Plan, Stage};
-use crate::text::count_irregular;
+use crate::model::shorten::grouped;
+use crate::plan::{Plan, Refusal};
 use crate::topology;
+
+mod changes;
+mod escape;
+
+use escape::{CodeSpans, cell, code, inline};
 
 /// Rows listed per vhost and kind before "and N more".
 pub const ROWS_PER_GROUP: usize = 25;
@@ -33,8 +38,6 @@ pub const MAX_VHOSTS: usize = 40;
 /// Exchanges and queues in the picture of what changes (changed ones first, then
 /// their neighbours).
 pub const PICTURE_NODES: usize = 40;
-/// Field changes listed per update.
-const FIELDS_PER_UPDATE: usize = 6;
 /// What a plan of 10,000 changes stays under, in bytes: below GitHub's limit of
 /// 65,536 characters for a comment, with room for a header a CI job adds.
 pub const SIZE_GOAL: usize = 60_000;
@@ -44,141 +47,142 @@ pub fn render_markdown(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
     out.write_all(markdown(plan).as_bytes())
 }
 
-/// The plan as markdown.
+/// The plan as markdown: what a reviewer must act on (the refusal, passwords not
+/// known, data loss) first, then the changes, then the objects the plan leaves as
+/// they are.
 pub fn markdown(plan: &Plan) -> String {
+    let all = sections::sections(plan);
+    let find = |wanted: fn(&Section<'_>) -> bool| all.iter().filter(move |s| wanted(s));
     let mut out = String::new();
     let mut budget = MAX_ROWS;
-    title(&mut out, plan);
-    refusal(&mut out, plan);
-    unknown_passwords(&mut out, plan);
-    data_loss(&mut out, plan, &mut budget);
-    if !plan.has_changes() {
-        out.push_str("\n**No changes.** The broker matches the spec.\n");
-    } else {
-        summary_table(&mut out, plan);
-        picture(&mut out, plan);
-        changes(&mut out, plan, &mut budget);
-        migrations(&mut out, plan, &mut budget);
+    for section in find(|s| matches!(s, Section::Header(_))) {
+        if let Section::Header(header) = section {
+            title(&mut out, header, plan);
+        }
     }
-    listed_ids(
-        &mut out,
-        "Adopted",
-        "existing objects that match the spec and that no spec manages: apply records them as this spec's, without changing them",
-        &plan.adopted,
-        &mut budget,
-    );
-    listed_ids(
-        &mut out,
-        "Not managed by any spec",
-        "left alone; `--prune-unmanaged` deletes them",
-        &plan.unmanaged,
-        &mut budget,
-    );
+    let order: [fn(&Section<'_>) -> bool; 7] = [
+        |s| matches!(s, Section::CannotBeApplied(_)),
+        |s| matches!(s, Section::UnknownPasswords(_)),
+        |s| matches!(s, Section::DataLoss(_)),
+        |s| matches!(s, Section::NoChanges | Section::Changes(_)),
+        |s| matches!(s, Section::Migrations(_)),
+        |s| matches!(s, Section::Adopted(_)),
+        |s| matches!(s, Section::Unmanaged(_)),
+    ];
+    for wanted in order {
+        for section in find(wanted) {
+            match section {
+                Section::CannotBeApplied(refusal) => refused(&mut out, refusal),
+                Section::UnknownPasswords(users) => unknown_passwords(&mut out, users),
+                Section::DataLoss(items) => data_loss(&mut out, items, &mut budget),
+                Section::NoChanges => {
+                    let (answer, meaning) = sections::NO_CHANGES;
+                    let _ = writeln!(out, "\n**{answer}** {meaning}");
+                }
+                Section::Changes(groups) => {
+                    summary_table(&mut out, plan);
+                    picture(&mut out, plan);
+                    changes::changes(&mut out, groups, &mut budget);
+                }
+                Section::Migrations(items) => migrations(&mut out, items, &mut budget),
+                Section::Adopted(ids) => {
+                    let about = sections::adopted_about();
+                    listed_ids(&mut out, sections::ADOPTED.1, &about, ids, &mut budget);
+                }
+                Section::Unmanaged(ids) => {
+                    let (heading, left, flag) = sections::UNMANAGED;
+                    let about = format!("{left}; {flag}");
+                    listed_ids(&mut out, heading, &about, ids, &mut budget);
+                }
+                _ => {}
+            }
+        }
+    }
     out
 }
 
-fn title(out: &mut String, plan: &Plan) {
-    let against = match &plan.broker_version {
-        Some(version) => format!("RabbitMQ {version}, target {}", plan.target_version),
-        None => format!("a definitions file, target {}", plan.target_version),
-    };
-    let _ = match &plan.environment {
-        Some(environment) => writeln!(
-            out,
-            "### warren plan for spec {} in environment {}\n",
-            code(crate::spec::environment::base_name(&plan.spec, environment)),
-            code(environment)
-        ),
-        None => writeln!(out, "### warren plan for spec {}\n", code(&plan.spec)),
-    };
-    let vhosts: Vec<String> = plan.vhosts.iter().take(10).map(|v| code(v)).collect();
-    let more = match plan.vhosts.len() {
+fn title(out: &mut String, header: &Header<'_>, plan: &Plan) {
+    let _ = writeln!(out, "### warren plan {}\n", header.title(&CodeSpans));
+    let vhosts: Vec<String> = header.vhosts.iter().take(10).map(|v| code(v)).collect();
+    let more = match header.vhosts.len() {
         n if n > 10 => format!(" and {} more", grouped((n - 10) as u64)),
         _ => String::new(),
     };
     let _ = writeln!(
         out,
-        "Against {against}; {}: {}{more}.\n",
-        counted(plan.vhosts.len(), "vhost", "vhosts"),
+        "Against {}; {}: {}{more}.\n",
+        header.against,
+        counted(header.vhosts.len(), "vhost", "vhosts"),
         vhosts.join(", ")
     );
     let s = &plan.summary;
-    let mut counts = vec![
-        format!("**{}** to create", grouped(s.create as u64)),
-        format!("**{}** to update", grouped(s.update as u64)),
-        format!("**{}** to replace", grouped(s.replace as u64)),
-        format!("**{}** to delete", grouped(s.delete as u64)),
-    ];
+    let mut counts: Vec<String> = sections::summary_counts(s)
+        .iter()
+        .map(|(n, verb)| format!("**{}** {verb}", grouped(*n as u64)))
+        .collect();
     if s.migrate > 0 {
-        counts.push(format!("**{}** to migrate", grouped(s.migrate as u64)));
+        let migrate = grouped(s.migrate as u64);
+        counts.push(format!("**{migrate}** {}", sections::TO_MIGRATE));
     }
     if s.adopt > 0 {
-        counts.push(format!("{} adopted", grouped(s.adopt as u64)));
+        let adopted = grouped(s.adopt as u64);
+        counts.push(format!("{adopted} {}", sections::ADOPTED_COUNT));
     }
     if s.recreate > 0 {
+        let bindings = counted(s.recreate, "binding", "bindings");
         counts.push(format!(
-            "{} re-created with a replaced object",
-            counted(s.recreate, "binding", "bindings")
+            "{bindings} {} a replaced object",
+            sections::RECREATED
         ));
     }
     if s.data_loss > 0 {
-        counts.push(format!(
-            "**{} with data loss**",
-            grouped(s.data_loss as u64)
-        ));
+        let loss = grouped(s.data_loss as u64);
+        counts.push(format!("**{loss} {}**", sections::WITH_DATA_LOSS));
     }
     let _ = writeln!(out, "{}.", counts.join(" · "));
 }
 
-fn refusal(out: &mut String, plan: &Plan) {
-    let Some(why) = plan.refusal() else {
-        return;
-    };
+fn refused(out: &mut String, refusal: &Refusal) {
+    let cannot = sections::CANNOT_BE_APPLIED;
+    let mut chars = cannot.chars();
+    let cannot: String = chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "\n> [!CAUTION]\n> **This plan cannot be applied:** {}.",
-        inline(&why)
+        "\n> [!CAUTION]\n> **{cannot}:** {}.",
+        inline(&refusal.to_string())
     );
 }
 
 /// Users whose password this plan could not read (planned without the applications'
 /// secrets): their passwords are not compared.
-fn unknown_passwords(out: &mut String, plan: &Plan) {
-    if plan.unknown_passwords.is_empty() {
-        return;
-    }
-    let users: Vec<String> = plan
-        .unknown_passwords
+fn unknown_passwords(out: &mut String, users: &[(&str, &str)]) {
+    let (heading, tail) = sections::UNKNOWN_PASSWORDS;
+    let listed: Vec<String> = users
         .iter()
         .take(ROWS_PER_GROUP)
         .map(|(user, missing)| format!("{} ({})", code(user), inline(missing)))
         .collect();
-    let more = match plan.unknown_passwords.len() {
+    let more = match users.len() {
         n if n > ROWS_PER_GROUP => format!(" and {}", more(n - ROWS_PER_GROUP, "user", "users")),
         _ => String::new(),
     };
     let _ = writeln!(
         out,
-        "\n> [!NOTE]\n> **Passwords not known here:** {}{more}. They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
-        users.join(", ")
+        "\n> [!NOTE]\n> **{heading}** {}{more}. {tail}",
+        listed.join(", ")
     );
 }
 
 /// Queues whose messages the plan loses, and queues it deletes and declares again.
-fn data_loss(out: &mut String, plan: &Plan, budget: &mut usize) {
-    let replaced: Vec<&Change> = plan
-        .changes
+fn data_loss(out: &mut String, items: &[ChangeItem<'_>], budget: &mut usize) {
+    let losing: Vec<&ChangeItem<'_>> = items.iter().filter(|i| i.loses()).collect();
+    let replaced = items
         .iter()
-        .filter(|c| c.id.kind == ObjectKind::Queue && c.action == Action::Replace)
-        .collect();
-    let losing: Vec<&Change> = plan
-        .changes
-        .iter()
-        .filter(|c| c.loses_data() && plan.migration_of(c).is_none())
-        .collect();
-    if losing.is_empty() && replaced.is_empty() {
-        return;
-    }
+        .filter(|i| i.change.id.kind == ObjectKind::Queue && i.change.action == Action::Replace)
+        .count();
     let kind = if losing.is_empty() {
         "WARNING"
     } else {
@@ -186,71 +190,42 @@ fn data_loss(out: &mut String, plan: &Plan, budget: &mut usize) {
     };
     let _ = writeln!(out, "\n> [!{kind}]");
     if !losing.is_empty() {
-        let messages: u64 = losing.iter().filter_map(|c| c.messages).sum();
-        let _ = writeln!(
-            out,
-            "> **Data loss:** {} {} {} (counted when planned). `warren apply` refuses {} unless it is run with `--allow-data-loss`{}.",
-            counted(losing.len(), "change", "changes"),
-            if losing.len() == 1 { "loses" } else { "lose" },
-            match (messages, losing.iter().any(|c| c.removes_stream())) {
-                (0, true) => "a stream's log".to_string(),
-                (n, true) => format!("{} and a stream's log", counted(n, "message", "messages")),
-                (n, false) => counted(n, "message", "messages"),
-            },
-            if losing.len() == 1 { "it" } else { "them" },
-            if losing.iter().any(|c| c.action == Action::Replace) {
-                "; `--migrate` moves the messages of a replaced queue instead (docs/migration.md)"
-            } else {
-                ""
-            }
-        );
+        let (strong, rest) = sections::loss_sentence(&losing);
+        let _ = writeln!(out, "> **{strong}** {rest}");
     }
-    if !replaced.is_empty() {
+    if replaced > 0 {
         if !losing.is_empty() {
             out.push_str(">\n");
         }
-        let _ = writeln!(
-            out,
-            "> **{} deleted and declared again** (a queue's type and arguments cannot change in place): consumers are cut off for a moment, and what the queue holds is lost unless it is moved with `--migrate`.",
-            counted(replaced.len(), "queue is", "queues are")
-        );
+        let (strong, rest) = sections::replaced_sentence(replaced);
+        let _ = writeln!(out, "> **{strong}**{rest}");
     }
-    // Every queue that loses messages, then the other replaced queues.
-    let mut rows: Vec<&Change> = losing.clone();
-    rows.extend(replaced.iter().filter(|c| !losing.contains(c)));
-    let shown = rows.len().min(ROWS_PER_GROUP).min(*budget);
+    let shown = items.len().min(ROWS_PER_GROUP).min(*budget);
     *budget -= shown;
     let _ = writeln!(
         out,
         ">\n> | | queue | vhost | messages | why |\n> | --- | --- | --- | ---: | --- |"
     );
-    for change in &rows[..shown] {
-        let held = if change.removes_stream() {
-            "a stream's log".to_string()
-        } else {
-            match change.messages {
-                Some(count) => grouped(count),
-                None => "not counted".to_string(),
-            }
-        };
-        let what = match (change.action, plan.migration_of(change)) {
-            (Action::Replace, Some(_)) => "migrate",
-            (Action::Replace, None) => "replace",
+    for item in &items[..shown] {
+        let change = item.change;
+        let what = match change.action {
+            Action::Replace | Action::Delete => sections::action(change.action, item.migrated).2,
             _ => "delete",
         };
         let _ = writeln!(
             out,
-            "> | {what} | {} | {} | {held} | {} |",
+            "> | {what} | {} | {} | {} | {} |",
             code(&change.id.name),
             code(change.id.vhost.as_deref().unwrap_or_default()),
+            item.held(),
             change.reason.as_deref().map(cell).unwrap_or_default()
         );
     }
-    if rows.len() > shown {
+    if items.len() > shown {
         let _ = writeln!(
             out,
             ">\n> … and {}.",
-            more(rows.len() - shown, "queue", "queues")
+            more(items.len() - shown, "queue", "queues")
         );
     }
 }
@@ -356,270 +331,31 @@ fn picture(out: &mut String, plan: &Plan) {
 }
 
 /// The changes, by vhost (broker-wide ones last) and kind, each kind collapsed.
-fn changes(out: &mut String, plan: &Plan, budget: &mut usize) {
-    let mut groups: BTreeMap<(bool, &str), BTreeMap<ObjectKind, Vec<&Change>>> = BTreeMap::new();
-    for change in &plan.changes {
-        let scope = (
-            change.id.vhost.is_none(),
-            change.id.vhost.as_deref().unwrap_or_default(),
-        );
-        groups
-            .entry(scope)
-            .or_default()
-            .entry(change.id.kind)
-            .or_default()
-            .push(change);
-    }
-    let _ = writeln!(out, "\n#### Changes");
-    let mut rest: Vec<(String, usize)> = Vec::new();
-    for (index, ((broker_wide, vhost), kinds)) in groups.iter().enumerate() {
-        let heading = match broker_wide {
-            true => "broker-wide".to_string(),
-            false => format!("vhost {}", code(vhost)),
-        };
-        if index >= MAX_VHOSTS {
-            let total = kinds.values().map(Vec::len).sum();
-            rest.push((heading, total));
-            continue;
-        }
-        let _ = writeln!(out, "\n**{heading}**\n");
-        for (kind, changes) in kinds {
-            group(out, plan, *kind, changes, budget);
-        }
-    }
-    if !rest.is_empty() {
-        let changes: usize = rest.iter().map(|(_, n)| n).sum();
-        let _ = writeln!(
-            out,
-            "\n… and {} with {}: `warren plan` lists every change.",
-            more(rest.len(), "vhost", "vhosts"),
-            counted(changes, "change", "changes")
-        );
-    }
-}
 
-/// One kind's changes in one vhost: a collapsed table.
-fn group(out: &mut String, plan: &Plan, kind: ObjectKind, changes: &[&Change], budget: &mut usize) {
-    let mut counts: Vec<String> = Vec::new();
-    for (action, word) in [
-        (Action::Create, "to create"),
-        (Action::Update, "to update"),
-        (Action::Replace, "to replace"),
-        (Action::Delete, "to delete"),
-    ] {
-        let n = changes.iter().filter(|c| c.action == action).count();
-        if n > 0 {
-            counts.push(format!("{} {word}", grouped(n as u64)));
-        }
-    }
-    let (singular, plural) = noun(kind);
-    let shown = changes.len().min(ROWS_PER_GROUP).min(*budget);
+fn migrations(out: &mut String, items: &[MigrationItem<'_>], budget: &mut usize) {
+    let shown = items.len().min(ROWS_PER_GROUP).min(*budget);
     *budget -= shown;
+    let (_, blue_green, command) = sections::MIGRATIONS;
     let _ = writeln!(
         out,
-        "<details><summary>{}: {}</summary>\n",
-        counted(changes.len(), singular, plural),
-        counts.join(", ")
+        "\n<details><summary>{} {blue_green} <code>{command}</code></summary>\n\n| queue | vhost | where it stands |\n| --- | --- | --- |",
+        counted(items.len(), "queue migrated", "queues migrated"),
     );
-    if shown > 0 {
-        let _ = writeln!(out, "| | {singular} | what changes |\n| --- | --- | --- |");
-        for change in &changes[..shown] {
-            let migration = plan.migration_of(change);
-            let action = match (change.action, migration) {
-                (Action::Replace, Some(_)) => "migrate",
-                (Action::Create, _) => "create",
-                (Action::Update, _) => "update",
-                (Action::Replace, _) => "replace",
-                (Action::Delete, _) => "delete",
-            };
-            let _ = writeln!(
-                out,
-                "| {action} | {} | {} |",
-                code(&change.id.name),
-                what_changes(change, migration.is_some(), &plan.unknown_passwords)
-            );
-        }
-    }
-    if changes.len() > shown {
+    for item in &items[..shown] {
+        let queue = &item.migration.queue;
         let _ = writeln!(
             out,
-            "\n… and {}: `warren plan` lists every change.",
-            more(changes.len() - shown, singular, plural)
+            "| {} | {} | {} |",
+            code(&queue.name),
+            code(queue.vhost.as_deref().unwrap_or_default()),
+            item.stands(&CodeSpans)
         );
     }
-    out.push_str("\n</details>\n");
-}
-
-/// One cell: what a change does to its object.
-fn what_changes(change: &Change, migrated: bool, unknown: &BTreeMap<String, String>) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(reason) = &change.reason {
-        parts.push(cell(&redact_text(reason)));
-    }
-    match change.action {
-        Action::Update => parts.extend(field_changes(change)),
-        Action::Create if change.reason.is_none() => {
-            if let Some(after) = &change.after {
-                parts.push(attributes(after));
-            }
-        }
-        _ => {}
-    }
-    if change.unmanaged {
-        parts.push("unmanaged, pruned".to_string());
-    }
-    if change.id.kind == ObjectKind::User
-        && let Some(missing) = unknown.get(&change.id.name)
-    {
-        parts.push(format!("password unknown: {} not set here", cell(missing)));
-    }
-    if change.loses_data() && migrated {
-        parts.push(format!("{}: moved with `--migrate`", change.loss()));
-    } else if change.loses_data() {
-        parts.push(format!("**data loss: {}**", change.loss()));
-    } else if change.messages == Some(0) {
-        parts.push("empty when planned".to_string());
-    }
-    parts.retain(|p| !p.is_empty());
-    parts.join("<br>")
-}
-
-/// `field: old → new` for each field an update changes; a password only as
-/// "password changed".
-fn field_changes(change: &Change) -> Vec<String> {
-    let (Some(before), Some(after)) = (&change.before, &change.after) else {
-        return Vec::new();
-    };
-    let mut lines = Vec::new();
-    if before.get("password_hash") != after.get("password_hash") {
-        lines.push("password changed".to_string());
-    }
-    let mut old = BTreeMap::new();
-    let mut new = BTreeMap::new();
-    flatten("", &redact(before), &mut old);
-    flatten("", &redact(after), &mut new);
-    let mut fields: Vec<&String> = old.keys().chain(new.keys()).collect();
-    fields.sort();
-    fields.dedup();
-    let changed: Vec<&String> = fields
-        .into_iter()
-        .filter(|f| f.as_str() != "password_hash" && old.get(*f) != new.get(*f))
-        .collect();
-    for field in changed.iter().take(FIELDS_PER_UPDATE) {
-        let show = |v: Option<&String>| match v {
-            Some(v) => code(&middle(v, 60)),
-            None => "(none)".to_string(),
-        };
-        lines.push(format!(
-            "{}: {} → {}",
-            code(field),
-            show(old.get(*field)),
-            show(new.get(*field))
-        ));
-    }
-    if changed.len() > FIELDS_PER_UPDATE {
-        lines.push(format!(
-            "and {} more",
-            counted(changed.len() - FIELDS_PER_UPDATE, "field", "fields")
-        ));
-    }
-    lines
-}
-
-/// A created object's key attributes, `type=quorum, x-message-ttl=30000`, short.
-fn attributes(after: &Value) -> String {
-    let mut fields = BTreeMap::new();
-    flatten("", &redact(after), &mut fields);
-    let text: Vec<String> = fields
-        .iter()
-        .filter(|(key, value)| {
-            // What every object has gives nothing away.
-            !matches!(
-                (key.as_str(), value.as_str()),
-                ("durable", "true")
-                    | ("auto_delete", "false")
-                    | ("internal", "false")
-                    | ("password_hash", _)
-                    | ("hashing_algorithm", _)
-                    | ("destination_type", _)
-                    | ("source", _)
-                    | ("destination", _)
-                    | ("routing_key", _)
-                    | ("arguments", "{}")
-            )
-        })
-        .map(|(key, value)| {
-            let key = key.strip_prefix("arguments.").unwrap_or(key);
-            let key = key.strip_prefix("definition.").unwrap_or(key);
-            format!("{key}={value}")
-        })
-        .collect();
-    match text.is_empty() {
-        true => String::new(),
-        false => code(&middle(&text.join(", "), 140)),
-    }
-}
-
-/// Leaves of a JSON value by dotted path; lists and scalars as compact JSON (strings
-/// bare).
-fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, value) in map {
-                let path = match prefix.is_empty() {
-                    true => key.clone(),
-                    false => format!("{prefix}.{key}"),
-                };
-                flatten(&path, value, out);
-            }
-        }
-        Value::String(text) => {
-            out.insert(prefix.to_string(), text.clone());
-        }
-        other => {
-            out.insert(prefix.to_string(), other.to_string());
-        }
-    }
-}
-
-fn migrations(out: &mut String, plan: &Plan, budget: &mut usize) {
-    if plan.migrations.is_empty() {
-        return;
-    }
-    let shown = plan.migrations.len().min(ROWS_PER_GROUP).min(*budget);
-    *budget -= shown;
-    let _ = writeln!(
-        out,
-        "\n<details><summary>{} blue/green with <code>warren apply --migrate</code></summary>\n\n| queue | vhost | where it stands |\n| --- | --- | --- |",
-        counted(plan.migrations.len(), "queue migrated", "queues migrated"),
-    );
-    for migration in &plan.migrations[..shown] {
-        let stands = match migration.stage {
-            Stage::MoveOut => format!(
-                "moved to {} and back (docs/migration.md)",
-                code(&migration.temporary)
-            ),
-            Stage::MoveBack => format!(
-                "under way: {} wait in {}",
-                match migration.temporary_messages {
-                    Some(n) => counted(n, "message", "messages"),
-                    None => "messages".to_string(),
-                },
-                code(&migration.temporary)
-            ),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {stands} |",
-            code(&migration.queue.name),
-            code(migration.queue.vhost.as_deref().unwrap_or_default())
-        );
-    }
-    if plan.migrations.len() > shown {
+    if items.len() > shown {
         let _ = writeln!(
             out,
             "\n… and {} more.",
-            grouped((plan.migrations.len() - shown) as u64)
+            grouped((items.len() - shown) as u64)
         );
     }
     out.push_str("\n</details>\n");
@@ -632,9 +368,6 @@ fn listed_ids(
     ids: &[crate::model::ObjectId],
     budget: &mut usize,
 ) {
-    if ids.is_empty() {
-        return;
-    }
     let shown = ids.len().min(ROWS_PER_GROUP).min(*budget);
     *budget -= shown;
     let _ = writeln!(
@@ -651,85 +384,13 @@ fn listed_ids(
     out.push_str("\n</details>\n");
 }
 
-/// `n` and its noun through [`count_irregular`], with the thousands grouped:
-/// `1,975 policies`, `1 policy`.
-fn counted(n: impl crate::text::Count, singular: &str, plural: &str) -> String {
-    let n = n.as_u64();
-    let words = count_irregular(n, singular, plural);
-    match words.split_once(' ') {
-        Some((_, noun)) => format!("{} {noun}", grouped(n)),
-        None => words,
-    }
-}
-
-/// `1,975 more policies`.
-fn more(n: usize, singular: &str, plural: &str) -> String {
-    let words = counted(n, singular, plural);
-    match words.split_once(' ') {
-        Some((number, noun)) => format!("{number} more {noun}"),
-        None => words,
-    }
-}
-
-/// A kind's noun, singular and plural.
-fn noun(kind: ObjectKind) -> (&'static str, &'static str) {
-    match kind {
-        ObjectKind::Vhost => ("vhost", "vhosts"),
-        ObjectKind::VhostLimits => ("vhost limits", "vhost limits"),
-        ObjectKind::Exchange => ("exchange", "exchanges"),
-        ObjectKind::Queue => ("queue", "queues"),
-        ObjectKind::Binding => ("binding", "bindings"),
-        ObjectKind::Policy => ("policy", "policies"),
-        ObjectKind::OperatorPolicy => ("operator policy", "operator policies"),
-        ObjectKind::User => ("user", "users"),
-        ObjectKind::Permission => ("permission", "permissions"),
-        ObjectKind::TopicPermission => ("topic permission", "topic permissions"),
-        ObjectKind::GlobalParameter => ("global parameter", "global parameters"),
-        ObjectKind::Parameter => ("parameter", "parameters"),
-    }
-}
-
-/// A name as a code span that survives any content: fenced with one more backtick
-/// than the longest run inside, pipes escaped (a table cell ends at a bare `|`, even in
-/// a code span), control characters shown as escapes.
-fn code(text: &str) -> String {
-    let text = middle(text, 200).replace('|', "\\|");
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') || text.is_empty() {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{text}{pad}{fence}")
-}
-
-/// Text (a message that quotes names in backticks) for a table cell: pipes escaped,
-/// HTML's `<` and `&` written as entities, on one line.
-fn cell(text: &str) -> String {
-    inline(text).replace('|', "\\|")
-}
-
-/// Text for a line of markdown: `<`, `>` and `&` as entities (no HTML is read from a
-/// name), line breaks as spaces, control characters escaped.
-fn inline(text: &str) -> String {
-    middle(text, 400)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace(['\n', '\r'], " ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diff::Change;
     use crate::model::ObjectId;
     use crate::plan::{Conflict, DesiredObject};
+    use serde_json::Value;
     use serde_json::json;
 
     fn id(kind: ObjectKind, vhost: &str, name: &str) -> ObjectId {

@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod plan;
 pub mod progress;
 pub mod replay;
+pub mod sections;
 pub mod state;
 pub mod status;
 pub mod trace;

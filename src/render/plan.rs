@@ -1,15 +1,22 @@
 //! Plans as text (for people, colored on a terminal) and as JSON (for machines).
+//!
+//! The text is a layout of the plan's sections ([`super::sections`], which owns the
+//! words): this file chooses the colors, the indents and the short lists. The JSON is
+//! the serialized plan ([`json`]). The module is `plan.rs` with its parts in `plan/`
+//! (rather than `plan/mod.rs`) so that its tests keep their snapshots in
+//! `render/snapshots/`.
 
 use std::io::{self, Write};
 
-use serde_json::Value;
+use crate::model::ObjectId;
+use crate::plan::Plan;
+use crate::render::sections::{self, ChangeItem, Group, MigrationItem, Quote, Section, Span, Tone};
 
-use crate::diff::{Action, Change};
-use crate::model::redact::redact;
-use crate::model::shorten::grouped;
-use crate::model::{ObjectId, ObjectKind};
-use crate::plan::{Plan, Stage};
-use crate::render::attributes::attributes;
+mod blocks;
+mod json;
+
+use blocks::{Attributes, ShownAttributes};
+pub use json::{Applied, apply_document, redacted_json};
 
 /// Text styles; all empty when color is off.
 #[derive(Debug, Clone, Copy)]
@@ -48,513 +55,329 @@ impl Style {
             }
         }
     }
-}
 
-fn kind_heading(kind: ObjectKind) -> &'static str {
-    match kind {
-        ObjectKind::Vhost => "vhost",
-        ObjectKind::VhostLimits => "limits",
-        ObjectKind::Exchange => "exchanges",
-        ObjectKind::Queue => "queues",
-        ObjectKind::Binding => "bindings",
-        ObjectKind::Policy => "policies",
-        ObjectKind::OperatorPolicy => "operator policies",
-        ObjectKind::User => "users",
-        ObjectKind::Permission => "permissions",
-        ObjectKind::TopicPermission => "topic permissions",
-        ObjectKind::GlobalParameter => "global parameters",
-        ObjectKind::Parameter => "parameters",
+    /// The escape that starts a span of this tone: the color, then bold.
+    fn start(&self, tone: Tone, strong: bool) -> String {
+        let color = match tone {
+            Tone::Plain => "",
+            Tone::Good => self.green,
+            Tone::Warning => self.yellow,
+            Tone::Danger => self.red,
+            Tone::Moved => self.magenta,
+            Tone::Dim => self.dim,
+        };
+        let bold = if strong { self.bold } else { "" };
+        format!("{color}{bold}")
+    }
+
+    /// A span: plain text as it is, anything else between its start and a reset.
+    fn span(&self, span: &Span) -> String {
+        self.paint(span.tone, span.strong, &span.text)
+    }
+
+    fn paint(&self, tone: Tone, strong: bool, text: &str) -> String {
+        match (tone, strong) {
+            (Tone::Plain, false) => text.to_string(),
+            _ => format!("{}{text}{}", self.start(tone, strong), self.reset),
+        }
     }
 }
 
-/// The plan as JSON with password hashes and URI credentials redacted, in the changes
-/// and in the desired state (what `--format json` prints).
-pub fn redacted_json(plan: &Plan) -> Value {
-    let mut plan = plan.clone();
-    for change in &mut plan.changes {
-        change.before = change.before.as_ref().map(redact);
-        change.after = change.after.as_ref().map(redact);
+/// Names in backticks, as they are.
+struct Backticks;
+
+impl Quote for Backticks {
+    fn code(&self, name: &str) -> String {
+        format!("`{name}`")
     }
-    for desired in &mut plan.desired {
-        desired.value = redact(&desired.value);
-    }
-    serde_json::to_value(&plan).expect("plans serialize")
 }
 
-/// What an apply did, for its JSON document.
-#[derive(Debug, Clone, Default)]
-pub struct Applied {
-    /// Changes the broker confirmed, as `action kind name`.
-    pub done: Vec<String>,
-    /// Changes sent and not confirmed (they may or may not have been made).
-    pub unconfirmed: Vec<String>,
-    /// Changes not made.
-    pub not_done: Vec<String>,
-    /// Existing objects the spec adopted.
-    pub adopted: usize,
-    /// HTTP requests made.
-    pub requests: u64,
-}
+/// How many adopted or unmanaged objects the text plan lists before "and N more".
+const LISTED: usize = 20;
 
-/// The one document `apply --format json` prints: the plan it applied (redacted as
-/// [`redacted_json`]), what it did, and, when it failed, why (`error`, as
-/// [`super::errors::error_value`]).
-pub fn apply_document(
-    plan: Option<&Plan>,
-    applied: Option<&Applied>,
-    error: Option<Value>,
-) -> Value {
-    serde_json::json!({
-        "format": "warren-apply/1",
-        "plan": plan.map(redacted_json),
-        "applied": applied.map(|a| serde_json::json!({
-            "done": a.done,
-            "unconfirmed": a.unconfirmed,
-            "not_done": a.not_done,
-            "adopted": a.adopted,
-            "requests": a.requests,
-        })),
-        "error": error,
-    })
-}
-
-/// Writes the plan for people.
+/// Writes the plan for people: each section of [`sections::sections`] in turn.
 pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
-    let Style {
-        green,
-        yellow,
-        red,
-        magenta,
-        bold,
-        dim,
-        reset,
-    } = style;
-    let against = match &plan.broker_version {
-        Some(version) => format!("RabbitMQ {version}, target {}", plan.target_version),
-        None => format!("a definitions file, target {}", plan.target_version),
-    };
-    match &plan.environment {
-        Some(environment) => writeln!(
-            out,
-            "{bold}Plan for spec `{}` in environment `{environment}`{reset} ({against})",
-            crate::spec::environment::base_name(&plan.spec, environment)
-        )?,
-        None => writeln!(
-            out,
-            "{bold}Plan for spec `{}`{reset} ({against})",
-            plan.spec
-        )?,
-    }
-    if !plan.conflicts.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{red}{bold}Managed by another spec (this plan cannot be applied):{reset}"
-        )?;
-        for conflict in &plan.conflicts {
-            writeln!(
+    for section in sections::sections(plan) {
+        match section {
+            Section::Header(header) => writeln!(
                 out,
-                "  {red}!{reset} {} {dim}(spec `{}`){reset}",
-                conflict.id, conflict.owner
-            )?;
-        }
-    }
-    if !plan.captured.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{red}{bold}Queues the spec does not declare, which its generated policies would apply to (this plan cannot be applied):{reset}"
-        )?;
-        for captured in &plan.captured {
-            let owner = match &captured.owner {
-                Some(owner) => format!("managed by spec `{owner}`"),
-                None => "no spec manages it".to_string(),
-            };
-            writeln!(
-                out,
-                "  {red}!{reset} {} {dim}(its name ends like the delay queues of `{}`, which would give it their TTL; {owner}){reset}",
-                captured.queue, captured.policy
-            )?;
-        }
-        writeln!(
-            out,
-            "  {dim}rename or delete these queues: warren keeps the endings `.retry.<n>`, `.retry-<ladder>.<n>` and `.retry.own.<n>` for its delay queues{reset}"
-        )?;
-    }
-    if !plan.overlaps.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{red}{bold}Generated policies that overlap another spec's in the same vhost (this plan cannot be applied):{reset}"
-        )?;
-        for overlap in &plan.overlaps {
-            writeln!(
-                out,
-                "  {red}!{reset} {} and policy `{}` of spec `{}` both select {}",
-                overlap.policy, overlap.other, overlap.owner, overlap.common
-            )?;
-        }
-        writeln!(
-            out,
-            "  {dim}rename a ladder or service in one of the specs, or manage the vhost from one spec{reset}"
-        )?;
-    }
-    if !plan.has_changes() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{green}No changes.{reset} The broker matches the spec."
-        )?;
-    }
-    if !plan.adopted.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{bold}{} existing objects adopted:{reset} {dim}they match the spec and no spec manages them; apply records them as this spec's, without changing them{reset}",
-            plan.adopted.len()
-        )?;
-        for id in plan.adopted.iter().take(20) {
-            writeln!(out, "  {green}={reset} {}", describe_id(id))?;
-        }
-        if plan.adopted.len() > 20 {
-            writeln!(out, "  {dim}… and {} more{reset}", plan.adopted.len() - 20)?;
-        }
-    }
-    let mut current_scope: Option<Option<String>> = None;
-    let mut current_kind: Option<ObjectKind> = None;
-    let mut shown = ShownAttributes::default();
-    for change in &plan.changes {
-        if current_scope.as_ref() != Some(&change.id.vhost) {
-            writeln!(out)?;
-            match &change.id.vhost {
-                Some(vhost) => writeln!(out, "{bold}vhost `{vhost}`{reset}")?,
-                None => writeln!(out, "{bold}broker-wide{reset}")?,
-            }
-            current_scope = Some(change.id.vhost.clone());
-            current_kind = None;
-        }
-        if current_kind != Some(change.id.kind) {
-            writeln!(out, "  {}:", kind_heading(change.id.kind))?;
-            current_kind = Some(change.id.kind);
-            shown.new_section();
-        }
-        let migration = plan.migration_of(change);
-        let (sign, color) = match change.action {
-            Action::Replace if migration.is_some() && change.id.kind == ObjectKind::Queue => {
-                ("~>", magenta)
-            }
-            Action::Create => ("+", green),
-            Action::Update => ("~", yellow),
-            Action::Replace => ("-/+", magenta),
-            Action::Delete => ("-", red),
-        };
-        let name = match change.id.kind {
-            ObjectKind::Vhost | ObjectKind::VhostLimits => change.id.name.clone(),
-            _ => change.id.name.clone(),
-        };
-        let mut line = format!("    {color}{sign} {name}{reset}");
-        if let Some(reason) = &change.reason {
-            let label = match (change.action, migration) {
-                (Action::Replace, Some(_)) if change.id.kind == ObjectKind::Queue => "migrate: ",
-                (Action::Replace, _) => "replace: ",
-                _ => "",
-            };
-            line.push_str(&format!(" {dim}({label}{reason}){reset}"));
-        }
-        if change.unmanaged {
-            line.push_str(&format!(" {dim}(unmanaged, pruned){reset}"));
-        }
-        if change.id.kind == ObjectKind::User
-            && let Some(missing) = plan.unknown_passwords.get(&change.id.name)
-        {
-            line.push_str(&format!(
-                " {yellow}(password unknown: {missing} not set here){reset}"
-            ));
-        }
-        if change.loses_data() && migration.is_some() {
-            line.push_str(&format!(
-                " {magenta}{bold}{}: moved with --migrate{reset}",
-                change.loss()
-            ));
-        } else if change.loses_data() {
-            line.push_str(&format!(" {red}{bold}DATA LOSS: {}{reset}", change.loss()));
-        } else if let Some(0) = change.messages {
-            // A count is statistics: apply checks again when it deletes.
-            line.push_str(&format!(" {dim}(empty when planned){reset}"));
-        }
-        let attributes = match (change.action, &change.after) {
-            (Action::Create, Some(after)) => shown.attributes(change, after),
-            _ => Attributes::None,
-        };
-        match attributes {
-            Attributes::None => writeln!(out, "{line}")?,
-            Attributes::Lines(lines) => {
-                writeln!(out, "{line}")?;
-                for attribute in lines {
-                    writeln!(out, "        {dim}{attribute}{reset}")?;
-                }
-            }
-            Attributes::SameAs(first) => {
-                writeln!(out, "{line} {dim}(same attributes as `{first}`){reset}")?
-            }
-            Attributes::LeftOut { first } => {
-                writeln!(out, "{line}")?;
-                if first {
+                "{} ({})",
+                style.paint(
+                    Tone::Plain,
+                    true,
+                    &format!("Plan {}", header.title(&Backticks))
+                ),
+                header.against
+            )?,
+            Section::Refusals(refusals) => {
+                writeln!(out)?;
+                writeln!(
+                    out,
+                    "{}",
+                    style.paint(Tone::Danger, true, &refusals.heading)
+                )?;
+                for item in &refusals.items {
+                    let aside = match &item.aside {
+                        Some(aside) => {
+                            format!(" {}", style.paint(Tone::Dim, false, &format!("({aside})")))
+                        }
+                        None => String::new(),
+                    };
                     writeln!(
                         out,
-                        "        {dim}(attributes of this and later new objects are left out: the plan shows {MAX_ATTRIBUTE_BLOCKS} at most; `--format json` has all of them){reset}"
+                        "  {} {}{aside}",
+                        style.paint(Tone::Danger, false, "!"),
+                        item.what
                     )?;
                 }
+                if let Some(advice) = refusals.advice {
+                    writeln!(out, "  {}", style.paint(Tone::Dim, false, advice))?;
+                }
+            }
+            Section::NoChanges => {
+                let (answer, meaning) = sections::NO_CHANGES;
+                writeln!(out)?;
+                writeln!(out, "{} {meaning}", style.paint(Tone::Good, false, answer))?;
+            }
+            Section::Adopted(ids) => {
+                writeln!(out)?;
+                let heading = format!("{} {}:", ids.len(), sections::ADOPTED.0);
+                writeln!(
+                    out,
+                    "{} {}",
+                    style.paint(Tone::Plain, true, &heading),
+                    style.paint(Tone::Dim, false, &sections::adopted_aside())
+                )?;
+                listed(out, ids, style, |id| {
+                    format!("{} {id}", style.paint(Tone::Good, false, "="))
+                })?;
+            }
+            Section::DataLoss(_) => {} // each change line says what it loses
+            Section::Changes(groups) => changes(out, &groups, style)?,
+            Section::Unmanaged(ids) => {
+                let (heading, left, flag) = sections::UNMANAGED;
+                let count = crate::text::count(ids.len(), "object");
+                writeln!(out)?;
+                writeln!(
+                    out,
+                    "{}",
+                    style.paint(
+                        Tone::Dim,
+                        false,
+                        &format!("{heading}, {left} ({count}; {flag}):")
+                    )
+                )?;
+                listed(out, ids, style, |id| {
+                    style.paint(Tone::Dim, false, &format!("? {id}"))
+                })?;
+            }
+            Section::Migrations(items) => migrations(out, &items, style)?,
+            Section::Summary(summary) => {
+                writeln!(out)?;
+                writeln!(out, "{}", summary_line(summary, style))?;
+            }
+            Section::CannotBeApplied(_) => {
+                // The counts alone read like a plan ready to go: the last line says
+                // when it is not.
+                writeln!(
+                    out,
+                    "{} see the objects marked `!` above.",
+                    style.paint(
+                        Tone::Danger,
+                        true,
+                        &format!("{}:", capitalized(sections::CANNOT_BE_APPLIED))
+                    )
+                )?;
+            }
+            Section::UnknownPasswords(users) => {
+                let (heading, tail) = sections::UNKNOWN_PASSWORDS;
+                let users: Vec<String> = users
+                    .iter()
+                    .map(|(user, missing)| format!("{} ({missing})", Backticks.code(user)))
+                    .collect();
+                writeln!(
+                    out,
+                    "{} {}. {tail}",
+                    style.paint(Tone::Warning, true, heading),
+                    users.join(", ")
+                )?;
             }
         }
-        if change.action == Action::Update {
-            render_update(out, change, style)?;
-        }
     }
-    if !plan.unmanaged.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{dim}Not managed by any spec, left alone ({}; `--prune-unmanaged` deletes them):{reset}",
-            crate::text::count(plan.unmanaged.len(), "object")
-        )?;
-        for id in plan.unmanaged.iter().take(20) {
-            writeln!(out, "  {dim}? {}{reset}", describe_id(id))?;
-        }
-        if plan.unmanaged.len() > 20 {
-            writeln!(
-                out,
-                "  {dim}… and {} more{reset}",
-                plan.unmanaged.len() - 20
-            )?;
-        }
+    Ok(())
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
-    render_migrations(out, plan, style)?;
-    let summary = &plan.summary;
-    writeln!(out)?;
-    let migrate = if summary.migrate > 0 {
-        format!(", {magenta}{} to migrate{reset}", summary.migrate)
-    } else {
-        String::new()
-    };
-    let loss = if summary.data_loss > 0 {
-        format!(", {red}{bold}{} with data loss{reset}", summary.data_loss)
-    } else {
-        String::new()
-    };
-    let adopt = if summary.adopt > 0 {
-        format!(
-            ", {} adopted",
-            crate::text::count(summary.adopt, "existing object")
-        )
-    } else {
-        String::new()
-    };
+}
+
+/// The first [`LISTED`] ids, then how many more.
+fn listed(
+    out: &mut dyn Write,
+    ids: &[ObjectId],
+    style: Style,
+    line: impl Fn(&ObjectId) -> String,
+) -> io::Result<()> {
+    for id in ids.iter().take(LISTED) {
+        writeln!(out, "  {}", line(id))?;
+    }
+    if ids.len() > LISTED {
+        let more = format!("… and {} more", ids.len() - LISTED);
+        writeln!(out, "  {}", style.paint(Tone::Dim, false, &more))?;
+    }
+    Ok(())
+}
+
+/// `Plan: 6 to create, 2 to update, 1 to replace (…), 0 to delete, ….`
+fn summary_line(summary: &crate::plan::Summary, style: Style) -> String {
+    let counts = sections::summary_counts(summary);
     let recreate = match summary.recreate {
         0 => String::new(),
         n => format!(
-            " ({} re-created with {})",
+            " ({} {} {})",
             crate::text::count(n, "binding"),
+            sections::RECREATED,
             if summary.replace == 1 { "it" } else { "them" }
         ),
     };
-    writeln!(
-        out,
-        "{bold}Plan:{reset} {} to create, {} to update, {} to replace{recreate}, {} to delete{migrate}{adopt}{loss}.",
-        summary.create, summary.update, summary.replace, summary.delete
-    )?;
-    // The counts alone read like a plan ready to go: the last line says when it is not.
-    if plan.refusal().is_some() {
+    let mut extras = String::new();
+    if summary.migrate > 0 {
+        let migrate = format!("{} {}", summary.migrate, sections::TO_MIGRATE);
+        extras.push_str(&format!(", {}", style.paint(Tone::Moved, false, &migrate)));
+    }
+    if summary.adopt > 0 {
+        let adopted = crate::text::count(summary.adopt, "existing object");
+        extras.push_str(&format!(", {adopted} {}", sections::ADOPTED_COUNT));
+    }
+    if summary.data_loss > 0 {
+        let loss = format!("{} {}", summary.data_loss, sections::WITH_DATA_LOSS);
+        extras.push_str(&format!(", {}", style.paint(Tone::Danger, true, &loss)));
+    }
+    let [create, update, replace, delete] = counts.map(|(n, verb)| format!("{n} {verb}"));
+    format!(
+        "{} {create}, {update}, {replace}{recreate}, {delete}{extras}.",
+        style.paint(Tone::Plain, true, "Plan:")
+    )
+}
+
+/// The changes: a heading per vhost, one per kind, a line per change with its notes,
+/// then what a create will be or what an update changes.
+fn changes(out: &mut dyn Write, groups: &[Group<'_>], style: Style) -> io::Result<()> {
+    let mut shown = ShownAttributes::default();
+    for group in groups {
+        writeln!(out)?;
+        let heading = sections::scope_heading(group.vhost, &Backticks);
+        writeln!(out, "{}", style.paint(Tone::Plain, true, &heading))?;
+        for (kind, items) in &group.kinds {
+            writeln!(out, "  {}:", sections::kind_heading(*kind))?;
+            shown.new_section();
+            for item in items {
+                change(out, item, &mut shown, style)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn change(
+    out: &mut dyn Write,
+    item: &ChangeItem<'_>,
+    shown: &mut ShownAttributes,
+    style: Style,
+) -> io::Result<()> {
+    let change = item.change;
+    let (sign, tone, _) = sections::action(
+        change.action,
+        item.migrated && change.id.kind == crate::model::ObjectKind::Queue,
+    );
+    let mut line = format!(
+        "    {}",
+        style.paint(tone, false, &format!("{sign} {}", change.id.name))
+    );
+    for note in &item.notes {
+        line.push(' ');
+        line.push_str(&style.span(&note.span()));
+    }
+    let dim = |text: &str| style.paint(Tone::Dim, false, text);
+    match shown.attributes(change) {
+        Attributes::None => writeln!(out, "{line}")?,
+        Attributes::Lines(lines) => {
+            writeln!(out, "{line}")?;
+            for attribute in lines {
+                writeln!(out, "        {}", dim(&attribute))?;
+            }
+        }
+        Attributes::SameAs(first) => writeln!(out, "{line} {}", dim(&blocks::same_as(&first)))?,
+        Attributes::LeftOut { first } => {
+            writeln!(out, "{line}")?;
+            if first {
+                writeln!(out, "        {}", dim(&blocks::left_out()))?;
+            }
+        }
+    }
+    if change.action == crate::diff::Action::Update {
+        update(out, change, style)?;
+    }
+    Ok(())
+}
+
+/// A field-level diff of an update; passwords show as "password changed" only.
+fn update(out: &mut dyn Write, change: &crate::diff::Change, style: Style) -> io::Result<()> {
+    if sections::password_changed(change) {
         writeln!(
             out,
-            "{red}{bold}This plan cannot be applied:{reset} see the objects marked `!` above."
+            "        {}",
+            style.paint(Tone::Warning, false, sections::PASSWORD_CHANGED)
         )?;
     }
-    if !plan.unknown_passwords.is_empty() {
-        let users: Vec<String> = plan
-            .unknown_passwords
-            .iter()
-            .map(|(user, missing)| format!("`{user}` ({missing})"))
-            .collect();
-        writeln!(
+    for (tone, text, missing_newline) in sections::line_diff(change) {
+        // The line carries its own line break, inside the color.
+        write!(
             out,
-            "{yellow}{bold}Passwords not known here:{reset} {}. They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
-            users.join(", ")
+            "        {}{text}{}",
+            style.start(tone, false),
+            style.reset
         )?;
+        if missing_newline {
+            writeln!(out)?;
+        }
     }
     Ok(())
 }
 
 /// The migrations of a plan, with their steps: what `apply --migrate` does, and where
 /// a migration under way stands.
-fn render_migrations(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
-    let Style {
-        magenta,
-        bold,
-        dim,
-        reset,
-        ..
-    } = style;
-    if plan.migrations.is_empty() {
-        return Ok(());
-    }
+fn migrations(out: &mut dyn Write, items: &[MigrationItem<'_>], style: Style) -> io::Result<()> {
+    let dim = |text: &str| style.paint(Tone::Dim, false, text);
     writeln!(out)?;
     writeln!(
         out,
-        "{bold}Migrations{reset} {dim}(blue/green with `warren apply --migrate`, which needs the rabbitmq_shovel plugin; docs/migration.md){reset}"
+        "{} {}",
+        style.paint(Tone::Plain, true, sections::MIGRATIONS.0),
+        dim(&sections::migrations_aside())
     )?;
-    for migration in &plan.migrations {
-        let queue = &migration.queue.name;
-        let temporary = &migration.temporary;
-        let vhost = migration.queue.vhost.as_deref().unwrap_or_default();
-        let new_type = migration.after["arguments"]["x-queue-type"]
-            .as_str()
-            .unwrap_or("classic");
-        let replace = plan
-            .changes
-            .iter()
-            .find(|c| c.action == Action::Replace && migration.carries_out(c));
-        match migration.stage {
-            Stage::MoveOut => {
-                let held = match replace.and_then(|c| c.messages) {
-                    Some(count) => format!(
-                        "{} {} when planned",
-                        grouped(count),
-                        if count == 1 { "message" } else { "messages" }
-                    ),
-                    None => "message count unknown".to_string(),
-                };
-                writeln!(
-                    out,
-                    "  {magenta}~>{reset} queue `{queue}` in vhost `{vhost}` {dim}({held}){reset}"
-                )?;
-                for (number, step) in [
-                    format!("declare `{temporary}` ({new_type}, with the settings its policies give `{queue}`) and bind it wherever `{queue}` is bound"),
-                    format!("unbind `{queue}`: new messages go to `{temporary}`"),
-                    format!("move the messages of `{queue}` to `{temporary}` (shovel, acknowledged once `{temporary}` has each)"),
-                    format!("delete `{queue}` once its consumers hold no unacknowledged message and the broker finds it empty, and at once declare it as the spec says ({new_type}); what is sent to `{queue}` by name through the default exchange in that instant is dropped"),
-                    format!("bind `{queue}` wherever `{temporary}` is bound, then unbind `{temporary}`"),
-                    format!("move the messages back into `{queue}`, delete `{temporary}`"),
-                ]
-                .iter()
-                .enumerate()
-                {
-                    writeln!(out, "     {dim}{}. {step}{reset}", number + 1)?;
-                }
+    for item in items {
+        let sign = style.paint(Tone::Moved, false, "~>");
+        let held = dim(&format!("({})", item.held()));
+        match item.under_way() {
+            None => writeln!(out, "  {sign} {} {held}", item.queue())?,
+            Some(under_way) => writeln!(
+                out,
+                "  {sign} {}: {} {held}",
+                item.queue(),
+                style.paint(Tone::Plain, true, under_way)
+            )?,
+        }
+        // A migration to come is numbered steps; one under way, its next line.
+        for (number, step) in item.steps().iter().enumerate() {
+            match item.under_way() {
+                None => writeln!(out, "     {}", dim(&format!("{}. {step}", number + 1)))?,
+                Some(_) => writeln!(out, "     {}", dim(step))?,
             }
-            Stage::MoveBack => {
-                let held = match migration.temporary_messages {
-                    Some(count) => format!(
-                        "{} {} in `{temporary}`",
-                        grouped(count),
-                        if count == 1 {
-                            "message waits"
-                        } else {
-                            "messages wait"
-                        }
-                    ),
-                    None => format!("messages wait in `{temporary}`"),
-                };
-                writeln!(
-                    out,
-                    "  {magenta}~>{reset} queue `{queue}` in vhost `{vhost}`: {bold}under way{reset} {dim}({held}){reset}"
-                )?;
-                writeln!(
-                    out,
-                    "     {dim}next: declare `{queue}` as the spec says if needed, bind it, unbind `{temporary}`, move the messages back, delete `{temporary}`{reset}"
-                )?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// How many distinct attribute blocks one text plan prints: past that, a create shows
-/// its name only (a plan that creates thousands of different policies stays readable;
-/// `--format json` has every value).
-const MAX_ATTRIBUTE_BLOCKS: usize = 200;
-
-/// What is printed under a create.
-enum Attributes {
-    /// Nothing: not a create, or nothing to say beyond the name (a binding).
-    None,
-    /// The attribute lines, printed for the first object of its section that has them.
-    Lines(Vec<String>),
-    /// The same lines as an earlier create of the same vhost and kind, named.
-    SameAs(String),
-    /// Past [`MAX_ATTRIBUTE_BLOCKS`]; `first` for the first object left out.
-    LeftOut { first: bool },
-}
-
-/// The attribute blocks printed so far: identical ones are printed once per vhost and
-/// kind (4,000 queues of one type and arguments show one block, and refer to it), and
-/// [`MAX_ATTRIBUTE_BLOCKS`] in all.
-#[derive(Default)]
-struct ShownAttributes {
-    /// Attribute lines → the first object of the section that has them.
-    in_section: std::collections::HashMap<Vec<String>, String>,
-    blocks: usize,
-    left_out: bool,
-}
-
-impl ShownAttributes {
-    fn new_section(&mut self) {
-        self.in_section.clear();
-    }
-
-    fn attributes(&mut self, change: &Change, after: &Value) -> Attributes {
-        let lines = attributes(change.id.kind, after);
-        if lines.is_empty() {
-            return Attributes::None;
-        }
-        if let Some(first) = self.in_section.get(&lines) {
-            return Attributes::SameAs(first.clone());
-        }
-        if self.blocks >= MAX_ATTRIBUTE_BLOCKS {
-            let first = !self.left_out;
-            self.left_out = true;
-            return Attributes::LeftOut { first };
-        }
-        self.blocks += 1;
-        self.in_section
-            .insert(lines.clone(), change.id.name.clone());
-        Attributes::Lines(lines)
-    }
-}
-
-fn describe_id(id: &ObjectId) -> String {
-    id.to_string()
-}
-
-/// A field-level diff of an update; passwords show as "password changed" only.
-fn render_update(out: &mut dyn Write, change: &Change, style: Style) -> io::Result<()> {
-    let (Some(before), Some(after)) = (&change.before, &change.after) else {
-        return Ok(());
-    };
-    if before.get("password_hash") != after.get("password_hash") {
-        writeln!(
-            out,
-            "        {}password changed{}",
-            style.yellow, style.reset
-        )?;
-    }
-    let before = serde_json::to_string_pretty(&redact(before)).unwrap_or_default();
-    let after = serde_json::to_string_pretty(&redact(after)).unwrap_or_default();
-    let diff = similar::TextDiff::from_lines(&before, &after);
-    for change in diff.iter_all_changes() {
-        let (sign, color) = match change.tag() {
-            similar::ChangeTag::Delete => ("-", style.red),
-            similar::ChangeTag::Insert => ("+", style.green),
-            similar::ChangeTag::Equal => continue,
-        };
-        write!(
-            out,
-            "        {color}{sign} {}{}",
-            change.value().trim_start(),
-            style.reset
-        )?;
-        if change.missing_newline() {
-            writeln!(out)?;
         }
     }
     Ok(())
@@ -563,8 +386,9 @@ fn render_update(out: &mut dyn Write, change: &Change, style: Style) -> io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diff::Change;
-    use serde_json::json;
+    use crate::diff::{Action, Change};
+    use crate::model::ObjectKind;
+    use serde_json::{Value, json};
 
     fn id(kind: ObjectKind, vhost: Option<&str>, name: &str) -> ObjectId {
         ObjectId {

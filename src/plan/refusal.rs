@@ -1,0 +1,129 @@
+//! Why a plan cannot be applied, as data: `apply` refuses with it, `plan` exits with
+//! it, and every rendering of a plan says it. Its [`Display`](std::fmt::Display) is
+//! the one sentence that names the first reason (and how many more of its kind there
+//! are): apply's error, the recheck of a saved plan and the markdown caution all print
+//! that sentence, so they cannot drift apart.
+
+use std::fmt;
+
+use super::{Captured, Conflict, Overlap};
+
+/// The first reason a plan cannot be applied, in the order apply checks them, with the
+/// number of further reasons of the same kind.
+#[derive(Debug, Clone)]
+pub enum Refusal {
+    /// A desired object another spec manages.
+    Conflict { first: Conflict, others: usize },
+    /// A live queue the spec does not declare that a generated policy would apply to.
+    Captured { first: Captured, others: usize },
+    /// A generated policy that selects what another spec's generated policy selects.
+    Overlap { first: Overlap, others: usize },
+}
+
+impl Refusal {
+    /// The refusal of a plan with these conflicts, captured queues and overlaps, if any.
+    pub fn of(
+        conflicts: &[Conflict],
+        captured: &[Captured],
+        overlaps: &[Overlap],
+    ) -> Option<Refusal> {
+        if let Some(first) = conflicts.first() {
+            return Some(Refusal::Conflict {
+                first: first.clone(),
+                others: conflicts.len() - 1,
+            });
+        }
+        if let Some(first) = captured.first() {
+            return Some(Refusal::Captured {
+                first: first.clone(),
+                others: captured.len() - 1,
+            });
+        }
+        overlaps.first().map(|first| Refusal::Overlap {
+            first: first.clone(),
+            others: overlaps.len() - 1,
+        })
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let others = match self {
+            Refusal::Conflict { first, others } => {
+                write!(f, "{} is managed by spec `{}`", first.id, first.owner)?;
+                others
+            }
+            Refusal::Captured { first, others } => {
+                let owner = match &first.owner {
+                    Some(owner) => format!("spec `{owner}` manages it"),
+                    None => NO_SPEC_MANAGES_IT.to_string(),
+                };
+                write!(
+                    f,
+                    "generated policy `{}` would apply to {}, which the spec does not declare ({owner}): rename or delete that queue",
+                    first.policy, first.queue
+                )?;
+                others
+            }
+            Refusal::Overlap { first, others } => {
+                write!(
+                    f,
+                    "generated policy `{}` and policy `{}` of spec `{}` both select {}: rename a ladder or service in one spec",
+                    first.policy.name, first.other, first.owner, first.common
+                )?;
+                others
+            }
+        };
+        match others {
+            0 => Ok(()),
+            n => write!(f, " (and {n} more)"),
+        }
+    }
+}
+
+/// What a captured queue without an owner is said to be, here and in the plan's list.
+pub const NO_SPEC_MANAGES_IT: &str = "no spec manages it";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ObjectId, ObjectKind};
+
+    fn queue(name: &str) -> ObjectId {
+        ObjectId {
+            kind: ObjectKind::Queue,
+            vhost: Some("shop".into()),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn conflicts_come_first_and_the_others_are_counted() {
+        let conflicts = vec![
+            Conflict {
+                id: queue("a"),
+                owner: "billing".into(),
+            },
+            Conflict {
+                id: queue("b"),
+                owner: "billing".into(),
+            },
+        ];
+        let captured = vec![Captured {
+            queue: queue("x.retry.1"),
+            policy: "warren.retry.defaults.1".into(),
+            owner: None,
+        }];
+        let refusal = Refusal::of(&conflicts, &captured, &[]).unwrap();
+        assert_eq!(
+            refusal.to_string(),
+            "queue \"a\" in vhost \"shop\" is managed by spec `billing` (and 1 more)"
+        );
+        let refusal = Refusal::of(&[], &captured, &[]).unwrap();
+        assert_eq!(
+            refusal.to_string(),
+            "generated policy `warren.retry.defaults.1` would apply to queue \"x.retry.1\" in vhost \"shop\", which the spec does not declare (no spec manages it): rename or delete that queue"
+        );
+        assert!(Refusal::of(&[], &[], &[]).is_none());
+    }
+}

@@ -1,0 +1,380 @@
+//! What a plan says, section by section: the one model the text plan
+//! (render/plan.rs) and the markdown plan (render/markdown.rs) lay out. Every phrase a
+//! plan prints is written here once; the layouts choose colors or markdown, indents,
+//! tables and how much of a long list they show, never the words. Where the two
+//! outputs word a fact differently (a terminal line is terse, a pull-request comment
+//! explains), both forms sit side by side here.
+//!
+//! [`sections`] gives the sections in the order the text plan prints them; the
+//! markdown plan puts what a reviewer must act on (refusal, passwords, data loss)
+//! before the changes. The JSON plan is not a layout of this model: it is the
+//! serialized [`Plan`], the saved-plan format (docs/plan-format.md).
+//!
+//! Text carries meaning, not colors: a [`Span`] is danger, warning, good news, a move,
+//! dim or plain, strong or not, and the text layout maps those to terminal colors.
+//! Names are quoted through [`Quote`], because a terminal shows them in backticks and
+//! markdown needs a code span that survives any content.
+
+mod changes;
+mod migrations;
+
+use crate::diff::Action;
+use crate::model::{ObjectId, ObjectKind};
+use crate::plan::{Captured, Conflict, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, Summary};
+
+pub use changes::{
+    ChangeItem, Group, Loss, Note, PASSWORD_CHANGED, line_diff, loss_sentence, password_changed,
+    replaced_sentence,
+};
+use migrations::migration_items;
+pub use migrations::{MIGRATIONS, MigrationItem, migrations_aside};
+
+/// What a span of text means; the text layout gives each a color.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// No emphasis.
+    Plain,
+    /// Created, adopted, nothing to do.
+    Good,
+    /// Updated in place, or a fact to check (an unknown password).
+    Warning,
+    /// Deleted, lost or refused.
+    Danger,
+    /// Replaced, or moved by a migration.
+    Moved,
+    /// An aside.
+    Dim,
+}
+
+/// A run of text with one meaning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub text: String,
+    pub tone: Tone,
+    /// Stands out (bold on a terminal, `**…**` in markdown).
+    pub strong: bool,
+}
+
+impl Span {
+    pub fn new(tone: Tone, text: impl Into<String>) -> Span {
+        Span {
+            text: text.into(),
+            tone,
+            strong: false,
+        }
+    }
+
+    pub fn strong(mut self) -> Span {
+        self.strong = true;
+        self
+    }
+}
+
+/// How a layout quotes a name: in backticks on a terminal, as a code span that
+/// survives any content in markdown.
+pub trait Quote {
+    fn code(&self, name: &str) -> String;
+}
+
+/// Each action: the sign the text plan marks it with, its tone, and its verb (the
+/// markdown tables and the counts).
+pub fn action(action: Action, migrated: bool) -> (&'static str, Tone, &'static str) {
+    match action {
+        Action::Replace if migrated => ("~>", Tone::Moved, "migrate"),
+        Action::Create => ("+", Tone::Good, "create"),
+        Action::Update => ("~", Tone::Warning, "update"),
+        Action::Replace => ("-/+", Tone::Moved, "replace"),
+        Action::Delete => ("-", Tone::Danger, "delete"),
+    }
+}
+
+/// A kind's noun, singular and plural.
+pub fn noun(kind: ObjectKind) -> (&'static str, &'static str) {
+    match kind {
+        ObjectKind::Vhost => ("vhost", "vhosts"),
+        ObjectKind::VhostLimits => ("vhost limits", "vhost limits"),
+        ObjectKind::Exchange => ("exchange", "exchanges"),
+        ObjectKind::Queue => ("queue", "queues"),
+        ObjectKind::Binding => ("binding", "bindings"),
+        ObjectKind::Policy => ("policy", "policies"),
+        ObjectKind::OperatorPolicy => ("operator policy", "operator policies"),
+        ObjectKind::User => ("user", "users"),
+        ObjectKind::Permission => ("permission", "permissions"),
+        ObjectKind::TopicPermission => ("topic permission", "topic permissions"),
+        ObjectKind::GlobalParameter => ("global parameter", "global parameters"),
+        ObjectKind::Parameter => ("parameter", "parameters"),
+    }
+}
+
+/// The heading of a kind's changes in the text plan: the plural, shorter for the two
+/// kinds a vhost has one of.
+pub fn kind_heading(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Vhost => "vhost",
+        ObjectKind::VhostLimits => "limits",
+        kind => noun(kind).1,
+    }
+}
+
+/// The heading of a vhost's changes, or of the broker-wide ones.
+pub fn scope_heading(vhost: Option<&str>, quote: &dyn Quote) -> String {
+    match vhost {
+        Some(vhost) => format!("vhost {}", quote.code(vhost)),
+        None => BROKER_WIDE.to_string(),
+    }
+}
+
+/// Changes to objects outside any vhost (users, global parameters).
+pub const BROKER_WIDE: &str = "broker-wide";
+/// The answer of a plan without changes, and what it means.
+pub const NO_CHANGES: (&str, &str) = ("No changes.", "The broker matches the spec.");
+/// What the refusal sections and the last line say.
+pub const CANNOT_BE_APPLIED: &str = "this plan cannot be applied";
+/// What apply does with adopted objects.
+const ADOPTION: &str = "apply records them as this spec's, without changing them";
+/// Adopted objects: the text plan's aside, the markdown's heading and explanation.
+pub const ADOPTED: (&str, &str, &str) = (
+    "existing objects adopted",
+    "Adopted",
+    "existing objects that match the spec and that no spec manages",
+);
+/// Objects in scope no spec manages: the heading, what happens to them, and the flag.
+pub const UNMANAGED: (&str, &str, &str) = (
+    "Not managed by any spec",
+    "left alone",
+    "`--prune-unmanaged` deletes them",
+);
+/// The heading of unknown passwords and what follows the users.
+pub const UNKNOWN_PASSWORDS: (&str, &str) = (
+    "Passwords not known here:",
+    "They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
+);
+
+/// The text plan's explanation of adopted objects.
+pub fn adopted_aside() -> String {
+    format!("they match the spec and no spec manages them; {ADOPTION}")
+}
+
+/// The markdown plan's explanation of adopted objects.
+pub fn adopted_about() -> String {
+    format!("{}: {ADOPTION}", ADOPTED.2)
+}
+
+/// A plan's first line: whose plan it is, against what.
+#[derive(Debug, Clone)]
+pub struct Header<'a> {
+    /// The spec's name without its environment.
+    pub spec: &'a str,
+    pub environment: Option<&'a str>,
+    /// `RabbitMQ 4.0.5, target 4.0`, or a definitions file.
+    pub against: String,
+    pub vhosts: &'a [String],
+}
+
+impl Header<'_> {
+    /// `for spec `shop` in environment `prod``.
+    pub fn title(&self, quote: &dyn Quote) -> String {
+        match self.environment {
+            Some(environment) => format!(
+                "for spec {} in environment {}",
+                quote.code(self.spec),
+                quote.code(environment)
+            ),
+            None => format!("for spec {}", quote.code(self.spec)),
+        }
+    }
+}
+
+/// One reason among a refusal's: an object and, aside, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub what: String,
+    pub aside: Option<String>,
+}
+
+/// Every reason of one kind a plan cannot be applied, with what to do about them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusals {
+    pub heading: String,
+    pub items: Vec<Refused>,
+    pub advice: Option<&'static str>,
+}
+
+/// One section of a plan.
+#[derive(Debug, Clone)]
+pub enum Section<'a> {
+    Header(Header<'a>),
+    /// Conflicts, captured queues, overlapping policies: each kind its own section.
+    Refusals(Refusals),
+    NoChanges,
+    Adopted(&'a [ObjectId]),
+    /// Changes that lose messages, and replaced queues (the markdown calls them out;
+    /// the text plan marks each change).
+    DataLoss(Vec<ChangeItem<'a>>),
+    /// The changes, by vhost and kind in the plan's order (no group at all in a plan
+    /// that only adopts objects or finishes a migration).
+    Changes(Vec<Group<'a>>),
+    Unmanaged(&'a [ObjectId]),
+    Migrations(Vec<MigrationItem<'a>>),
+    Summary(&'a Summary),
+    /// The plan cannot be applied: the first reason.
+    CannotBeApplied(Refusal),
+    /// Users whose password was not known, with what was missing.
+    UnknownPasswords(Vec<(&'a str, &'a str)>),
+}
+
+/// The sections of `plan`, in the text plan's order; a section with nothing to say is
+/// left out.
+pub fn sections(plan: &Plan) -> Vec<Section<'_>> {
+    let mut sections = vec![Section::Header(header(plan))];
+    sections.extend(refusals(plan).into_iter().map(Section::Refusals));
+    if !plan.has_changes() {
+        sections.push(Section::NoChanges);
+    }
+    if !plan.adopted.is_empty() {
+        sections.push(Section::Adopted(&plan.adopted));
+    }
+    let losing = changes::data_loss(plan);
+    if !losing.is_empty() {
+        sections.push(Section::DataLoss(losing));
+    }
+    if plan.has_changes() {
+        sections.push(Section::Changes(changes::groups(plan)));
+    }
+    if !plan.unmanaged.is_empty() {
+        sections.push(Section::Unmanaged(&plan.unmanaged));
+    }
+    if !plan.migrations.is_empty() {
+        sections.push(Section::Migrations(migration_items(plan)));
+    }
+    sections.push(Section::Summary(&plan.summary));
+    if let Some(refusal) = plan.refusal() {
+        sections.push(Section::CannotBeApplied(refusal));
+    }
+    if !plan.unknown_passwords.is_empty() {
+        let users = plan
+            .unknown_passwords
+            .iter()
+            .map(|(user, missing)| (user.as_str(), missing.as_str()))
+            .collect();
+        sections.push(Section::UnknownPasswords(users));
+    }
+    sections
+}
+
+fn header(plan: &Plan) -> Header<'_> {
+    let against = match &plan.broker_version {
+        Some(version) => format!("RabbitMQ {version}, target {}", plan.target_version),
+        None => format!("a definitions file, target {}", plan.target_version),
+    };
+    let spec = match &plan.environment {
+        Some(environment) => crate::spec::environment::base_name(&plan.spec, environment),
+        None => &plan.spec,
+    };
+    Header {
+        spec,
+        environment: plan.environment.as_deref(),
+        against,
+        vhosts: &plan.vhosts,
+    }
+}
+
+/// The reasons a plan cannot be applied, every one listed, by kind.
+fn refusals(plan: &Plan) -> Vec<Refusals> {
+    let heading = |what: &str| format!("{what} ({CANNOT_BE_APPLIED}):");
+    let mut all = Vec::new();
+    if !plan.conflicts.is_empty() {
+        all.push(Refusals {
+            heading: heading("Managed by another spec"),
+            items: plan.conflicts.iter().map(conflict).collect(),
+            advice: None,
+        });
+    }
+    if !plan.captured.is_empty() {
+        all.push(Refusals {
+            heading: heading("Queues the spec does not declare, which its generated policies would apply to"),
+            items: plan.captured.iter().map(captured).collect(),
+            advice: Some("rename or delete these queues: warren keeps the endings `.retry.<n>`, `.retry-<ladder>.<n>` and `.retry.own.<n>` for its delay queues"),
+        });
+    }
+    if !plan.overlaps.is_empty() {
+        all.push(Refusals {
+            heading: heading("Generated policies that overlap another spec's in the same vhost"),
+            items: plan.overlaps.iter().map(overlap).collect(),
+            advice: Some(
+                "rename a ladder or service in one of the specs, or manage the vhost from one spec",
+            ),
+        });
+    }
+    all
+}
+
+fn conflict(conflict: &Conflict) -> Refused {
+    Refused {
+        what: conflict.id.to_string(),
+        aside: Some(format!("spec `{}`", conflict.owner)),
+    }
+}
+
+fn captured(captured: &Captured) -> Refused {
+    let owner = match &captured.owner {
+        Some(owner) => format!("managed by spec `{owner}`"),
+        None => NO_SPEC_MANAGES_IT.to_string(),
+    };
+    Refused {
+        what: captured.queue.to_string(),
+        aside: Some(format!(
+            "its name ends like the delay queues of `{}`, which would give it their TTL; {owner}",
+            captured.policy
+        )),
+    }
+}
+
+fn overlap(overlap: &Overlap) -> Refused {
+    Refused {
+        what: format!(
+            "{} and policy `{}` of spec `{}` both select {}",
+            overlap.policy, overlap.other, overlap.owner, overlap.common
+        ),
+        aside: None,
+    }
+}
+
+/// The summary's words after its counts: migrations, adopted objects, bindings
+/// re-created with a replaced object, changes that lose data.
+pub const TO_MIGRATE: &str = "to migrate";
+pub const ADOPTED_COUNT: &str = "adopted";
+pub const RECREATED: &str = "re-created with";
+pub const WITH_DATA_LOSS: &str = "with data loss";
+
+/// The four counts every summary has, with their verbs.
+pub fn summary_counts(summary: &Summary) -> [(usize, &'static str); 4] {
+    [
+        (summary.create, "to create"),
+        (summary.update, "to update"),
+        (summary.replace, "to replace"),
+        (summary.delete, "to delete"),
+    ]
+}
+
+/// `n` and its noun, with the thousands grouped: `1,975 policies`, `1 policy`.
+pub fn counted(n: impl crate::text::Count, singular: &str, plural: &str) -> String {
+    let n = n.as_u64();
+    let words = crate::text::count_irregular(n, singular, plural);
+    match words.split_once(' ') {
+        Some((_, noun)) => format!("{} {noun}", crate::model::shorten::grouped(n)),
+        None => words,
+    }
+}
+
+/// `1,975 more policies`.
+pub fn more(n: usize, singular: &str, plural: &str) -> String {
+    let words = counted(n, singular, plural);
+    match words.split_once(' ') {
+        Some((number, noun)) => format!("{number} more {noun}"),
+        None => words,
+    }
+}
+
+#[cfg(test)]
+mod tests;
