@@ -125,6 +125,10 @@ fn main() {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the demo is one story told top to bottom: publish, fail, wait, come back, park"
+)]
 async fn demo(args: Args) -> Result<(), String> {
     let spec = spec(&args.delay)?;
     let spec_arg = spec.to_str().unwrap();

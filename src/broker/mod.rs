@@ -145,6 +145,10 @@ impl Client {
 
     /// Sends a request to the first node that answers, within `wait`, and returns its
     /// answer as it came, whatever the status (5xx aside, which is retried).
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the request loop: retries, failover between URLs and the classification of every failure are one state machine"
+    )]
     async fn send_within(
         &self,
         method: Method,

@@ -61,6 +61,10 @@ struct Group<'q> {
 
 /// Emits the generated policies of every vhost. `source` places the second spec
 /// location an error names.
+#[expect(
+    clippy::too_many_lines,
+    reason = "generated and user policies are merged in one pass, so that each queue gets exactly one"
+)]
 pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
     let priority = spec.policy_priority.unwrap_or(DEFAULT_PRIORITY);
     if priority < 1 {

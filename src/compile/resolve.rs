@@ -212,6 +212,10 @@ impl Report<'_> {
 /// Turns layered retry settings into a ladder, or `None` when the consumer has no
 /// retries. `retry_path` is where the consumer's `retry` block is (or would be);
 /// `consumer` names it (`service.consumer`) in reports about inherited settings.
+#[expect(
+    clippy::too_many_lines,
+    reason = "each retry setting is inherited in the same few lines, one after another, so that where each value came from stays visible"
+)]
 pub fn ladder(
     layered: &Layered,
     work_queue_type: QueueType,

@@ -339,6 +339,10 @@ fn a_tier_pattern_is_the_same_for_10_and_10000_consumers() {
 /// policy merged into a tier: each queue of the output gets exactly its own tier's
 /// settings from the broker's point of view (the real regex and the set lookup agree).
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one test over every example and queue type"
+)]
 fn every_generated_queue_is_matched_by_exactly_its_own_tier_policy() {
     use crate::model::effective::CompiledPolicies;
     use crate::model::pattern::PatternMatcher;

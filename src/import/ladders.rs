@@ -125,6 +125,10 @@ impl<'a> VhostIndex<'a> {
     }
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "recognising a ladder checks every object of it in turn; each early return says why a queue is not one"
+)]
 fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
     let by_name = |name: &str| indexed.queues.get(name).copied();
     let retry_exchange = text(work.arguments.get("x-dead-letter-exchange"))?;

@@ -18,6 +18,10 @@ use crate::spec::{
 };
 
 /// Adds the vhost's unclaimed objects to `vhost`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one arm per object kind of a definitions file"
+)]
 pub(super) fn place(
     definitions: &Definitions,
     vhost_name: &str,

@@ -161,6 +161,10 @@ pub fn retain(definitions: &mut Definitions, keep: impl Fn(&ObjectId) -> bool) -
 }
 
 /// Enumerates the objects of `definitions`, normalised.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one arm per section of a definitions file, in dependency order"
+)]
 pub fn objects(definitions: &Definitions) -> Objects {
     let mut objects = Objects::new();
     for vhost in &definitions.vhosts {

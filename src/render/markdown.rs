@@ -330,8 +330,7 @@ fn picture(out: &mut String, plan: &Plan) {
     );
 }
 
-/// The changes, by vhost (broker-wide ones last) and kind, each kind collapsed.
-
+/// The migrations of the plan, each with its steps, within the row budget.
 fn migrations(out: &mut String, items: &[MigrationItem<'_>], budget: &mut usize) {
     let shown = items.len().min(ROWS_PER_GROUP).min(*budget);
     *budget -= shown;

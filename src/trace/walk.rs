@@ -93,6 +93,10 @@ impl<'w, 'a> Walk<'w, 'a> {
     }
 
     /// Walks one copy; `letter` is the message as it is at the end.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the broker's routing of one message, step by step, as RabbitMQ does it"
+    )]
     fn walk(
         &mut self,
         start: Pending,

@@ -62,6 +62,10 @@ fn names(list: &Value) -> BTreeSet<String> {
         .collect()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one trial read top to bottom: boot from the export, then every check of the booted node"
+)]
 fn boot_example(example: &str, version: Version) {
     let dir = tempfile::tempdir().unwrap();
     let desired = export(example, version, &dir.path().join("export.json"));

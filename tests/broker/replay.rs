@@ -261,6 +261,10 @@ fn every_mode_on_quorum_queues(version: Version) {
 }
 
 /// The scenario of the module's first point, for each consumer of [`spec`].
+#[expect(
+    clippy::too_many_lines,
+    reason = "one trial read top to bottom: park, replay, and what each queue holds after"
+)]
 fn every_mode(version: Version, queue_type: &str) {
     let s = Setup::start(version, &format!("replay-{queue_type}"), queue_type);
     // Phase 1: every attempt fails, so every message climbs its ladder and is parked.

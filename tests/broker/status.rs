@@ -185,6 +185,10 @@ fn sample(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64
     matching.first().copied()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one trial read top to bottom: each state of the queues, then what status reports of it"
+)]
 fn reports_what_the_broker_holds(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("status");

@@ -313,6 +313,10 @@ fn table(delivery: &lapin::message::Delivery) -> BTreeMap<String, AMQPValue> {
 }
 
 /// What the broker did: `Err` when it refused the publish.
+#[expect(
+    clippy::too_many_lines,
+    reason = "what the broker did to one message, gathered from every queue in one place"
+)]
 fn observed(node: &Node, case: &Case, vhost: &str, expected: usize) -> Result<Vec<End>, String> {
     let rt = runtime();
     rt.block_on(async {
@@ -582,6 +586,10 @@ type XDeath = Vec<(String, String, u64)>;
 /// Per consumer, the `x-death` of each of its deliveries.
 type Deliveries = BTreeMap<String, Vec<XDeath>>;
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one trial read top to bottom: the broker's outcome beside the trace's prediction"
+)]
 fn example_agrees_with_the_trace(
     version: Version,
     file: &str,
