@@ -10,12 +10,12 @@ use std::io::{self, Write};
 
 use crate::model::ObjectId;
 use crate::plan::Plan;
-use crate::render::sections::{self, ChangeItem, Group, MigrationItem, Quote, Section, Span, Tone};
+use crate::render::sections::{self, MigrationItem, Quote, Refusals, Section, Span, Tone};
 
 mod blocks;
+mod changes;
 mod json;
 
-use blocks::{Attributes, ShownAttributes};
 pub use json::{Applied, apply_document, redacted_json};
 
 /// Text styles; all empty when color is off.
@@ -109,31 +109,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                 ),
                 header.against
             )?,
-            Section::Refusals(refusals) => {
-                writeln!(out)?;
-                writeln!(
-                    out,
-                    "{}",
-                    style.paint(Tone::Danger, true, &refusals.heading)
-                )?;
-                for item in &refusals.items {
-                    let aside = match &item.aside {
-                        Some(aside) => {
-                            format!(" {}", style.paint(Tone::Dim, false, &format!("({aside})")))
-                        }
-                        None => String::new(),
-                    };
-                    writeln!(
-                        out,
-                        "  {} {}{aside}",
-                        style.paint(Tone::Danger, false, "!"),
-                        item.what
-                    )?;
-                }
-                if let Some(advice) = refusals.advice {
-                    writeln!(out, "  {}", style.paint(Tone::Dim, false, advice))?;
-                }
-            }
+            Section::Refusals(refusals) => refused(out, &refusals, style)?,
             Section::NoChanges => {
                 let (answer, meaning) = sections::NO_CHANGES;
                 writeln!(out)?;
@@ -153,7 +129,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                 })?;
             }
             Section::DataLoss(_) => {} // each change line says what it loses
-            Section::Changes(groups) => changes(out, &groups, style)?,
+            Section::Changes(groups) => changes::changes(out, &groups, style)?,
             Section::Unmanaged(ids) => {
                 let (heading, left, flag) = sections::UNMANAGED;
                 let count = crate::text::count(ids.len(), "object");
@@ -182,11 +158,7 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                 writeln!(
                     out,
                     "{} see the objects marked `!` above.",
-                    style.paint(
-                        Tone::Danger,
-                        true,
-                        &format!("{}:", capitalized(sections::CANNOT_BE_APPLIED))
-                    )
+                    style.paint(Tone::Danger, true, &sections::cannot_be_applied())
                 )?;
             }
             Section::UnknownPasswords(users) => {
@@ -207,12 +179,26 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
     Ok(())
 }
 
-fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
+/// One kind of reason the plan cannot be applied: every object marked `!`.
+fn refused(out: &mut dyn Write, refusals: &Refusals, style: Style) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}",
+        style.paint(Tone::Danger, true, &refusals.heading)
+    )?;
+    for item in &refusals.items {
+        let aside = match &item.aside {
+            Some(aside) => format!(" {}", style.paint(Tone::Dim, false, &format!("({aside})"))),
+            None => String::new(),
+        };
+        let mark = style.paint(Tone::Danger, false, "!");
+        writeln!(out, "  {mark} {}{aside}", item.what)?;
     }
+    if let Some(advice) = refusals.advice {
+        writeln!(out, "  {}", style.paint(Tone::Dim, false, advice))?;
+    }
+    Ok(())
 }
 
 /// The first [`LISTED`] ids, then how many more.
@@ -262,91 +248,6 @@ fn summary_line(summary: &crate::plan::Summary, style: Style) -> String {
         "{} {create}, {update}, {replace}{recreate}, {delete}{extras}.",
         style.paint(Tone::Plain, true, "Plan:")
     )
-}
-
-/// The changes: a heading per vhost, one per kind, a line per change with its notes,
-/// then what a create will be or what an update changes.
-fn changes(out: &mut dyn Write, groups: &[Group<'_>], style: Style) -> io::Result<()> {
-    let mut shown = ShownAttributes::default();
-    for group in groups {
-        writeln!(out)?;
-        let heading = sections::scope_heading(group.vhost, &Backticks);
-        writeln!(out, "{}", style.paint(Tone::Plain, true, &heading))?;
-        for (kind, items) in &group.kinds {
-            writeln!(out, "  {}:", sections::kind_heading(*kind))?;
-            shown.new_section();
-            for item in items {
-                change(out, item, &mut shown, style)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn change(
-    out: &mut dyn Write,
-    item: &ChangeItem<'_>,
-    shown: &mut ShownAttributes,
-    style: Style,
-) -> io::Result<()> {
-    let change = item.change;
-    let (sign, tone, _) = sections::action(
-        change.action,
-        item.migrated && change.id.kind == crate::model::ObjectKind::Queue,
-    );
-    let mut line = format!(
-        "    {}",
-        style.paint(tone, false, &format!("{sign} {}", change.id.name))
-    );
-    for note in &item.notes {
-        line.push(' ');
-        line.push_str(&style.span(&note.span()));
-    }
-    let dim = |text: &str| style.paint(Tone::Dim, false, text);
-    match shown.attributes(change) {
-        Attributes::None => writeln!(out, "{line}")?,
-        Attributes::Lines(lines) => {
-            writeln!(out, "{line}")?;
-            for attribute in lines {
-                writeln!(out, "        {}", dim(&attribute))?;
-            }
-        }
-        Attributes::SameAs(first) => writeln!(out, "{line} {}", dim(&blocks::same_as(&first)))?,
-        Attributes::LeftOut { first } => {
-            writeln!(out, "{line}")?;
-            if first {
-                writeln!(out, "        {}", dim(&blocks::left_out()))?;
-            }
-        }
-    }
-    if change.action == crate::diff::Action::Update {
-        update(out, change, style)?;
-    }
-    Ok(())
-}
-
-/// A field-level diff of an update; passwords show as "password changed" only.
-fn update(out: &mut dyn Write, change: &crate::diff::Change, style: Style) -> io::Result<()> {
-    if sections::password_changed(change) {
-        writeln!(
-            out,
-            "        {}",
-            style.paint(Tone::Warning, false, sections::PASSWORD_CHANGED)
-        )?;
-    }
-    for (tone, text, missing_newline) in sections::line_diff(change) {
-        // The line carries its own line break, inside the color.
-        write!(
-            out,
-            "        {}{text}{}",
-            style.start(tone, false),
-            style.reset
-        )?;
-        if missing_newline {
-            writeln!(out)?;
-        }
-    }
-    Ok(())
 }
 
 /// The migrations of a plan, with their steps: what `apply --migrate` does, and where

@@ -130,6 +130,16 @@ pub const BROKER_WIDE: &str = "broker-wide";
 pub const NO_CHANGES: (&str, &str) = ("No changes.", "The broker matches the spec.");
 /// What the refusal sections and the last line say.
 pub const CANNOT_BE_APPLIED: &str = "this plan cannot be applied";
+/// The last line of a refused text plan and the markdown's caution begin so.
+pub fn cannot_be_applied() -> String {
+    let mut chars = CANNOT_BE_APPLIED.chars();
+    let first: String = chars
+        .next()
+        .map(|c| c.to_uppercase().collect())
+        .unwrap_or_default();
+    format!("{first}{}:", chars.as_str())
+}
+
 /// What apply does with adopted objects.
 const ADOPTION: &str = "apply records them as this spec's, without changing them";
 /// Adopted objects: the text plan's aside, the markdown's heading and explanation.
