@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
+use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome};
 use crate::diff::{Action, Change};
 use crate::model::record::{self, RECORD_FORMAT, Record};
 use crate::model::{Definitions, GlobalParameter, ObjectKind};
@@ -563,26 +563,28 @@ async fn apply_locked(
             progress(&Event::Outcome {
                 change,
                 outcome: match &outcome {
-                    Outcome::Done => ChangeOutcome::Done,
-                    Outcome::Refused(_) => ChangeOutcome::Refused,
-                    Outcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
-                    Outcome::NotSent => ChangeOutcome::NotSent,
+                    WriteOutcome::Done => ChangeOutcome::Done,
+                    WriteOutcome::Refused(_) => ChangeOutcome::Refused,
+                    WriteOutcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
+                    WriteOutcome::NotSent => ChangeOutcome::NotSent,
                 },
             });
             match outcome {
-                Outcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
-                Outcome::Done => report.done.push(describe(change)),
-                Outcome::Refused(error) => {
+                WriteOutcome::Done if phase.kind == PhaseKind::RemoveReplaced => {
+                    removed.push(*change)
+                }
+                WriteOutcome::Done => report.done.push(describe(change)),
+                WriteOutcome::Refused(error) => {
                     failed_or_unsent += 1;
                     failure.get_or_insert(error);
                     report.not_done.push(not_done(change, phase.kind));
                 }
-                Outcome::Unconfirmed(error) => {
+                WriteOutcome::Unconfirmed(error) => {
                     failed_or_unsent += 1;
                     failure.get_or_insert(error);
                     report.unconfirmed.push(not_done(change, phase.kind));
                 }
-                Outcome::NotSent => {
+                WriteOutcome::NotSent => {
                     failed_or_unsent += 1;
                     report.not_done.push(not_done(change, phase.kind))
                 }
@@ -704,7 +706,7 @@ async fn run_phase(
     phase: &Phase<'_>,
     allow_data_loss: bool,
     progress: &mut Progress<'_>,
-) -> Vec<Outcome> {
+) -> Vec<WriteOutcome> {
     let (step, total) = (phase.step, phase.changes.len());
     progress(&Event::Started { step, total });
     let mut done = 0;
