@@ -12,7 +12,7 @@ use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe};
 use super::migrate;
 use super::phases::{PhaseChanges, PhaseKind, phases, write_of};
 use super::progress::{ChangeOutcome, Event, Phase, Progress};
-use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, Outcome};
+use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
@@ -143,7 +143,7 @@ struct Failed<'a> {
 /// phase's end; the failure that stops the apply, if any.
 fn report_outcomes<'a>(
     phase: &PhaseChanges<'a>,
-    outcomes: Vec<Outcome>,
+    outcomes: Vec<WriteOutcome>,
     report: &mut ApplyReport,
     progress: &mut Progress<'_>,
 ) -> Option<Failed<'a>> {
@@ -154,26 +154,26 @@ fn report_outcomes<'a>(
         progress(&Event::Outcome {
             change,
             outcome: match &outcome {
-                Outcome::Done => ChangeOutcome::Done,
-                Outcome::Refused(_) => ChangeOutcome::Refused,
-                Outcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
-                Outcome::NotSent => ChangeOutcome::NotSent,
+                WriteOutcome::Done => ChangeOutcome::Done,
+                WriteOutcome::Refused(_) => ChangeOutcome::Refused,
+                WriteOutcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
+                WriteOutcome::NotSent => ChangeOutcome::NotSent,
             },
         });
         match outcome {
-            Outcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
-            Outcome::Done => report.done.push(describe(change)),
-            Outcome::Refused(error) => {
+            WriteOutcome::Done if phase.kind == PhaseKind::RemoveReplaced => removed.push(*change),
+            WriteOutcome::Done => report.done.push(describe(change)),
+            WriteOutcome::Refused(error) => {
                 failed_or_unsent += 1;
                 failure.get_or_insert(error);
                 report.not_done.push(not_done(change, phase.kind));
             }
-            Outcome::Unconfirmed(error) => {
+            WriteOutcome::Unconfirmed(error) => {
                 failed_or_unsent += 1;
                 failure.get_or_insert(error);
                 report.unconfirmed.push(not_done(change, phase.kind));
             }
-            Outcome::NotSent => {
+            WriteOutcome::NotSent => {
                 failed_or_unsent += 1;
                 report.not_done.push(not_done(change, phase.kind))
             }
@@ -279,7 +279,7 @@ async fn run_phase(
     phase: &PhaseChanges<'_>,
     allow_data_loss: bool,
     progress: &mut Progress<'_>,
-) -> Vec<Outcome> {
+) -> Vec<WriteOutcome> {
     let (name, total) = (phase.phase, phase.changes.len());
     progress(&Event::Started { phase: name, total });
     let mut done = 0;

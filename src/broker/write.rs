@@ -49,7 +49,7 @@ type Request = (&'static str, String, Option<Value>);
 /// What became of one object handed to [`Client::import_objects`] or
 /// [`Client::write_objects`].
 #[derive(Debug, Clone)]
-pub enum Outcome {
+pub enum WriteOutcome {
     /// The broker confirmed it.
     Done,
     /// The broker answered with a refusal: not made.
@@ -61,22 +61,22 @@ pub enum Outcome {
     NotSent,
 }
 
-impl Outcome {
+impl WriteOutcome {
     /// The outcome of one request that failed.
-    fn failed(error: BrokerError) -> Outcome {
+    fn failed(error: BrokerError) -> WriteOutcome {
         match error {
             BrokerError::Unreachable { .. } | BrokerError::TimedOut { .. } => {
-                Outcome::Unconfirmed(error)
+                WriteOutcome::Unconfirmed(error)
             }
-            error => Outcome::Refused(error),
+            error => WriteOutcome::Refused(error),
         }
     }
 }
 
-impl Outcome {
+impl WriteOutcome {
     /// Whether the broker confirmed it.
     pub fn is_done(&self) -> bool {
-        matches!(self, Outcome::Done)
+        matches!(self, WriteOutcome::Done)
     }
 }
 
@@ -111,7 +111,7 @@ impl Client {
         &self,
         objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
         answered: &mut dyn FnMut(usize),
-    ) -> Vec<Outcome> {
+    ) -> Vec<WriteOutcome> {
         let mut entries: Vec<(usize, usize, Value)> = objects
             .into_iter()
             .map(|(id, value)| definition_entry(id, value))
@@ -124,7 +124,7 @@ impl Client {
                 )
             })
             .collect();
-        let mut outcomes = vec![Outcome::NotSent; entries.len()];
+        let mut outcomes = vec![WriteOutcome::NotSent; entries.len()];
         entries.sort_by_key(|(section, _, _)| *section);
         for (chunk, members) in import_chunks(entries) {
             if members.is_empty() {
@@ -135,8 +135,8 @@ impl Client {
             // The broker imports a chunk object by object: a failed chunk may be
             // partly made.
             let outcome = match result {
-                Ok(()) => Outcome::Done,
-                Err(error) => Outcome::Unconfirmed(error),
+                Ok(()) => WriteOutcome::Done,
+                Err(error) => WriteOutcome::Unconfirmed(error),
             };
             answered(members.len());
             for index in members {
@@ -169,7 +169,7 @@ impl Client {
         &self,
         writes: &[ObjectWrite<'_>],
         answered: &mut dyn FnMut(usize),
-    ) -> Vec<Outcome> {
+    ) -> Vec<WriteOutcome> {
         let guarded =
             |w: &ObjectWrite| w.if_empty && w.id.kind == ObjectKind::Queue && w.after.is_none();
         let plain: Vec<usize> = (0..writes.len())
@@ -208,13 +208,13 @@ impl Client {
             },
         )
         .await;
-        let mut outcomes = vec![Outcome::Done; writes.len()];
+        let mut outcomes = vec![WriteOutcome::Done; writes.len()];
         let mut any_failed = false;
         for (index, result) in results {
             if let Err(error) = result {
                 any_failed = true;
                 if outcomes[index].is_done() {
-                    outcomes[index] = Outcome::failed(error);
+                    outcomes[index] = WriteOutcome::failed(error);
                 }
             }
         }
@@ -238,7 +238,7 @@ impl Client {
             .collect();
         if any_failed {
             for (index, _) in &queues {
-                outcomes[*index] = Outcome::NotSent;
+                outcomes[*index] = WriteOutcome::NotSent;
             }
             return outcomes;
         }
@@ -248,8 +248,8 @@ impl Client {
             .zip(self.delete_queues_if_empty(&checked, answered).await)
         {
             outcomes[*index] = match result {
-                Ok(()) => Outcome::Done,
-                Err(error) => Outcome::failed(error),
+                Ok(()) => WriteOutcome::Done,
+                Err(error) => WriteOutcome::failed(error),
             };
         }
         outcomes

@@ -7,9 +7,9 @@
 
 mod consumer;
 pub mod contract;
-pub mod names;
 pub mod naming;
 mod origins;
+pub mod output_checks;
 pub mod permissions;
 mod plain;
 pub mod policies;
@@ -124,7 +124,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         users::emit_all(spec, &mut emitter);
         permissions::emit_all(spec, &mut emitter);
         emit_global_parameters(spec, &mut emitter);
-        names::check_references(&mut emitter);
+        output_checks::check_references(&mut emitter);
         policies::emit_all(spec, file, &mut emitter);
     }
     let Emitter {
@@ -279,7 +279,7 @@ impl Emitter {
 
     /// Adds an exchange unless its name is taken.
     pub fn exchange(&mut self, exchange: Exchange, path: &SpecPath) {
-        names::check_name(self, "exchange", &exchange.name, path);
+        output_checks::check_name(self, "exchange", &exchange.name, path);
         let id = ObjectId {
             kind: ObjectKind::Exchange,
             vhost: Some(exchange.vhost.clone()),
@@ -298,7 +298,7 @@ impl Emitter {
         needs: Vec<Arc<PolicyNeed>>,
         path: &SpecPath,
     ) {
-        names::check_name(self, "queue", &queue.name, path);
+        output_checks::check_name(self, "queue", &queue.name, path);
         let id = ObjectId {
             kind: ObjectKind::Queue,
             vhost: Some(queue.vhost.clone()),

@@ -257,11 +257,11 @@ pub(crate) fn generated_names_fit(
         .chain(&objects.parking)
         .max_by_key(|name| name.len())
         .expect("a retry exchange always exists");
-    if longest.len() <= super::names::MAX_NAME_BYTES {
+    if longest.len() <= super::output_checks::MAX_NAME_BYTES {
         return true;
     }
     let extra = longest.len().saturating_sub(context.work_queue.len());
-    let allowed = super::names::MAX_NAME_BYTES.saturating_sub(extra);
+    let allowed = super::output_checks::MAX_NAME_BYTES.saturating_sub(extra);
     let shown: String = longest.chars().take(40).collect();
     out.error(
         "invalid-name",
@@ -269,7 +269,7 @@ pub(crate) fn generated_names_fit(
             "the retry objects of work queue `{}` get names of up to {} bytes (e.g. `{shown}…`); RabbitMQ allows {}",
             short(&context.work_queue),
             longest.len(),
-            super::names::MAX_NAME_BYTES
+            super::output_checks::MAX_NAME_BYTES
         ),
         context.path.key("queue"),
     )

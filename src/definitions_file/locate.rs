@@ -5,51 +5,53 @@
 //! error names, instead of recording the position of every value of a file that may
 //! hold 100,000 objects.
 
-/// One step of a path into a JSON document: an object key or an array index.
+/// One reference token of a [`JsonPointer`]: an object key or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub enum PointerToken {
     Key(String),
     Index(usize),
 }
 
-impl From<&str> for Step {
+impl From<&str> for PointerToken {
     fn from(key: &str) -> Self {
-        Step::Key(key.to_string())
+        PointerToken::Key(key.to_string())
     }
 }
 
-impl From<String> for Step {
+impl From<String> for PointerToken {
     fn from(key: String) -> Self {
-        Step::Key(key)
+        PointerToken::Key(key)
     }
 }
 
-impl From<usize> for Step {
+impl From<usize> for PointerToken {
     fn from(index: usize) -> Self {
-        Step::Index(index)
+        PointerToken::Index(index)
     }
 }
 
 /// A path into a JSON document, written as a JSON pointer (`/users/0/limits`) where
 /// it is shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Path(pub Vec<Step>);
+pub struct JsonPointer(pub Vec<PointerToken>);
 
-impl Path {
+impl JsonPointer {
     /// The path one step further down.
-    pub fn then(&self, step: impl Into<Step>) -> Path {
+    pub fn then(&self, step: impl Into<PointerToken>) -> JsonPointer {
         let mut steps = self.0.clone();
         steps.push(step.into());
-        Path(steps)
+        JsonPointer(steps)
     }
 }
 
-impl std::fmt::Display for Path {
+impl std::fmt::Display for JsonPointer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for step in &self.0 {
             match step {
-                Step::Key(key) => write!(f, "/{}", key.replace('~', "~0").replace('/', "~1"))?,
-                Step::Index(index) => write!(f, "/{index}")?,
+                PointerToken::Key(key) => {
+                    write!(f, "/{}", key.replace('~', "~0").replace('/', "~1"))?
+                }
+                PointerToken::Index(index) => write!(f, "/{index}")?,
             }
         }
         Ok(())
@@ -59,7 +61,7 @@ impl std::fmt::Display for Path {
 /// The byte offset of the value at `path` in the JSON `text`, or of the deepest value
 /// on the way that exists (the object a missing key should be in). `text` is JSON the
 /// parser accepted.
-pub fn offset(text: &str, path: &Path) -> usize {
+pub fn offset(text: &str, path: &JsonPointer) -> usize {
     let mut scanner = Scanner {
         bytes: text.as_bytes(),
         at: 0,
@@ -68,8 +70,8 @@ pub fn offset(text: &str, path: &Path) -> usize {
     for step in &path.0 {
         let container = scanner.at;
         let found = match (step, scanner.peek()) {
-            (Step::Key(key), Some(b'{')) => scanner.find_key(key),
-            (Step::Index(index), Some(b'[')) => scanner.find_index(*index),
+            (PointerToken::Key(key), Some(b'{')) => scanner.find_key(key),
+            (PointerToken::Index(index), Some(b'[')) => scanner.find_index(*index),
             _ => false,
         };
         if !found {
@@ -95,7 +97,7 @@ pub fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
 }
 
 /// `LINE:COLUMN` of the value at `path` in `text`.
-pub fn position(text: &str, path: &Path) -> String {
+pub fn position(text: &str, path: &JsonPointer) -> String {
     let (line, column) = line_column(text.as_bytes(), offset(text, path));
     format!("{line}:{column}")
 }
@@ -233,15 +235,15 @@ impl Scanner<'_> {
 mod tests {
     use super::*;
 
-    fn path(steps: &[Step]) -> Path {
-        Path(steps.to_vec())
+    fn path(steps: &[PointerToken]) -> JsonPointer {
+        JsonPointer(steps.to_vec())
     }
 
     const TEXT: &str = "{\n  \"users\": [\n    {\"name\": \"a\", \"limits\": {}},\n    {\n      \"name\": \"b\\\"\",\n      \"limits\": {\"max-connections\": \"two\"}\n    }\n  ],\n  \"vhosts\": []\n}";
 
     #[test]
     fn values_are_found_by_their_path() {
-        let at = |steps: &[Step]| position(TEXT, &path(steps));
+        let at = |steps: &[PointerToken]| position(TEXT, &path(steps));
         assert_eq!(at(&[]), "1:1");
         assert_eq!(at(&["users".into()]), "2:12");
         assert_eq!(at(&["users".into(), 1.into()]), "4:5");
@@ -260,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_missing_step_gives_the_container_it_should_be_in() {
-        let at = |steps: &[Step]| position(TEXT, &path(steps));
+        let at = |steps: &[PointerToken]| position(TEXT, &path(steps));
         assert_eq!(at(&["users".into(), 7.into(), "name".into()]), "2:12");
         assert_eq!(at(&["users".into(), 0.into(), "vhost".into()]), "3:5");
     }

@@ -15,7 +15,7 @@ use locate::line_column;
 
 use crate::model::Definitions;
 use crate::model::shorten::{self, grouped};
-use crate::model::version::{Chosen, TargetVersion};
+use crate::model::version::{CheckedVersion, TargetVersion};
 
 /// Largest definitions file read, in bytes (256 MiB: a broker's export of 100,000
 /// queues is about 40 MB).
@@ -67,7 +67,7 @@ pub fn read_limited(
 /// In order: the text (UTF-8, numbers warren keeps exactly, JSON syntax), the
 /// document's shape (an object; whole broker or one vhost, see [`scoped`]), the
 /// version it is checked for (`target` if given, else the one that wrote it: see
-/// [`Chosen`]), the rules that version's own import enforces ([`rules`]), then the
+/// [`CheckedVersion`]), the rules that version's own import enforces ([`rules`]), then the
 /// types warren reads.
 pub fn parse(
     bytes: &[u8],
@@ -108,7 +108,7 @@ pub fn parse(
         };
         format!("{}:{}: {what}", err.line(), err.column())
     })?;
-    let at = |path: &locate::Path| locate::position(text, path);
+    let at = |path: &locate::JsonPointer| locate::position(text, path);
     if !document.is_object() {
         return Err(format!(
             "1:1: this is not a RabbitMQ definitions file: the document is {}, not an object of sections (`queues`, `exchanges`, …)",
@@ -131,7 +131,7 @@ pub fn parse(
     let written_by = ["rabbitmq_version", "rabbit_version"]
         .iter()
         .find_map(|key| document.get(key).and_then(Value::as_str));
-    let target = Chosen::for_file(target, written_by);
+    let target = CheckedVersion::for_file(target, written_by);
     let broken = rules::check(&document, target.target);
     if let Some(first) = broken.first() {
         let more = match broken.len() {
@@ -210,7 +210,7 @@ pub struct Read {
     /// whole broker's file.
     pub scoped_to: Option<String>,
     /// The version the file was checked for, and why.
-    pub target: Chosen,
+    pub target: CheckedVersion,
     /// What the reader left out, for the user to know.
     pub notes: Vec<String>,
 }
@@ -242,15 +242,15 @@ pub(crate) fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// serde's path of a deserialization error as a [`locate::Path`].
-fn from_serde_path(path: &serde_path_to_error::Path) -> locate::Path {
+/// serde's path of a deserialization error as a [`locate::JsonPointer`].
+fn from_serde_path(path: &serde_path_to_error::Path) -> locate::JsonPointer {
     use serde_path_to_error::Segment;
-    locate::Path(
+    locate::JsonPointer(
         path.iter()
             .filter_map(|segment| match segment {
-                Segment::Seq { index } => Some(locate::Step::Index(*index)),
-                Segment::Map { key } => Some(locate::Step::Key(key.clone())),
-                Segment::Enum { variant } => Some(locate::Step::Key(variant.clone())),
+                Segment::Seq { index } => Some(locate::PointerToken::Index(*index)),
+                Segment::Map { key } => Some(locate::PointerToken::Key(key.clone())),
+                Segment::Enum { variant } => Some(locate::PointerToken::Key(variant.clone())),
                 Segment::Unknown => None,
             })
             .collect(),

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::locate::Path;
+use super::locate::JsonPointer;
 
 /// The sections whose objects belong to a vhost.
 pub const VHOST_SECTIONS: [&str; 7] = [
@@ -33,7 +33,7 @@ pub const VHOST_SECTIONS: [&str; 7] = [
 ///
 /// Returns whether the file was scoped; the error is a path and what is wrong (a
 /// scoped file without `vhost`).
-pub fn settle(document: &mut Value, vhost: Option<&str>) -> Result<bool, (Path, String)> {
+pub fn settle(document: &mut Value, vhost: Option<&str>) -> Result<bool, (JsonPointer, String)> {
     let Some(sections) = document.as_object_mut() else {
         return Ok(false);
     };
@@ -47,7 +47,7 @@ pub fn settle(document: &mut Value, vhost: Option<&str>) -> Result<bool, (Path, 
                 o.as_object()
                     .is_some_and(|fields| !fields.contains_key("vhost"))
             })
-            .map(|index| Path::default().then(*section).then(index))
+            .map(|index| JsonPointer::default().then(*section).then(index))
     });
     let Some(first_without) = first_without else {
         return Ok(false);

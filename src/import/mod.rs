@@ -16,7 +16,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::model::Definitions;
-use crate::model::version::{Chosen, TargetVersion};
+use crate::model::version::{CheckedVersion, TargetVersion};
 use crate::spec::{Defaults, Spec, Vhost};
 
 /// What the importer could not carry over, for the user to check.
@@ -151,7 +151,7 @@ pub struct Imported {
     /// The spec as YAML, with its header.
     pub yaml: String,
     /// The version it was checked for, and why.
-    pub target: Chosen,
+    pub target: CheckedVersion,
     /// What the user should know about what was left out or changed.
     pub notes: Notes,
 }
@@ -176,7 +176,7 @@ pub fn from_definitions(
         ));
     }
     owners::leave_out_others(&mut definitions, &options.name, &mut notes)?;
-    let target = Chosen::for_file(options.target, definitions.exported_by());
+    let target = CheckedVersion::for_file(options.target, definitions.exported_by());
     let spec = import(&definitions, &options.name, &options.vhosts, &mut notes);
     let yaml = to_yaml(&spec, &options.source, target.target);
     check(&yaml, target.target).map_err(|problem| {

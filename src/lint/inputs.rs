@@ -175,7 +175,7 @@ fn check_spec(path: &Path, read: Read, target: TargetVersion) -> Checked {
 }
 
 /// Lints a definitions file's content for `target` (see
-/// [`crate::model::version::Chosen`] for the version a file is checked for).
+/// [`crate::model::version::CheckedVersion`] for the version a file is checked for).
 pub fn lint_definitions(definitions: &Definitions, target: TargetVersion) -> Vec<Diagnostic> {
     let context = Context::for_definitions(definitions, target);
     let mut diagnostics = run(&context);

@@ -89,14 +89,14 @@ impl TargetVersion {
 /// why: the one place that decides it for `import`, `diff --against` and `lint
 /// --definitions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chosen {
+pub struct CheckedVersion {
     /// The version used.
     pub target: TargetVersion,
     /// Why it was used.
     pub because: Because,
 }
 
-/// Why a [`Chosen`] version was used.
+/// Why a [`CheckedVersion`] is the version it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Because {
     /// `--target-version` (or `WARREN_TARGET_VERSION`) said so.
@@ -112,9 +112,9 @@ pub enum Because {
     Unknown,
 }
 
-impl Chosen {
+impl CheckedVersion {
     /// The target for a file written by `exported_by`, unless `asked` for one.
-    pub fn for_file(asked: Option<TargetVersion>, exported_by: Option<&str>) -> Chosen {
+    pub fn for_file(asked: Option<TargetVersion>, exported_by: Option<&str>) -> CheckedVersion {
         let (target, because) = match (asked, exported_by) {
             (Some(target), _) => (target, Because::Asked),
             (None, Some(version)) => match TargetVersion::for_broker(version) {
@@ -134,11 +134,11 @@ impl Chosen {
             },
             (None, None) => (TargetVersion::DEFAULT, Because::Unknown),
         };
-        Chosen { target, because }
+        CheckedVersion { target, because }
     }
 }
 
-impl fmt::Display for Chosen {
+impl fmt::Display for CheckedVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let target = self.target;
         match &self.because {
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn a_file_is_checked_for_the_version_that_wrote_it() {
-        let chosen = |asked, version| Chosen::for_file(asked, version).target;
+        let chosen = |asked, version| CheckedVersion::for_file(asked, version).target;
         assert_eq!(chosen(None, Some("3.8.6.gad0c0bd")), TargetVersion::V3_10);
         assert_eq!(chosen(None, Some("3.13.0-rc.1")), TargetVersion::V3_13);
         assert_eq!(chosen(None, Some("3.12.4")), TargetVersion::V3_12);
@@ -232,7 +232,7 @@ mod tests {
             TargetVersion::V4_0
         );
         assert_eq!(
-            Chosen::for_file(None, Some("3.8.6.gad0c0bd")).to_string(),
+            CheckedVersion::for_file(None, Some("3.8.6.gad0c0bd")).to_string(),
             "checked for RabbitMQ 3.10, the oldest version warren supports: the file was written by RabbitMQ 3.8.6.gad0c0bd (--target-version chooses another)"
         );
     }

@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use warren::compile::{self, Options};
-use warren::model::version::{Chosen, TargetVersion};
+use warren::model::version::{CheckedVersion, TargetVersion};
 use warren::spec::diagnostic::Diagnostic;
 
 /// The longest line a rendered diagnostic may hold (the excerpt is 120 characters,
@@ -242,7 +242,7 @@ fn check_definitions(input: &[u8]) -> Result<(), String> {
             return Ok(());
         }
     };
-    let target = Chosen::for_file(None, definitions.exported_by()).target;
+    let target = CheckedVersion::for_file(None, definitions.exported_by()).target;
     let _ = warren::lint::lint_definitions(&definitions, target);
     let options = warren::import::Options {
         name: "fuzz".into(),

@@ -7,21 +7,21 @@
 use serde_json::Value;
 
 use crate::support::{self, Run};
-use warren::definitions_file::locate::{self, Path, Step};
+use warren::definitions_file::locate::{self, JsonPointer, PointerToken};
 
 const FOLDER: &str = "tests/definitions/refused";
 
 /// A JSON pointer (`/users/0/limits`) as a path.
-fn path_of(pointer: &str) -> Path {
-    Path(
+fn path_of(pointer: &str) -> JsonPointer {
+    JsonPointer(
         pointer
             .split('/')
             .skip(1)
             .map(|step| {
                 let step = step.replace("~1", "/").replace("~0", "~");
                 match step.parse::<usize>() {
-                    Ok(index) => Step::Index(index),
-                    Err(_) => Step::Key(step),
+                    Ok(index) => PointerToken::Index(index),
+                    Err(_) => PointerToken::Key(step),
                 }
             })
             .collect(),

@@ -25,14 +25,14 @@ mod vhosts;
 use serde_json::Value;
 
 use super::kind_of;
-use super::locate::Path;
+use super::locate::JsonPointer;
 use crate::model::TargetVersion;
 
 /// A value that breaks one of the broker's rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Broken {
     /// Where the value is.
-    pub path: Path,
+    pub path: JsonPointer,
     /// The rule's id ([`RULES`]).
     pub rule: &'static str,
     /// What is wrong, and the fix when it is obvious.
@@ -91,7 +91,7 @@ struct Found {
 }
 
 impl Found {
-    fn push(&mut self, path: Path, rule: &'static str, message: String) {
+    fn push(&mut self, path: JsonPointer, rule: &'static str, message: String) {
         self.broken.push(Broken {
             path,
             rule,
@@ -106,7 +106,7 @@ type Fields = serde_json::Map<String, Value>;
 fn objects<'a>(
     document: &'a Value,
     section: &'static str,
-) -> impl Iterator<Item = (Path, &'a Fields)> {
+) -> impl Iterator<Item = (JsonPointer, &'a Fields)> {
     document
         .get(section)
         .and_then(Value::as_array)
@@ -116,7 +116,7 @@ fn objects<'a>(
         .filter_map(move |(index, object)| {
             object
                 .as_object()
-                .map(|fields| (Path::default().then(section).then(index), fields))
+                .map(|fields| (JsonPointer::default().then(section).then(index), fields))
         })
 }
 
@@ -160,7 +160,7 @@ fn arguments(fields: &Fields) -> impl Iterator<Item = (&String, &Value)> {
 fn parameters<'a>(
     document: &'a Value,
     component: &'static str,
-) -> impl Iterator<Item = (Path, &'a Fields)> {
+) -> impl Iterator<Item = (JsonPointer, &'a Fields)> {
     objects(document, "parameters").filter(move |(_, parameter)| {
         parameter.get("component").and_then(Value::as_str) == Some(component)
     })

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::model::policy_keys;
 
-use super::{Found, Path, Rule, is_regex, kind_of, name_of, objects, shown};
+use super::{Found, JsonPointer, Rule, is_regex, kind_of, name_of, objects, shown};
 
 pub(super) const POLICY_SHAPE: Rule = Rule {
     id: "policy",
@@ -21,7 +21,7 @@ pub(super) const POLICY_KEYS_KNOWN: Rule = Rule {
 /// A policy's checks shared by user and operator policies: the pattern and the
 /// definition's keys. `operator` restricts the keys.
 pub(super) fn check_policy_keys(
-    path: &Path,
+    path: &JsonPointer,
     name: &str,
     definition: Option<&Value>,
     operator: bool,

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::model::{QueueType, TargetVersion, queue_arguments};
 
-use super::{Fields, Found, Path, Rule, arguments, name_of, objects, shown};
+use super::{Fields, Found, JsonPointer, Rule, arguments, name_of, objects, shown};
 
 pub(super) const QUEUE_ARGUMENT_VALUE: Rule = Rule {
     id: "queue-argument-value",
@@ -28,7 +28,7 @@ pub(super) const DEAD_LETTER_ROUTING_KEY_WITHOUT_EXCHANGE: Rule = Rule {
 pub(super) fn declared_queues(
     document: &Value,
     target: TargetVersion,
-) -> impl Iterator<Item = (Path, &Fields, QueueType)> {
+) -> impl Iterator<Item = (JsonPointer, &Fields, QueueType)> {
     let vhost_defaults: std::collections::HashMap<&str, &str> = objects(document, "vhosts")
         .filter_map(|(_, vhost)| {
             Some((

@@ -1,4 +1,7 @@
-//! Name rules and cross-references between the objects of the output.
+//! Checks of the compiled output: every name the spec asks the broker to create is one
+//! the broker accepts (not empty, at most 255 bytes, not `amq.`), and every reference
+//! between objects (a binding's ends, an alternate or dead-letter exchange) names an
+//! object that exists. It generates no name: that is `naming`'s job.
 
 use rustc_hash::FxHashSet;
 
