@@ -109,7 +109,8 @@ pub enum ReplayFailure {
     Channel(String),
     /// Messages the broker returned as unroutable at the commit.
     #[error(
-        "{count} copies were returned by the broker as unroutable: queue `{queue}` was deleted during the replay. {restored}"
+        "{} returned by the broker as unroutable: queue `{queue}` was deleted during the replay. {restored}",
+        copies_were(*count)
     )]
     Returned {
         /// The work queue.
@@ -119,6 +120,15 @@ pub enum ReplayFailure {
         /// What happened to them, in words.
         restored: String,
     },
+}
+
+/// `1 copy was`, `3 copies were`.
+fn copies_were(count: usize) -> String {
+    let verb = if count == 1 { "was" } else { "were" };
+    format!(
+        "{} {verb}",
+        crate::text::count_irregular(count, "copy", "copies")
+    )
 }
 
 /// A replay that stopped: how many messages it had moved when it did.

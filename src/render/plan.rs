@@ -117,7 +117,10 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
             }
             Section::Adopted(ids) => {
                 writeln!(out)?;
-                let heading = format!("{} {}:", ids.len(), sections::ADOPTED.0);
+                let heading = format!(
+                    "{} adopted:",
+                    crate::text::count(ids.len(), sections::ADOPTED.0)
+                );
                 writeln!(
                     out,
                     "{} {}",

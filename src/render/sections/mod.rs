@@ -142,9 +142,10 @@ pub fn cannot_be_applied() -> String {
 
 /// What apply does with adopted objects.
 const ADOPTION: &str = "apply records them as this spec's, without changing them";
-/// Adopted objects: the text plan's aside, the markdown's heading and explanation.
+/// Adopted objects: the text plan's counted noun (`N existing objects adopted`), the
+/// markdown's heading and explanation.
 pub const ADOPTED: (&str, &str, &str) = (
-    "existing objects adopted",
+    "existing object",
     "Adopted",
     "existing objects that match the spec and that no spec manages",
 );
