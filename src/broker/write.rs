@@ -154,6 +154,18 @@ fn import_chunks(
     chunks
 }
 
+/// The first chunk before which an import may stop: the one after the last chunk
+/// holding an object that must be made first (`not_before`, by the caller's index).
+fn first_stoppable(
+    chunks: &[(Chunk<'_>, Vec<usize>)],
+    not_before: &dyn Fn(usize) -> bool,
+) -> usize {
+    chunks
+        .iter()
+        .rposition(|(_, members)| members.iter().any(|i| not_before(*i)))
+        .map_or(0, |last| last + 1)
+}
+
 impl Client {
     /// Creates objects through the definitions import (`POST /api/definitions`), in
     /// chunks under the broker's body limit and of at most [`import_chunk_objects`]
@@ -183,11 +195,7 @@ impl Client {
         let mut outcomes = vec![WriteOutcome::NotSent; entries.len()];
         entries.sort_by_key(|(section, _, _)| *section);
         let chunks = import_chunks(entries, import_chunk_objects(outcomes.len()));
-        // A stop is heard only after the last chunk holding an object that must be made.
-        let first_stoppable = chunks
-            .iter()
-            .rposition(|(_, members)| members.iter().any(|i| (stop.not_before)(*i)))
-            .map_or(0, |last| last + 1);
+        let first_stoppable = first_stoppable(&chunks, stop.not_before);
         for (number, (chunk, members)) in chunks.into_iter().enumerate() {
             if members.is_empty() {
                 continue;
@@ -574,5 +582,26 @@ mod tests {
             .map(|(_, members)| members.len())
             .collect();
         assert_eq!(sizes, vec![1_000, 1_000, 500]);
+    }
+
+    #[test]
+    fn an_import_stops_only_after_the_objects_a_replace_needs() {
+        let queues = SECTIONS.iter().position(|s| *s == "queues").unwrap();
+        let bindings = SECTIONS.iter().position(|s| *s == "bindings").unwrap();
+        // 2,500 queues, then a binding into a replaced queue, given last but sent in
+        // the last chunk (bindings after queues).
+        let mut entries: Vec<(usize, usize, Value)> = (0..2_500)
+            .map(|i| (queues, i, json!({"name": format!("q{i}")})))
+            .collect();
+        entries.push((bindings, 2_500, json!({"destination": "q7"})));
+        let chunks = import_chunks(entries, 1_000);
+        assert_eq!(first_stoppable(&chunks, &|_| false), 0, "any chunk");
+        // The replaced queue itself is in the first chunk.
+        assert_eq!(first_stoppable(&chunks, &|i| i == 7), 1);
+        // Its binding is in the last: the import runs to its end.
+        assert_eq!(
+            first_stoppable(&chunks, &|i| i == 7 || i == 2_500),
+            chunks.len()
+        );
     }
 }

@@ -231,7 +231,48 @@ fn a_signal_stops_deletes_after_the_requests_in_flight(version: Version) {
     assert!(queue_names(node, &vhost).is_empty());
 }
 
+fn a_third_signal_stops_at_once(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("signal-thrice");
+    let name = format!("signal-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, 2_000));
+    let mut child = Background::spawn(node.apply(spec.arg()).command());
+    let first = format!("/api/queues/{}/q00000", pct(&vhost));
+    within(Duration::from_secs(300), "the first import starts", || {
+        assert!(child.exited().is_none(), "{}", child.stderr_so_far());
+        node.get_opt(&first).is_some()
+    });
+    let signalled = Instant::now();
+    for _ in 0..3 {
+        child.signal(libc::SIGINT);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let run = child.finish_within(Duration::from_secs(10));
+    let stopped = signalled.elapsed();
+    eprintln!(
+        "{}: stopped at once after {} ms",
+        node.rabbitmq_version(),
+        stopped.as_millis()
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        stopped < Duration::from_secs(3),
+        "{stopped:?}: {}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("Stopping at once"), "{}", run.stderr);
+    assert!(!run.stderr.contains(" made, "), "no report: {}", run.stderr);
+    // The broker frees the locks with the connection; the next apply makes the rest.
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "10s"])
+        .expect(0);
+    let plan = node.plan(spec.arg()).expect(0);
+    assert!(plan.stdout.contains("No changes."), "{}", plan.stdout);
+    assert_eq!(queue_names(node, &vhost).len(), 2_000);
+}
+
 per_version!(
     a_signal_stops_creates_after_the_current_chunk,
     a_signal_stops_deletes_after_the_requests_in_flight,
+    a_third_signal_stops_at_once,
 );
