@@ -107,8 +107,9 @@ fn ordinal(number: usize) -> &'static str {
     }
 }
 
-/// A thread that, every [`TICK`] until it is finished, calls its caller's `tick` with
-/// the signals received and not yet told (often none), then counts them as told.
+/// A thread that, every [`TICK`] until it is finished and once more then, calls its
+/// caller's `tick` with the signals received and not yet told (often none), then
+/// counts them as told.
 pub struct Watch {
     running: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
 }
@@ -121,11 +122,17 @@ impl Watch {
     ) -> Watch {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
-            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
+            loop {
+                let finishing =
+                    !matches!(stopped.recv_timeout(TICK), Err(RecvTimeoutError::Timeout));
                 let signals = interrupt.to_announce();
                 let last = *signals.end();
                 tick(signals);
                 interrupt.told(last);
+                // The last tick tells a signal the work stopped on before a tick came.
+                if finishing {
+                    break;
+                }
             }
         });
         Watch {
@@ -133,7 +140,7 @@ impl Watch {
         }
     }
 
-    /// Stops the thread (after its current tick).
+    /// Stops the thread, after a last tick.
     pub fn finish(&mut self) {
         if let Some((stop, thread)) = self.running.take() {
             let _ = stop.send(());
@@ -199,8 +206,11 @@ mod tests {
         assert_eq!(heard.recv_timeout(Duration::from_secs(5)), Ok(1));
         interrupt.raise();
         assert_eq!(heard.recv_timeout(Duration::from_secs(5)), Ok(2));
+        // A signal just before the end is still told.
+        interrupt.raise();
         watch.finish();
-        assert!(interrupt.announced(2));
+        assert_eq!(heard.try_recv(), Ok(3));
+        assert!(interrupt.announced(3));
         assert!(heard.try_recv().is_err());
     }
 }
