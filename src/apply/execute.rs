@@ -1,18 +1,23 @@
 //! Carrying out a plan's phases ([`super::phases`]) against the broker, one after
 //! another: each phase's requests, the outcome of each change reported as the broker
-//! answers, a safe point between phases (a signal, or locks lost, stops the apply
-//! there), the migrations run one queue at a time, and the objects of a replace
-//! declared again when a later removal fails.
+//! answers, the safe points (a signal, or locks lost, stops the apply there), the
+//! migrations run one queue at a time, and the objects of a replace declared again
+//! when a later removal fails.
+//!
+//! The safe points: between phases; within a phase, a signal is also heard between two
+//! import chunks and before each update or delete request (those in flight are
+//! answered). A replace never stops between its removal and its new declaration: the
+//! removals run to their end, and the import goes on until the new versions and the
+//! bindings into them are made.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
 
 use super::Options;
 use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe};
 use super::migrate;
 use super::phases::{PhaseChanges, PhaseKind, phases, write_of};
 use super::progress::{ChangeOutcome, Event, Phase, Progress};
-use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome};
+use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome, WriteStop};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
@@ -41,6 +46,7 @@ pub(super) async fn make_changes(
     }
     let phases = phases(plan, options.migrate);
     let mut report = ApplyReport::default();
+    let mut removed_replaced = false;
     for (number, phase) in phases.iter().enumerate() {
         let migrations_to_run =
             phase.kind == PhaseKind::Migrate && options.migrate && !plan.migrations.is_empty();
@@ -49,10 +55,10 @@ pub(super) async fn make_changes(
         }
         // A safe point: nothing is half done between phases (except after the removal
         // of replaced objects, which the creates must follow).
-        let why = if phase.kind == PhaseKind::Import {
+        let why = if phase.kind == PhaseKind::Import && removed_replaced {
             None
-        } else if options.interrupt.load(Ordering::SeqCst) {
-            Some("interrupted by a signal")
+        } else if options.interrupt.is_set() {
+            Some(SIGNALLED)
         } else if !client.still_holds(lock).await {
             Some(LOCKS_LOST)
         } else {
@@ -74,8 +80,18 @@ pub(super) async fn make_changes(
             migrate_phase(client, plan, options, phase, later, &mut report, progress).await?;
             continue;
         }
-        let outcomes = run_phase(client, phase, options.allow_data_loss, progress).await;
+        removed_replaced |= phase.kind == PhaseKind::RemoveReplaced;
+        let outcomes = run_phase(client, plan, phase, options, progress).await;
+        // Without a failure, a change not sent was left out on a signal.
+        let cut_short = outcomes.iter().any(|o| matches!(o, WriteOutcome::NotSent));
         let failed = report_outcomes(phase, outcomes, &mut report, progress);
+        if failed.is_none() && cut_short {
+            not_reached(later, &mut report);
+            return Err(ApplyError::Interrupted {
+                why: SIGNALLED.to_string(),
+                report: Box::new(report),
+            });
+        }
         if let Some(Failed { error, removed }) = failed {
             if !removed.is_empty() {
                 // A replace never leaves a queue deleted and not declared again.
@@ -90,6 +106,9 @@ pub(super) async fn make_changes(
     }
     Ok(report)
 }
+
+/// Why an apply stopped at a safe point on a signal.
+const SIGNALLED: &str = "interrupted by a signal";
 
 /// The changes of the phases an apply that stopped did not reach, as not done.
 fn not_reached(later: &[PhaseChanges<'_>], report: &mut ApplyReport) {
@@ -273,11 +292,13 @@ fn not_done(change: &Change, kind: PhaseKind) -> String {
 }
 
 /// Sends one phase's changes, telling `progress` how far it has come; the outcome of
-/// each, in order.
+/// each, in order. A signal cuts an import or a run of updates and deletes short (see
+/// the module), never the removals of replaced objects.
 async fn run_phase(
     client: &Client,
+    plan: &Plan,
     phase: &PhaseChanges<'_>,
-    allow_data_loss: bool,
+    options: &Options,
     progress: &mut Progress<'_>,
 ) -> Vec<WriteOutcome> {
     let (name, total) = (phase.phase, phase.changes.len());
@@ -291,15 +312,28 @@ async fn run_phase(
             total,
         });
     };
+    let asked = || options.interrupt.is_set();
     match phase.kind {
         PhaseKind::Import => {
-            // A replace's object is in the plan once: it is created here.
+            // A replace's object is in the plan once: it is created here, and the
+            // bindings into it with it, before the import may stop.
+            let replaced =
+                replaced_names(plan.changes.iter().filter(|c| c.action == Action::Replace));
+            let not_before = |index: usize| {
+                let change = phase.changes[index];
+                change.action == Action::Replace || binds_into(change, &replaced)
+            };
+            let stop = WriteStop {
+                asked: &asked,
+                not_before: &not_before,
+            };
             client
                 .import_objects(
                     phase
                         .changes
                         .iter()
                         .map(|c| (&c.id, c.after.as_ref().unwrap_or(&serde_json::Value::Null))),
+                    stop,
                     answered,
                 )
                 .await
@@ -309,11 +343,41 @@ async fn run_phase(
             let writes: Vec<ObjectWrite> = phase
                 .changes
                 .iter()
-                .map(|c| write_of(c, allow_data_loss))
+                .map(|c| write_of(c, options.allow_data_loss))
                 .collect();
-            client.write_objects(&writes, answered).await
+            let stop = match phase.kind {
+                PhaseKind::RemoveReplaced => WriteStop::NEVER,
+                _ => WriteStop {
+                    asked: &asked,
+                    ..WriteStop::NEVER
+                },
+            };
+            client.write_objects(&writes, stop, answered).await
         }
     }
+}
+
+/// The queues and exchanges of `changes`, by vhost and name.
+fn replaced_names<'a>(
+    changes: impl Iterator<Item = &'a Change>,
+) -> BTreeSet<(Option<&'a str>, &'a str)> {
+    changes
+        .map(|c| (c.id.vhost.as_deref(), c.id.name.as_str()))
+        .collect()
+}
+
+/// Whether `change` creates a binding from or to one of `names` (which removing
+/// that object took with it).
+fn binds_into(change: &Change, names: &BTreeSet<(Option<&str>, &str)>) -> bool {
+    if change.action != Action::Create || change.id.kind != ObjectKind::Binding {
+        return false;
+    }
+    let value = change.after.as_ref().unwrap_or(&serde_json::Value::Null);
+    let vhost = change.id.vhost.as_deref();
+    ["source", "destination"]
+        .iter()
+        .filter_map(|end| value[*end].as_str())
+        .any(|name| names.contains(&(vhost, name)))
 }
 
 /// After a failure among the removals of replaced objects: declares the removed ones
@@ -324,22 +388,11 @@ async fn declare_again(
     removed: &[&Change],
     report: &mut ApplyReport,
 ) {
-    let names: BTreeSet<(Option<&str>, &str)> = removed
-        .iter()
-        .map(|c| (c.id.vhost.as_deref(), c.id.name.as_str()))
-        .collect();
-    let touches = |change: &Change| {
-        let value = change.after.as_ref().unwrap_or(&serde_json::Value::Null);
-        let vhost = change.id.vhost.as_deref();
-        ["source", "destination"]
-            .iter()
-            .filter_map(|end| value[*end].as_str())
-            .any(|name| names.contains(&(vhost, name)))
-    };
+    let names = replaced_names(removed.iter().copied());
     let bindings: Vec<&Change> = plan
         .changes
         .iter()
-        .filter(|c| c.action == Action::Create && c.id.kind == ObjectKind::Binding && touches(c))
+        .filter(|c| binds_into(c, &names))
         .collect();
     let objects: Vec<&Change> = removed.iter().copied().chain(bindings).collect();
     let outcomes = client
@@ -347,6 +400,7 @@ async fn declare_again(
             objects
                 .iter()
                 .filter_map(|c| Some((&c.id, c.after.as_ref()?))),
+            WriteStop::NEVER,
             &mut |_| {},
         )
         .await;

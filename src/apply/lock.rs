@@ -12,9 +12,6 @@
 //! Under them, the apply reads every record again and rechecks its plan, so a claim is
 //! always checked against the records as they are while nobody else can claim.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-
 use crate::broker::{BrokerError, Client, LockName};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
@@ -79,6 +76,3 @@ pub async fn unlock(client: &Client, spec: &str, holder: &str) -> Result<Unlocke
         Err(error) => Err(error.into()),
     }
 }
-
-/// A flag an apply checks at its safe points: set by a signal.
-pub type Interrupt = Arc<AtomicBool>;

@@ -21,7 +21,6 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use std::sync::atomic::Ordering;
 
 use super::Interrupt;
 use super::progress::{Event, MigrationStep, Progress};
@@ -145,7 +144,7 @@ impl Run<'_, '_> {
 
     /// A safe point between steps.
     fn check(&self, after: &str) -> Result<(), Stop> {
-        if self.interrupt.load(Ordering::SeqCst) {
+        if self.interrupt.is_set() {
             return Err(Stop::Interrupted {
                 after: after.to_string(),
             });

@@ -3,19 +3,21 @@
 //! This module decides *what* is sent and in which order; `broker` decides *how*.
 //! Creates go in bulk through the definitions import, chunked under the broker's
 //! request body limit; updates and deletes are one request each, a bounded number at a
-//! time. The first real error stops the apply with a report of what was done and what
-//! was not; running plan and apply again converges.
+//! time. The first real error, or a signal, stops the apply with a report of what was
+//! done and what was not; running plan and apply again converges.
 //!
 //! Its files follow the apply's course: the gates a plan passes first (`gates`), the
 //! locks it needs (`lock`), the plan made again under them for `apply SPEC`
 //! (`locked`), what is done under them and the record written (`held`), the order of
 //! the changes (`phases`) and their making (`execute`, `migrate`); what is handed
-//! back (`error`) and told on the way (`progress`).
+//! back (`error`) and told on the way (`progress`); the signals that stop it at a safe
+//! point (`interrupt`).
 
 mod error;
 mod execute;
 mod gates;
 mod held;
+mod interrupt;
 mod lock;
 mod locked;
 mod migrate;
@@ -27,7 +29,8 @@ pub mod run;
 pub use crate::broker::holder_name;
 pub use error::{ApplyError, ApplyReport};
 pub use gates::check_gates;
-pub use lock::{Interrupt, UnlockError, Unlocked, needed, unlock};
+pub use interrupt::{Interrupt, STOP_AT_ONCE};
+pub use lock::{UnlockError, Unlocked, needed, unlock};
 pub use locked::{Locked, apply_locked_plan, lock_and_replan};
 
 use std::time::Duration;
@@ -42,8 +45,9 @@ use progress::Progress;
 pub struct Options {
     /// Accept deleting or replacing queues that hold messages.
     pub allow_data_loss: bool,
-    /// Set (by a signal handler) to stop at the next safe point: between phases, with
-    /// the locks released and a report of what was done.
+    /// Set (by a signal handler) to stop at the next safe point: between two import
+    /// chunks, two update or delete requests, two steps of a migration or two phases,
+    /// with the locks released and a report of what was done.
     pub interrupt: Interrupt,
     /// How long to wait for locks other applies hold (0: refuse at once).
     pub lock_wait: Duration,

@@ -44,13 +44,15 @@ pub struct GuardedQueue<'a> {
 
 impl Client {
     /// Deletes each queue if the broker finds it empty and unused at that moment, one
-    /// at a time; the result of each, in order. A queue that is already gone counts
+    /// at a time; the result of each, in order, or `None` for a queue not tried
+    /// because `stop` asked for a stop before it. A queue that is already gone counts
     /// as deleted. `answered` is told of each queue once it is tried.
     pub async fn delete_queues_if_empty(
         &self,
         queues: &[GuardedQueue<'_>],
+        stop: &dyn Fn() -> bool,
         answered: &mut dyn FnMut(usize),
-    ) -> Vec<Result<(), BrokerError>> {
+    ) -> Vec<Option<Result<(), BrokerError>>> {
         let mut results: Vec<Option<Result<(), BrokerError>>> =
             queues.iter().map(|_| None).collect();
         let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -58,6 +60,9 @@ impl Client {
             by_vhost.entry(queue.vhost).or_default().push(index);
         }
         for (vhost, indices) in by_vhost {
+            if stop() {
+                break;
+            }
             let connection = match self
                 .amqp_connection(vhost, "warren: emptiness checks before deleting queues")
                 .await
@@ -75,6 +80,9 @@ impl Client {
             // missing queue closes the channel, never the connection).
             let mut open: Option<Channel> = None;
             for index in indices {
+                if stop() {
+                    break;
+                }
                 let queue = &queues[index];
                 let channel = match open.take() {
                     Some(channel) if channel.status().connected() => channel,
@@ -97,9 +105,6 @@ impl Client {
             let _ = connection.close(200, "warren is done".into()).await;
         }
         results
-            .into_iter()
-            .map(|result| result.expect("every queue was tried"))
-            .collect()
     }
 
     /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP

@@ -3,6 +3,7 @@
 //! ([`crate::model::objects`]); this module owns *how*: every write path of the
 //! management API.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -15,14 +16,62 @@ use crate::model::{ObjectId, ObjectKind, QueueType};
 /// Largest body sent in one definitions import (the broker refuses large bodies).
 pub const IMPORT_CHUNK_BYTES: usize = 2 * 1024 * 1024;
 
+/// How many definitions imports the creates of one apply are split into, at most
+/// (fewer when each would hold under [`IMPORT_CHUNK_MIN_OBJECTS`]). An apply stops on a
+/// signal only between two imports, and its progress moves only when one is answered,
+/// so an import should take seconds, not the half minute a 2 MB body of 11,000 queues
+/// takes. But each import also costs the broker time that grows with the objects the
+/// vhost already holds (at 50,000 queues, imports of 1,000 objects made the apply 1.6
+/// times as long as imports of 2 MB): twenty keeps that cost within a few imports' worth.
+pub const IMPORT_CHUNKS: usize = 20;
+
+/// The fewest objects an import holds when there are more to make: below this, an
+/// import's own cost shows (at 11,000 objects, imports of 1,000 cost nothing measurable
+/// against imports of 2 MB).
+pub const IMPORT_CHUNK_MIN_OBJECTS: usize = 1_000;
+
+/// How many objects each import of `total` creates holds, at most (the body limit may
+/// cut a chunk shorter).
+pub fn import_chunk_objects(total: usize) -> usize {
+    total.div_ceil(IMPORT_CHUNKS).max(IMPORT_CHUNK_MIN_OBJECTS)
+}
+
 /// How much longer than `--timeout` warren waits for a definitions import, per object it
 /// holds. The broker answers an import only once every object in it is made: 2 MB of
 /// queues is about 11,000 of them, which took a loaded 3.10 node on 2 CPUs over 60 s
 /// (the default `--timeout`), and a quorum queue costs several times a classic one.
-/// Smaller imports are no answer: each import also costs the broker time that grows
-/// with the objects it already holds (at 50,000 queues, imports of 1,000 objects made
-/// warren's apply take 1.6 times as long as the same objects in imports of 2 MB).
 pub const IMPORT_WAIT_PER_OBJECT: Duration = Duration::from_millis(20);
+
+/// When a run of writes ([`Client::import_objects`], [`Client::write_objects`]) may
+/// end before its last write: a stop asked for (a signal) is heard before each import
+/// chunk, and before each write's first request; a write already started is sent
+/// whole, and requests in flight are answered. What was not sent is
+/// [`WriteOutcome::NotSent`].
+#[derive(Clone, Copy)]
+pub struct WriteStop<'s> {
+    /// Whether a stop is asked for.
+    pub asked: &'s dyn Fn() -> bool,
+    /// For an import: the objects (by the caller's index) that must be made before it
+    /// may stop (the new versions of replaced objects, and the bindings into them: a
+    /// replace is never left deleted and not declared again).
+    pub not_before: &'s dyn Fn(usize) -> bool,
+}
+
+fn never() -> bool {
+    false
+}
+
+fn none(_: usize) -> bool {
+    false
+}
+
+impl WriteStop<'static> {
+    /// Runs to the end, whatever is asked.
+    pub const NEVER: WriteStop<'static> = WriteStop {
+        asked: &never,
+        not_before: &none,
+    };
+}
 
 /// One object to update in place or remove.
 #[derive(Debug, Clone, Copy)]
@@ -81,15 +130,19 @@ impl WriteOutcome {
 }
 
 /// Splits definitions entries `(section, caller's index, entry)`, sorted by section
-/// (dependencies first), into import bodies of at most [`IMPORT_CHUNK_BYTES`] (an entry
-/// larger than that still gets a body of its own), keeping their order; each body comes
-/// with the callers' indexes of its entries.
-fn import_chunks(entries: Vec<(usize, usize, Value)>) -> Vec<(Chunk<'static>, Vec<usize>)> {
+/// (dependencies first), into import bodies of at most [`IMPORT_CHUNK_BYTES`] and
+/// `max_objects` entries (an entry larger than the limit still gets a body of its
+/// own), keeping their order; each body comes with the callers' indexes of its entries.
+fn import_chunks(
+    entries: Vec<(usize, usize, Value)>,
+    max_objects: usize,
+) -> Vec<(Chunk<'static>, Vec<usize>)> {
     let mut chunks: Vec<(Chunk, Vec<usize>)> = vec![Default::default()];
     let mut size = 0;
     for (section, index, entry) in entries {
         let entry_size = entry.to_string().len();
-        if size + entry_size > IMPORT_CHUNK_BYTES && size > 0 {
+        let held = chunks.last().map_or(0, |(_, members)| members.len());
+        if (size + entry_size > IMPORT_CHUNK_BYTES || held >= max_objects) && size > 0 {
             chunks.push(Default::default());
             size = 0;
         }
@@ -101,15 +154,30 @@ fn import_chunks(entries: Vec<(usize, usize, Value)>) -> Vec<(Chunk<'static>, Ve
     chunks
 }
 
+/// The first chunk before which an import may stop: the one after the last chunk
+/// holding an object that must be made first (`not_before`, by the caller's index).
+fn first_stoppable(
+    chunks: &[(Chunk<'_>, Vec<usize>)],
+    not_before: &dyn Fn(usize) -> bool,
+) -> usize {
+    chunks
+        .iter()
+        .rposition(|(_, members)| members.iter().any(|i| not_before(*i)))
+        .map_or(0, |last| last + 1)
+}
+
 impl Client {
     /// Creates objects through the definitions import (`POST /api/definitions`), in
-    /// chunks under the broker's body limit, dependencies first: a chunk never needs an
-    /// object of a later chunk. Stops at the first chunk that fails. The outcome of
-    /// each object, in the order given; `answered` is told how many objects each chunk
-    /// held once the broker has answered for it.
+    /// chunks under the broker's body limit and of at most [`import_chunk_objects`]
+    /// objects, dependencies first: a chunk never needs an object of a later chunk.
+    /// Stops at the first chunk that fails, or before a chunk when `stop` asks for it
+    /// (once its `not_before` objects are made). The outcome of each object, in the
+    /// order given; `answered` is told how many objects each chunk held once the broker
+    /// has answered for it.
     pub async fn import_objects<'a>(
         &self,
         objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
+        stop: WriteStop<'_>,
         answered: &mut dyn FnMut(usize),
     ) -> Vec<WriteOutcome> {
         let mut entries: Vec<(usize, usize, Value)> = objects
@@ -126,9 +194,14 @@ impl Client {
             .collect();
         let mut outcomes = vec![WriteOutcome::NotSent; entries.len()];
         entries.sort_by_key(|(section, _, _)| *section);
-        for (chunk, members) in import_chunks(entries) {
+        let chunks = import_chunks(entries, import_chunk_objects(outcomes.len()));
+        let first_stoppable = first_stoppable(&chunks, stop.not_before);
+        for (number, (chunk, members)) in chunks.into_iter().enumerate() {
             if members.is_empty() {
                 continue;
+            }
+            if number >= first_stoppable && (stop.asked)() {
+                break;
             }
             let result = self.post_definitions(chunk).await;
             let failed = result.is_err();
@@ -163,11 +236,13 @@ impl Client {
     /// Updates and removes objects, a bounded number of requests at a time; queue
     /// removals marked `if_empty` go last, one by one, through the broker's emptiness
     /// check ([`Client::delete_queues_if_empty`]), once everything else (bindings
-    /// into them, in particular) is done. The outcome of each write, in order;
+    /// into them, in particular) is done. A stop `stop` asks for is heard before each
+    /// write's first request (see [`WriteStop`]). The outcome of each write, in order;
     /// `answered` is told of each write the broker has answered for (all its requests).
     pub async fn write_objects(
         &self,
         writes: &[ObjectWrite<'_>],
+        stop: WriteStop<'_>,
         answered: &mut dyn FnMut(usize),
     ) -> Vec<WriteOutcome> {
         let guarded =
@@ -190,19 +265,29 @@ impl Client {
         }
         // A write that takes no request is answered at once.
         answered(plain.iter().filter(|index| left[**index] == 0).count());
+        // Whether each write was started (`Some(true)`) or left out on a stop: decided
+        // at its first request, so that a write is sent whole or not at all.
+        let started: Vec<Cell<Option<bool>>> = vec![Cell::new(None); writes.len()];
         let results = super::live::futures_join_all_counted(
-            requests
-                .into_iter()
-                .map(|(index, (method, path, body))| async move {
+            requests.into_iter().map(|(index, (method, path, body))| {
+                let started = &started[index];
+                async move {
+                    if started.get().is_none() {
+                        started.set(Some(!(stop.asked)()));
+                    }
+                    if started.get() == Some(false) {
+                        return (index, None);
+                    }
                     let result = match method {
                         "PUT" => self.put(&path, &body.unwrap_or(Value::Null)).await,
                         _ => self.delete(&path).await,
                     };
-                    (index, result)
-                }),
-            &mut |(index, _)| {
+                    (index, Some(result))
+                }
+            }),
+            &mut |(index, result)| {
                 left[*index] -= 1;
-                if left[*index] == 0 {
+                if left[*index] == 0 && result.is_some() {
                     answered(1);
                 }
             },
@@ -211,11 +296,15 @@ impl Client {
         let mut outcomes = vec![WriteOutcome::Done; writes.len()];
         let mut any_failed = false;
         for (index, result) in results {
-            if let Err(error) = result {
-                any_failed = true;
-                if outcomes[index].is_done() {
-                    outcomes[index] = WriteOutcome::failed(error);
+            match result {
+                None => outcomes[index] = WriteOutcome::NotSent,
+                Some(Err(error)) => {
+                    any_failed = true;
+                    if outcomes[index].is_done() {
+                        outcomes[index] = WriteOutcome::failed(error);
+                    }
                 }
+                Some(Ok(())) => {}
             }
         }
         let queues: Vec<(usize, GuardedQueue)> = (0..writes.len())
@@ -243,13 +332,14 @@ impl Client {
             return outcomes;
         }
         let checked: Vec<GuardedQueue> = queues.iter().map(|(_, q)| *q).collect();
-        for ((index, _), result) in queues
-            .iter()
-            .zip(self.delete_queues_if_empty(&checked, answered).await)
-        {
+        let deleted = self
+            .delete_queues_if_empty(&checked, stop.asked, answered)
+            .await;
+        for ((index, _), result) in queues.iter().zip(deleted) {
             outcomes[*index] = match result {
-                Ok(()) => WriteOutcome::Done,
-                Err(error) => WriteOutcome::failed(error),
+                None => WriteOutcome::NotSent,
+                Some(Ok(())) => WriteOutcome::Done,
+                Some(Err(error)) => WriteOutcome::failed(error),
             };
         }
         outcomes
@@ -458,7 +548,7 @@ mod tests {
                 (section, i, json!({"name": big}))
             })
             .collect();
-        let chunks = import_chunks(entries);
+        let chunks = import_chunks(entries, usize::MAX);
         assert!(chunks.len() > 1);
         for (chunk, _) in &chunks {
             let body: serde_json::Map<String, Value> = chunk
@@ -474,6 +564,44 @@ mod tests {
             chunks
                 .iter()
                 .any(|(c, _)| c.contains_key("queues") && c.contains_key("bindings"))
+        );
+    }
+
+    #[test]
+    fn imports_hold_a_twentieth_of_the_creates_and_never_under_a_thousand() {
+        assert_eq!(import_chunk_objects(500), 1_000);
+        assert_eq!(import_chunk_objects(11_100), 1_000);
+        assert_eq!(import_chunk_objects(22_204), 1_111);
+        assert_eq!(import_chunk_objects(110_998), 5_550);
+        let queues = SECTIONS.iter().position(|s| *s == "queues").unwrap();
+        let entries: Vec<(usize, usize, Value)> = (0..2_500)
+            .map(|i| (queues, i, json!({"name": format!("q{i}")})))
+            .collect();
+        let sizes: Vec<usize> = import_chunks(entries, 1_000)
+            .iter()
+            .map(|(_, members)| members.len())
+            .collect();
+        assert_eq!(sizes, vec![1_000, 1_000, 500]);
+    }
+
+    #[test]
+    fn an_import_stops_only_after_the_objects_a_replace_needs() {
+        let queues = SECTIONS.iter().position(|s| *s == "queues").unwrap();
+        let bindings = SECTIONS.iter().position(|s| *s == "bindings").unwrap();
+        // 2,500 queues, then a binding into a replaced queue, given last but sent in
+        // the last chunk (bindings after queues).
+        let mut entries: Vec<(usize, usize, Value)> = (0..2_500)
+            .map(|i| (queues, i, json!({"name": format!("q{i}")})))
+            .collect();
+        entries.push((bindings, 2_500, json!({"destination": "q7"})));
+        let chunks = import_chunks(entries, 1_000);
+        assert_eq!(first_stoppable(&chunks, &|_| false), 0, "any chunk");
+        // The replaced queue itself is in the first chunk.
+        assert_eq!(first_stoppable(&chunks, &|i| i == 7), 1);
+        // Its binding is in the last: the import runs to its end.
+        assert_eq!(
+            first_stoppable(&chunks, &|i| i == 7 || i == 2_500),
+            chunks.len()
         );
     }
 }

@@ -107,9 +107,14 @@ fn apply_target(
     let runtime = runtime();
     // From here on a signal stops the apply cleanly: before it starts (nothing is
     // changed), or at its next safe point.
+    let interrupt = stop_on_signals(&runtime);
+    // Progress goes to stderr (stdout may be JSON): a bar on a terminal, plain lines
+    // in a log, and each signal told as it arrives. It is finished before the apply's
+    // summary is printed.
+    let mut progress = ApplyProgress::on_stderr(&interrupt);
     let options = apply::Options {
         allow_data_loss: args.allow_data_loss,
-        interrupt: stop_on_signals(&runtime),
+        interrupt,
         lock_wait: args.lock_timeout,
         migrate: args.migrate,
     };
@@ -131,9 +136,6 @@ fn apply_target(
             (input, Some(file))
         }
     };
-    // Progress goes to stderr (stdout may be JSON): a bar on a terminal, plain lines
-    // in a log. It is finished before the apply's summary is printed.
-    let mut progress = ApplyProgress::on_stderr();
     let mut terminal = Terminal {
         output,
         file: file.as_deref(),

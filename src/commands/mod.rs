@@ -363,27 +363,40 @@ fn say_request_count(client: &Client, stderr: &mut dyn ErrorLog) {
     }
 }
 
-/// A flag set by SIGINT or SIGTERM: an apply or a replay stops at its next safe point,
-/// releases its locks and reports what it did.
+/// The signals SIGINT and SIGTERM, counted: on the first an apply or a replay stops at
+/// its next safe point, releases its locks and reports what it did; the second only
+/// makes it say what that wait protects; the third ([`crate::apply::STOP_AT_ONCE`])
+/// ends the process at once, with exit code 1, once that was said (or after a second).
+/// Its locks go with its connection. What is said is the progress's to print
+/// ([`crate::render::stopping`]).
 fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> crate::apply::Interrupt {
+    use tokio::signal::unix::{SignalKind, signal};
     let interrupt = crate::apply::Interrupt::default();
-    let flag = interrupt.clone();
+    let counted = interrupt.clone();
     runtime.spawn(async move {
-        let terminate = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut signal) => {
-                    signal.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
         };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate => {}
+        loop {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            // Nothing is printed here: the command holds stderr, and a runtime worker
+            // must never block on it.
+            if counted.raise() >= crate::apply::STOP_AT_ONCE {
+                let said = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                while !counted.announced(crate::apply::STOP_AT_ONCE)
+                    && std::time::Instant::now() < said
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                std::process::exit(i32::from(EXIT_ERROR));
+            }
         }
-        // Nothing is printed here: the command holds stderr, and a runtime worker must
-        // never block on it. The apply reports the stop when it reaches a safe point.
-        flag.store(true, std::sync::atomic::Ordering::SeqCst);
     });
     interrupt
 }

@@ -2,6 +2,8 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::ask::ask_yes;
@@ -13,6 +15,7 @@ use crate::cli::{BrokerArgs, EnvArg, TraceFormat, parse_wait};
 use crate::compile::{self, Options};
 use crate::plan::spec_name;
 use crate::render;
+use crate::render::stopping::{Watch, replay_notice};
 use crate::replay::{self, Prepared, RunError};
 
 /// The flags of `warren replay`.
@@ -155,8 +158,20 @@ impl Run {
             let _ = writeln!(stderr, "replay cancelled; nothing was moved");
             return EXIT_ERROR;
         }
-        // A signal stops the replay after its open transaction: nothing half-moved.
+        // A signal stops the replay after its open transaction: nothing half-moved. It
+        // is told at once, with the count moved so far.
         let stop = stop_on_signals(&runtime);
+        let moved_so_far = Arc::new(AtomicU64::new(0));
+        let to_move = prepared.to_move;
+        let mut watch = {
+            let moved = Arc::clone(&moved_so_far);
+            Watch::start(stop.clone(), move |signals| {
+                for signal in signals {
+                    let moved = moved.load(Ordering::SeqCst);
+                    eprintln!("{}", replay_notice(signal, moved, to_move));
+                }
+            })
+        };
         let spec_name = spec_name(&file);
         let result = runtime.block_on(replay::run(
             &client,
@@ -164,9 +179,10 @@ impl Run {
             &prepared,
             args.batch,
             args.lock_timeout,
-            &stop,
-            &mut |_| {},
+            stop.flag(),
+            &mut |moved| moved_so_far.store(moved, Ordering::SeqCst),
         ));
+        watch.finish();
         match result {
             Ok(replayed) => {
                 self.moved = Some(replayed.moved);

@@ -14,4 +14,5 @@ pub mod replay;
 pub mod sections;
 pub mod state;
 pub mod status;
+pub mod stopping;
 pub mod trace;

@@ -1,23 +1,29 @@
 //! An apply's progress on stderr, so that one of thousands of objects, which takes
 //! minutes, never looks hung: a progress bar per phase on a terminal (`indicatif`), plain
-//! lines elsewhere (a CI log), at each tenth of a phase and at least every
-//! [`HEARTBEAT`] while one runs. Never on stdout, which may hold JSON.
+//! lines elsewhere (a CI log), at each tenth of a phase, whenever the broker's answers
+//! moved the count [`MOVED_LINE`] after the last line, and at least every
+//! [`HEARTBEAT`] while one runs. Never on stdout, which may hold JSON. A signal is
+//! told at once, in the bar's place or among the lines ([`super::stopping`]).
 
 use std::io::Write;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::stopping::{Step, Watch, apply_notice};
+use crate::apply::Interrupt;
 use crate::apply::progress::{ChangeOutcome, Event, MigrationStep, Phase};
 use crate::model::shorten::grouped;
 use crate::text::{count, noun_for};
 
-/// How often a plain line is printed while a phase runs, even when it has not moved: a
-/// long definitions import is answered only once it is done.
-pub const HEARTBEAT: Duration = Duration::from_secs(10);
+/// How often a plain line is printed while a phase runs, even when it has not moved: an
+/// import chunk is answered only once it is done.
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// How soon after the last plain line a count the broker's answers moved is printed
+/// (between the tenths of a phase): each import chunk answered shows within seconds.
+pub const MOVED_LINE: Duration = Duration::from_secs(2);
 
 /// What the phase is called, and what it counts.
 fn label(phase: Phase) -> (&'static str, &'static str) {
@@ -59,6 +65,20 @@ fn phase_line(
         elapsed(started.elapsed()),
         self::missed(missed)
     )
+}
+
+/// `creating 6,000 of 22,204 objects`: how far a phase is, for a signal's notice.
+fn how_far(phase: Phase, done: usize, total: usize) -> Step {
+    let (label, noun) = label(phase);
+    Step::In {
+        phase,
+        how_far: format!(
+            "{label} {} of {} {}",
+            grouped(done as u64),
+            grouped(total as u64),
+            noun_for(total, noun)
+        ),
+    }
 }
 
 /// What a migration step says.
@@ -110,12 +130,46 @@ struct Missed {
     not_sent: usize,
 }
 
-/// The plain lines' state, shared with the heartbeat thread.
+/// Which phases an apply has been through, for a signal's notice when none runs.
+#[derive(Default)]
+struct Course {
+    /// Whether a phase has started: before, nothing was changed.
+    started_any: bool,
+    /// The last phase that ended, when it ended short of its size (a stop cut it
+    /// short, or a failure): phase, made, size.
+    cut_short: Option<(Phase, usize, usize)>,
+}
+
+impl Course {
+    fn started(&mut self) {
+        self.started_any = true;
+        self.cut_short = None;
+    }
+
+    fn ended(&mut self, phase: Phase, done: usize, total: usize) {
+        self.cut_short = (done < total).then_some((phase, done, total));
+    }
+
+    /// Where the apply stands while no phase runs: a phase cut short is where it
+    /// stops (a signal that arrived just before its end is told where it was heard).
+    fn idle(&self) -> Step {
+        match self.cut_short {
+            Some((phase, done, total)) => how_far(phase, done, total),
+            None if self.started_any => Step::BetweenPhases,
+            None => Step::BeforeChanges,
+        }
+    }
+}
+
+/// The plain lines' state, shared with the watch thread (heartbeat and signals).
 struct Lines<W> {
     out: W,
     running: Option<Running>,
+    course: Course,
     missed: Missed,
     last_line: Instant,
+    /// The count of the last line printed.
+    last_done: usize,
 }
 
 impl<W: Write> Lines<W> {
@@ -135,7 +189,27 @@ impl<W: Write> Lines<W> {
                 running.started,
                 &Missed::default(),
             );
+            self.last_done = running.done;
             self.line(&text);
+        }
+    }
+
+    /// Where the apply stands, for a signal's notice.
+    fn step(&self) -> Step {
+        match &self.running {
+            Some(running) => how_far(running.phase, running.done, running.total),
+            None => self.course.idle(),
+        }
+    }
+
+    /// One tick of the watch: the signals to tell, and the heartbeat.
+    fn tick(&mut self, signals: std::ops::RangeInclusive<usize>) {
+        for signal in signals {
+            let text = apply_notice(signal, &self.step());
+            self.line(&text);
+        }
+        if self.running.is_some() && self.last_line.elapsed() >= HEARTBEAT {
+            self.state();
         }
     }
 
@@ -149,6 +223,7 @@ impl<W: Write> Lines<W> {
                     started: Instant::now(),
                     tenth: 0,
                 });
+                self.course.started();
                 self.missed = Missed::default();
                 self.state();
             }
@@ -163,7 +238,11 @@ impl<W: Write> Lines<W> {
                 if new_tenth {
                     running.tenth = tenth;
                 }
-                if new_tenth || self.last_line.elapsed() >= HEARTBEAT {
+                let moved = done > self.last_done && done < running.total;
+                if new_tenth
+                    || (moved && self.last_line.elapsed() >= MOVED_LINE)
+                    || self.last_line.elapsed() >= HEARTBEAT
+                {
                     self.state();
                 }
             }
@@ -173,7 +252,8 @@ impl<W: Write> Lines<W> {
                 ChangeOutcome::Unconfirmed => self.missed.unconfirmed += 1,
                 ChangeOutcome::NotSent => self.missed.not_sent += 1,
             },
-            Event::Finished { done, total, .. } => {
+            Event::Finished { phase, done, total } => {
+                self.course.ended(phase, done, total);
                 if let Some(running) = &mut self.running {
                     running.done = done;
                     running.total = total;
@@ -240,101 +320,132 @@ impl Drawn {
     }
 }
 
-/// How progress is shown.
-enum Shown<W: Write + Send + 'static> {
-    /// A bar per phase, on a terminal.
-    Bar { bar: Option<Drawn>, missed: Missed },
-    /// Plain lines, and the thread that prints one every [`HEARTBEAT`] while a phase
-    /// runs without moving.
-    Lines {
-        lines: Arc<Mutex<Lines<W>>>,
-        heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
-    },
+/// The bar's state, shared with the watch thread (which tells signals above the bar).
+#[derive(Default)]
+struct Bars {
+    bar: Option<Drawn>,
+    missed: Missed,
+    course: Course,
 }
 
-/// Shows an apply's progress events ([`Event`]); [`ApplyProgress::finish`] before the
-/// apply's summary is printed, so that a bar never draws over it.
+impl Bars {
+    /// Where the apply stands, for a signal's notice.
+    fn step(&self) -> Step {
+        match &self.bar {
+            Some(drawn) => how_far(
+                drawn.phase,
+                drawn.bar.position() as usize,
+                drawn.bar.length().unwrap_or(0) as usize,
+            ),
+            None => self.course.idle(),
+        }
+    }
+
+    /// One tick of the watch: the signals to tell, above the bar when one is drawn.
+    fn tick(&mut self, signals: std::ops::RangeInclusive<usize>) {
+        for signal in signals {
+            let text = apply_notice(signal, &self.step());
+            match &self.bar {
+                Some(drawn) => drawn.bar.println(text),
+                None => eprintln!("{text}"),
+            }
+        }
+    }
+}
+
+/// How progress is shown: the state the events change, shared with the [`Watch`]
+/// thread, which tells signals at once and, for plain lines, prints one every
+/// [`HEARTBEAT`] while a phase runs without moving.
+enum Shown<W: Write + Send + 'static> {
+    /// A bar per phase, on a terminal.
+    Bar(Arc<Mutex<Bars>>),
+    /// Plain lines.
+    Lines(Arc<Mutex<Lines<W>>>),
+}
+
+/// Shows an apply's progress events ([`Event`]), and tells each signal the apply
+/// receives as it arrives; [`ApplyProgress::finish`] before the apply's summary is
+/// printed, so that a bar never draws over it.
 pub struct ApplyProgress<W: Write + Send + 'static> {
     shown: Shown<W>,
+    watch: Watch,
 }
 
 impl ApplyProgress<std::io::Stderr> {
     /// On stderr: a bar when it is a terminal, plain lines otherwise.
-    pub fn on_stderr() -> Self {
+    pub fn on_stderr(interrupt: &Interrupt) -> Self {
         use std::io::IsTerminal;
         if std::io::stderr().is_terminal() {
-            ApplyProgress::bar()
+            ApplyProgress::bar(interrupt)
         } else {
-            ApplyProgress::lines(std::io::stderr())
+            ApplyProgress::lines(std::io::stderr(), interrupt)
         }
     }
 
     /// A bar per phase on stderr (drawn by `indicatif`, which draws nothing when stderr
     /// is not a terminal).
-    pub fn bar() -> Self {
+    pub fn bar(interrupt: &Interrupt) -> Self {
+        let bars = Arc::new(Mutex::new(Bars::default()));
+        let shared = Arc::clone(&bars);
+        let watch = Watch::start(interrupt.clone(), move |signals| {
+            if !signals.is_empty() {
+                shared
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .tick(signals);
+            }
+        });
         ApplyProgress {
-            shown: Shown::Bar {
-                bar: None,
-                missed: Missed::default(),
-            },
+            shown: Shown::Bar(bars),
+            watch,
         }
     }
 }
 
 impl<W: Write + Send + 'static> ApplyProgress<W> {
     /// Plain lines on `out`.
-    pub fn lines(out: W) -> Self {
+    pub fn lines(out: W, interrupt: &Interrupt) -> Self {
         let lines = Arc::new(Mutex::new(Lines {
             out,
             running: None,
+            course: Course::default(),
             missed: Missed::default(),
             last_line: Instant::now(),
+            last_done: 0,
         }));
-        let (stop, stopped) = mpsc::channel::<()>();
         let shared = Arc::clone(&lines);
-        let heartbeat = std::thread::spawn(move || {
-            let tick = Duration::from_millis(500);
-            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
-                let mut lines = shared.lock().unwrap_or_else(|e| e.into_inner());
-                if lines.running.is_some() && lines.last_line.elapsed() >= HEARTBEAT {
-                    lines.state();
-                }
-            }
+        let watch = Watch::start(interrupt.clone(), move |signals| {
+            shared
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .tick(signals);
         });
         ApplyProgress {
-            shown: Shown::Lines {
-                lines,
-                heartbeat: Some((stop, heartbeat)),
-            },
+            shown: Shown::Lines(lines),
+            watch,
         }
     }
 
     /// Shows one event.
     pub fn event(&mut self, event: &Event<'_>) {
-        match &mut self.shown {
-            Shown::Lines { lines, .. } => {
-                lines.lock().unwrap_or_else(|e| e.into_inner()).event(event)
+        match &self.shown {
+            Shown::Lines(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).event(event),
+            Shown::Bar(bars) => {
+                bar_event(&mut bars.lock().unwrap_or_else(|e| e.into_inner()), event)
             }
-            Shown::Bar { bar, missed } => bar_event(bar, missed, event),
         }
     }
 
-    /// Stops the heartbeat; a bar still drawn (the apply stopped in its phase) gives
-    /// way to the phase's line, with what was made so far.
+    /// Stops the watch; a bar still drawn (the apply stopped in its phase) gives way
+    /// to the phase's line, with what was made so far.
     pub fn finish(&mut self) {
-        match &mut self.shown {
-            Shown::Lines { heartbeat, .. } => {
-                if let Some((stop, thread)) = heartbeat.take() {
-                    let _ = stop.send(());
-                    let _ = thread.join();
-                }
-            }
-            Shown::Bar { bar, missed } => {
-                // A phase that did not finish (the apply stopped in it).
-                if let Some(drawn) = bar.take() {
-                    let (done, total) = (drawn.bar.position(), drawn.bar.length());
-                    drawn.end(done as usize, total.unwrap_or(done) as usize, missed);
-                }
+        self.watch.finish();
+        if let Shown::Bar(bars) = &self.shown {
+            let mut bars = bars.lock().unwrap_or_else(|e| e.into_inner());
+            // A phase that did not finish (the apply stopped in it).
+            if let Some(drawn) = bars.bar.take() {
+                let (done, total) = (drawn.bar.position(), drawn.bar.length());
+                drawn.end(done as usize, total.unwrap_or(done) as usize, &bars.missed);
             }
         }
     }
@@ -346,9 +457,15 @@ impl<W: Write + Send + 'static> Drop for ApplyProgress<W> {
     }
 }
 
-fn bar_event(bar: &mut Option<Drawn>, missed: &mut Missed, event: &Event<'_>) {
+fn bar_event(bars: &mut Bars, event: &Event<'_>) {
+    let Bars {
+        bar,
+        missed,
+        course,
+    } = bars;
     match *event {
         Event::Started { phase, total } => {
+            course.started();
             if let Some(previous) = bar.take() {
                 let (done, total) = (previous.bar.position(), previous.bar.length());
                 previous.end(done as usize, total.unwrap_or(done) as usize, missed);
@@ -383,7 +500,8 @@ fn bar_event(bar: &mut Option<Drawn>, missed: &mut Missed, event: &Event<'_>) {
             ChangeOutcome::Unconfirmed => missed.unconfirmed += 1,
             ChangeOutcome::NotSent => missed.not_sent += 1,
         },
-        Event::Finished { done, total, .. } => {
+        Event::Finished { phase, done, total } => {
+            course.ended(phase, done, total);
             if let Some(drawn) = bar.take() {
                 drawn.end(done, total, missed);
             }
@@ -424,7 +542,7 @@ mod tests {
     #[test]
     fn plain_lines_come_at_each_tenth_and_at_the_end() {
         let out = Shared::default();
-        let mut progress = ApplyProgress::lines(out.clone());
+        let mut progress = ApplyProgress::lines(out.clone(), &Interrupt::default());
         let total = 8000;
         progress.event(&Event::Started {
             phase: Phase::Create,
@@ -467,7 +585,7 @@ mod tests {
     #[test]
     fn a_phase_that_stops_says_what_was_not_made() {
         let out = Shared::default();
-        let mut progress = ApplyProgress::lines(out.clone());
+        let mut progress = ApplyProgress::lines(out.clone(), &Interrupt::default());
         let change = crate::diff::Change {
             action: crate::diff::Action::Create,
             id: crate::model::ObjectId {
@@ -512,13 +630,13 @@ mod tests {
     #[test]
     fn the_heartbeat_prints_while_a_phase_does_not_move() {
         let out = Shared::default();
-        let mut progress = ApplyProgress::lines(out.clone());
+        let mut progress = ApplyProgress::lines(out.clone(), &Interrupt::default());
         progress.event(&Event::Started {
             phase: Phase::Create,
             total: 10,
         });
         // As if the last line were a heartbeat ago: the thread prints the state again.
-        if let Shown::Lines { lines, .. } = &progress.shown {
+        if let Shown::Lines(lines) = &progress.shown {
             lines.lock().unwrap().last_line = Instant::now() - HEARTBEAT;
         }
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -539,6 +657,83 @@ mod tests {
         assert!(
             text.lines()
                 .all(|l| l.starts_with("creating: 0 of 10 objects")),
+            "{text}"
+        );
+    }
+
+    /// Waits until `out` holds a line containing `text`.
+    fn wait_for_line(out: &Shared, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let all = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+            if let Some(line) = all.lines().find(|l| l.contains(text)) {
+                return line.to_string();
+            }
+            assert!(Instant::now() < deadline, "no line with {text:?}: {all}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_signal_is_told_at_once_with_where_the_apply_stops() {
+        let out = Shared::default();
+        let interrupt = Interrupt::default();
+        let mut progress = ApplyProgress::lines(out.clone(), &interrupt);
+        let (phase, total) = (Phase::Create, 22_204);
+        progress.event(&Event::Started { phase, total });
+        progress.event(&Event::Advanced {
+            phase,
+            done: 6_000,
+            total,
+        });
+        interrupt.raise();
+        assert_eq!(
+            wait_for_line(&out, "Signal received"),
+            "Signal received: stopping after the current chunk: creating 6,000 of 22,204 objects; then the apply releases its locks, reports what was made and what was not, and exits 1."
+        );
+        // The stop cut the phase short before the second signal: it is still where
+        // the apply stops.
+        progress.event(&Event::Finished {
+            phase,
+            done: 6_000,
+            total,
+        });
+        interrupt.raise();
+        wait_for_line(&out, "Still stopping at the safe point");
+        progress.finish();
+        assert!(interrupt.announced(2));
+    }
+
+    #[test]
+    fn a_count_the_broker_moved_is_printed_seconds_after_the_last_line() {
+        let out = Shared::default();
+        let mut progress = ApplyProgress::lines(out.clone(), &Interrupt::default());
+        let (phase, total) = (Phase::Create, 22_204);
+        progress.event(&Event::Started { phase, total });
+        // A chunk answered under a tenth of the phase, MOVED_LINE after the last line.
+        if let Shown::Lines(lines) = &progress.shown {
+            lines.lock().unwrap().last_line = Instant::now() - MOVED_LINE;
+        }
+        progress.event(&Event::Advanced {
+            phase,
+            done: 1_111,
+            total,
+        });
+        // One at once after it is not printed.
+        progress.event(&Event::Advanced {
+            phase,
+            done: 2_000,
+            total,
+        });
+        progress.finish();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "creating: 0 of 22,204 objects, 0 s",
+                "creating: 1,111 of 22,204 objects, 0 s"
+            ],
             "{text}"
         );
     }

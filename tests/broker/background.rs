@@ -9,6 +9,7 @@
 
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 
 use crate::support::Run;
@@ -21,6 +22,8 @@ pub struct Background {
     child: Child,
     stdout: Option<JoinHandle<Vec<u8>>>,
     stderr: Option<JoinHandle<Vec<u8>>>,
+    /// What the child has written to stderr so far.
+    stderr_so_far: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Drop for Background {
@@ -41,13 +44,23 @@ impl Background {
             .stderr(Stdio::piped())
             .spawn()
             .expect("warren starts");
-        let stdout = drain(child.stdout.take().expect("stdout is piped"));
-        let stderr = drain(child.stderr.take().expect("stderr is piped"));
+        let stdout = drain(child.stdout.take().expect("stdout is piped"), None);
+        let stderr_so_far = Arc::new(Mutex::new(Vec::new()));
+        let stderr = drain(
+            child.stderr.take().expect("stderr is piped"),
+            Some(Arc::clone(&stderr_so_far)),
+        );
         Background {
             child,
             stdout: Some(stdout),
             stderr: Some(stderr),
+            stderr_so_far,
         }
+    }
+
+    /// What the child has written to stderr so far, while it runs.
+    pub fn stderr_so_far(&self) -> String {
+        String::from_utf8_lossy(&self.stderr_so_far.lock().unwrap()).into_owned()
     }
 
     /// Sends `signal` (e.g. `libc::SIGINT`) to the child.
@@ -104,10 +117,26 @@ impl Background {
     }
 }
 
-fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+/// Reads `pipe` to its end, copying what arrives to `so_far` as it comes.
+fn drain(
+    mut pipe: impl Read + Send + 'static,
+    so_far: Option<Arc<Mutex<Vec<u8>>>>,
+) -> JoinHandle<Vec<u8>> {
     thread::spawn(move || {
         let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
+        let mut buffer = [0u8; 8192];
+        loop {
+            let read = match pipe.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            bytes.extend_from_slice(&buffer[..read]);
+            if let Some(so_far) = &so_far {
+                so_far.lock().unwrap().extend_from_slice(&buffer[..read]);
+            }
+        }
         bytes
     })
 }

@@ -57,6 +57,7 @@ mod pull_request;
 mod replay;
 mod retry_behaviour;
 mod secrets;
+mod signals;
 mod smoke;
 mod status;
 mod trace;

@@ -507,6 +507,12 @@ fn a_killed_replay_loses_and_doubles_nothing(version: Version) {
     assert!(moving, "the replay moved nothing");
     child.signal(libc::SIGINT);
     let out = child.finish().expect(1);
+    assert!(
+        out.stderr
+            .contains("Signal received: stopping after the open transaction: "),
+        "the signal is told at once: {}",
+        out.stderr
+    );
     let settled = s
         .node
         .wait_until(SOON, || s.ready(&parking) + s.ready(&work) == total as u32);
