@@ -5,10 +5,15 @@
 //! warren generated for it, a parking queue that fills.
 //!
 //! [`against_broker`] reads the broker in a number of requests that does not grow
-//! with the consumers (the version, then one statistics listing per vhost);
-//! [`report`] is the pure part, the compiled spec × those statistics. Nothing here
-//! names an object: the queues come from the consumer contract, the expected policy
-//! from [`CompiledPolicies::choose`] over the compiled policies.
+//! with the consumers (the version, then per vhost one statistics listing and its
+//! policies); [`report`] is the pure part, the compiled spec × what was read. Nothing
+//! here names an object: the queues come from the consumer contract, the expected
+//! policy from [`CompiledPolicies::choose`] over the compiled policies.
+//!
+//! Which policy applies to a queue is read from the broker's policies (its
+//! definitions), not from the `policy` of a queue's statistics: those are emitted every
+//! few seconds and are missing in a queue's first seconds, so right after an apply they
+//! would report a policy warren just put in place as not applied.
 
 use std::collections::BTreeSet;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -254,14 +259,17 @@ pub async fn against_broker(
             vhosts.push(consumer.vhost.clone());
         }
     }
-    let statistics = client
-        .queue_statistics(&vhosts)
-        .await
-        .map_err(StatusError::Broker)?;
+    let (statistics, policies) =
+        tokio::try_join!(client.queue_statistics(&vhosts), client.policies(&vhosts))
+            .map_err(StatusError::Broker)?;
+    let live = Live {
+        statistics: &statistics,
+        policies: &policies,
+    };
     Ok(report(
         &consumers,
         &compiled.definitions,
-        &statistics,
+        &live,
         target,
         SystemTime::now(),
     ))
@@ -287,11 +295,22 @@ impl Role {
     }
 }
 
-/// The compiled spec and the broker's statistics, looked up by queue.
+/// What status reads of the broker: the statistics of the vhosts' queues and the
+/// vhosts' policies.
+#[derive(Debug, Clone, Copy)]
+pub struct Live<'a> {
+    /// Every queue's statistics, as last emitted.
+    pub statistics: &'a [QueueStatistics],
+    /// The user policies of the vhosts (definitions: never behind).
+    pub policies: &'a [Policy],
+}
+
+/// The compiled spec and what was read of the broker, looked up by queue.
 struct Lookup<'a> {
     live: FxHashMap<(&'a str, &'a str), &'a QueueStatistics>,
     desired: FxHashMap<(&'a str, &'a str), &'a Queue>,
     policies: CompiledPolicies<'a, Policy>,
+    live_policies: CompiledPolicies<'a, Policy>,
     target: TargetVersion,
 }
 
@@ -303,7 +322,7 @@ impl<'a> Lookup<'a> {
     /// The problems of one queue that every role shares: missing, or under another
     /// policy than the spec gives it.
     fn check(&self, vhost: &str, queue: &str, role: Role, problems: &mut Vec<Problem>) {
-        let Some(live) = self.live(vhost, queue) else {
+        if self.live(vhost, queue).is_none() {
             problems.push(Problem {
                 kind: ProblemKind::MissingQueue,
                 queue: queue.to_string(),
@@ -313,16 +332,21 @@ impl<'a> Lookup<'a> {
                 ),
             });
             return;
-        };
+        }
         let Some(desired) = self.desired.get(&(vhost, queue)) else {
             return;
         };
+        let kind = QueueType::of(desired);
         let expected = self
             .policies
-            .choose(vhost, queue, QueueType::of(desired), self.target)
+            .choose(vhost, queue, kind, self.target)
             .winner
             .map(|policy| policy.name.as_str());
-        let actual = live.policy.as_deref().filter(|name| !name.is_empty());
+        let actual = self
+            .live_policies
+            .choose(vhost, queue, kind, self.target)
+            .winner
+            .map(|policy| policy.name.as_str());
         if actual == expected {
             return;
         }
@@ -381,12 +405,13 @@ impl<'a> Lookup<'a> {
 pub fn report(
     consumers: &[&ConsumerContract],
     desired: &Definitions,
-    statistics: &[QueueStatistics],
+    live: &Live<'_>,
     target: TargetVersion,
     now: SystemTime,
 ) -> Report {
     let lookup = Lookup {
-        live: statistics
+        live: live
+            .statistics
             .iter()
             .map(|q| ((q.vhost.as_str(), q.name.as_str()), q))
             .collect(),
@@ -396,6 +421,7 @@ pub fn report(
             .map(|q| ((q.vhost.as_str(), q.name.as_str()), q))
             .collect(),
         policies: CompiledPolicies::new(&desired.policies),
+        live_policies: CompiledPolicies::new(live.policies),
         target,
     };
     let now = now
@@ -516,6 +542,7 @@ mod tests {
 
     use super::*;
     use crate::compile::Compiled;
+    use crate::model::Arguments;
     use crate::spec::load_str;
 
     const SPEC: &str = "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c:\n            routing_keys: [a]\n            retry: { delays: [1s, 2s] }\n          plain:\n            routing_keys: [b]\n";
@@ -525,11 +552,10 @@ mod tests {
         compile::compile(&file, &Options::default()).unwrap_or_else(|d| panic!("{d:#?}"))
     }
 
-    fn live(name: &str, messages: u64, policy: Option<&str>) -> QueueStatistics {
+    fn live(name: &str, messages: u64) -> QueueStatistics {
         QueueStatistics {
             vhost: "v".into(),
             name: name.into(),
-            policy: policy.map(str::to_string),
             messages: Some(messages),
             messages_ready: Some(messages),
             messages_unacknowledged: Some(0),
@@ -538,28 +564,27 @@ mod tests {
         }
     }
 
+    /// The report when the broker's policies are the spec's (as after an apply).
     fn report_of(compiled: &Compiled, statistics: &[QueueStatistics]) -> Report {
+        report_with(compiled, statistics, &compiled.definitions.policies)
+    }
+
+    fn report_with(
+        compiled: &Compiled,
+        statistics: &[QueueStatistics],
+        policies: &[Policy],
+    ) -> Report {
         let consumers: Vec<&ConsumerContract> = compiled.contract.consumers.iter().collect();
         report(
             &consumers,
             &compiled.definitions,
-            statistics,
+            &Live {
+                statistics,
+                policies,
+            },
             TargetVersion::DEFAULT,
             UNIX_EPOCH + Duration::from_secs(1_000),
         )
-    }
-
-    fn expected_policy(compiled: &Compiled, queue: &str) -> Option<String> {
-        let desired = compiled
-            .definitions
-            .queues
-            .iter()
-            .find(|q| q.name == queue)
-            .unwrap();
-        CompiledPolicies::new(&compiled.definitions.policies)
-            .choose("v", queue, QueueType::of(desired), TargetVersion::DEFAULT)
-            .winner
-            .map(|p| p.name.clone())
     }
 
     /// Every queue as the spec wants it: no problem, and the figures as read.
@@ -568,7 +593,7 @@ mod tests {
             .definitions
             .queues
             .iter()
-            .map(|q| live(&q.name, 0, expected_policy(compiled, &q.name).as_deref()))
+            .map(|q| live(&q.name, 0))
             .collect()
     }
 
@@ -595,10 +620,22 @@ mod tests {
         let tier = retry.schedule[0].queue.clone();
         let mut statistics = healthy(&compiled);
         statistics.retain(|q| q.name != retry.schedule[1].queue);
+        // A hand policy above warren's on the first tier.
+        let mut policies = compiled.definitions.policies.clone();
+        policies.push(Policy {
+            vhost: "v".into(),
+            name: "mine".into(),
+            pattern: format!("^{}$", tier.replace('.', "\\.")),
+            apply_to: "queues".into(),
+            priority: i64::MAX,
+            definition: Arguments::new(),
+        });
+        policies
+            .last_mut()
+            .unwrap()
+            .definition
+            .insert("message-ttl".into(), 1.into());
         for q in &mut statistics {
-            if q.name == tier {
-                q.policy = Some("mine".into());
-            }
             if q.name == parking {
                 q.messages = Some(2);
                 q.head_message_timestamp = Some(900);
@@ -611,7 +648,7 @@ mod tests {
                 q.consumers = Some(0);
             }
         }
-        let report = report_of(&compiled, &statistics);
+        let report = report_with(&compiled, &statistics, &policies);
         let kinds: Vec<ProblemKind> = report.consumers[0]
             .problems
             .iter()

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use super::live::{futures_join_all, list};
 use super::{BrokerError, Client, segment};
+use crate::model::Policy;
 
 /// The columns of the statistics listing. Dotted names pick a field inside an object
 /// (`message_stats.publish_details.rate`); RabbitMQ 3.10 and 4.0 both take them, and
@@ -12,7 +13,7 @@ use super::{BrokerError, Client, segment};
 /// has no `message_stats`; a queue whose statistics have not been emitted yet, in its
 /// first seconds, has no `messages`). `head_message_timestamp` is there for classic
 /// queues only, and `null` unless the oldest message carries a timestamp property.
-const STATISTICS_LISTING: &str = "columns=name,policy,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,head_message_timestamp";
+const STATISTICS_LISTING: &str = "columns=name,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,head_message_timestamp";
 
 /// One queue's statistics as the broker last emitted them (every few seconds:
 /// `collect_statistics_interval`, 5 s by default). A field the broker did not give is
@@ -24,10 +25,6 @@ pub struct QueueStatistics {
     pub vhost: String,
     /// Queue name.
     pub name: String,
-    /// The policy the broker applies to the queue (the user policy, not an operator
-    /// policy).
-    #[serde(default)]
-    pub policy: Option<String>,
     /// Ready and unacknowledged messages.
     #[serde(default)]
     pub messages: Option<u64>,
@@ -103,6 +100,25 @@ impl Client {
                 queue.vhost = vhost.clone();
             }
             Ok::<_, BrokerError>(queues)
+        });
+        let mut all = Vec::new();
+        for read in futures_join_all(reads).await {
+            all.extend(read?);
+        }
+        Ok(all)
+    }
+
+    /// The user policies of each vhost: one request per vhost, concurrently. They are
+    /// definitions, current the moment they are read (unlike a queue's statistics,
+    /// whose `policy` is emitted every few seconds).
+    pub async fn policies(&self, vhosts: &[String]) -> Result<Vec<Policy>, BrokerError> {
+        let reads = vhosts.iter().map(|vhost| async move {
+            let path = format!("/api/policies/{}", segment(vhost));
+            let mut policies: Vec<Policy> = list(self, path).await?;
+            for policy in &mut policies {
+                policy.vhost = vhost.clone();
+            }
+            Ok::<_, BrokerError>(policies)
         });
         let mut all = Vec::new();
         for read in futures_join_all(reads).await {

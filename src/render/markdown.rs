@@ -62,7 +62,7 @@ pub fn markdown(plan: &Plan) -> String {
         |s| matches!(s, Section::CannotBeApplied(_)),
         |s| matches!(s, Section::UnknownPasswords(_)),
         |s| matches!(s, Section::DataLoss(_)),
-        |s| matches!(s, Section::NoChanges | Section::Changes(_)),
+        |s| matches!(s, Section::NoChanges { .. } | Section::Changes(_)),
         |s| matches!(s, Section::Migrations(_)),
         |s| matches!(s, Section::Adopted(_)),
         |s| matches!(s, Section::Unmanaged(_)),
@@ -73,8 +73,8 @@ pub fn markdown(plan: &Plan) -> String {
                 Section::CannotBeApplied(refusal) => refused(&mut out, refusal),
                 Section::UnknownPasswords(users) => unknown_passwords(&mut out, users),
                 Section::DataLoss(items) => data_loss(&mut out, items, &mut budget),
-                Section::NoChanges => {
-                    let (answer, meaning) = sections::NO_CHANGES;
+                Section::NoChanges { refused } => {
+                    let (answer, meaning) = sections::no_changes(*refused);
                     let _ = writeln!(out, "\n**{answer}** {meaning}");
                 }
                 Section::Changes(groups) => {

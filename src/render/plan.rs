@@ -110,8 +110,8 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                 header.against
             )?,
             Section::Refusals(refusals) => refused(out, &refusals, style)?,
-            Section::NoChanges => {
-                let (answer, meaning) = sections::NO_CHANGES;
+            Section::NoChanges { refused } => {
+                let (answer, meaning) = sections::no_changes(refused);
                 writeln!(out)?;
                 writeln!(out, "{} {meaning}", style.paint(Tone::Good, false, answer))?;
             }

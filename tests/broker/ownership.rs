@@ -195,7 +195,31 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
     node.plan(d.arg()).expect(4);
 }
 
+/// A second spec that declares a queue the first one manages, and nothing else: its
+/// plan is refused, and it does not say the broker matches it.
+fn a_refused_plan_does_not_say_the_broker_matches_the_spec(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("refused");
+    let owner = Spec::new(&spec_text(&format!("owner-{vhost}"), &vhost, &["shared"]));
+    node.apply(owner.arg()).expect(0);
+    let other = Spec::new(&spec_text(&format!("other-{vhost}"), &vhost, &["shared"]));
+    for format in ["text", "markdown"] {
+        let refused = node
+            .cli(&["plan", other.arg(), "--format", format])
+            .expect(4);
+        assert!(
+            refused.stdout.contains("spec `owner-")
+                && refused.stdout.contains("No other changes.")
+                && !refused.stdout.contains("The broker matches the spec."),
+            "{version} {format}:\n{}",
+            refused.stdout
+        );
+    }
+    node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
+}
+
 per_version!(
+    a_refused_plan_does_not_say_the_broker_matches_the_spec,
     adoption_takes_ownership,
     saved_plans_survive_noise_but_not_a_policy_that_changes_their_objects,
     a_damaged_record_fails_closed_until_repaired,

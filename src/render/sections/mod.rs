@@ -126,8 +126,19 @@ pub fn scope_heading(vhost: Option<&str>, quote: &dyn Quote) -> String {
 
 /// Changes to objects outside any vhost (users, global parameters).
 pub const BROKER_WIDE: &str = "broker-wide";
-/// The answer of a plan without changes, and what it means.
-pub const NO_CHANGES: (&str, &str) = ("No changes.", "The broker matches the spec.");
+/// The answer of a plan without changes, and what it means: the broker matches the
+/// spec only when nothing is refused either (a conflict, for one, is no change warren
+/// may make, and the broker still differs from the spec there).
+pub fn no_changes(refused: bool) -> (&'static str, &'static str) {
+    if refused {
+        (
+            "No other changes.",
+            "The broker differs from the spec where it is refused above.",
+        )
+    } else {
+        ("No changes.", "The broker matches the spec.")
+    }
+}
 /// What the refusal sections and the last line say.
 pub const CANNOT_BE_APPLIED: &str = "this plan cannot be applied";
 /// The last line of a refused text plan and the markdown's caution begin so.
@@ -217,7 +228,10 @@ pub enum Section<'a> {
     Header(Header<'a>),
     /// Conflicts, captured queues, overlapping policies: each kind its own section.
     Refusals(Refusals),
-    NoChanges,
+    /// No changes; `refused` when a refusal section comes before.
+    NoChanges {
+        refused: bool,
+    },
     Adopted(&'a [ObjectId]),
     /// Changes that lose messages, and replaced queues (the markdown calls them out;
     /// the text plan marks each change).
@@ -238,9 +252,11 @@ pub enum Section<'a> {
 /// left out.
 pub fn sections(plan: &Plan) -> Vec<Section<'_>> {
     let mut sections = vec![Section::Header(header(plan))];
-    sections.extend(refusals(plan).into_iter().map(Section::Refusals));
+    let refusals = refusals(plan);
+    let refused = !refusals.is_empty();
+    sections.extend(refusals.into_iter().map(Section::Refusals));
     if !plan.has_changes() {
-        sections.push(Section::NoChanges);
+        sections.push(Section::NoChanges { refused });
     }
     if !plan.adopted.is_empty() {
         sections.push(Section::Adopted(&plan.adopted));

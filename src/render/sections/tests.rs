@@ -17,7 +17,7 @@ fn kinds(sections: &[Section<'_>]) -> Vec<&'static str> {
         .map(|s| match s {
             Section::Header(_) => "header",
             Section::Refusals(_) => "refusals",
-            Section::NoChanges => "no changes",
+            Section::NoChanges { .. } => "no changes",
             Section::Adopted(_) => "adopted",
             Section::DataLoss(_) => "data loss",
             Section::Changes(_) => "changes",
@@ -87,6 +87,15 @@ fn a_refused_plan_lists_every_reason_and_ends_with_the_first() {
             "summary",
             "cannot be applied"
         ]
+    );
+    // A plan whose only difference is refused does not say the broker matches it.
+    assert!(matches!(all[3], Section::NoChanges { refused: true }));
+    assert_eq!(
+        no_changes(true),
+        (
+            "No other changes.",
+            "The broker differs from the spec where it is refused above."
+        )
     );
     let Section::Refusals(conflicts) = &all[1] else {
         panic!("conflicts first")
