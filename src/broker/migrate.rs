@@ -229,7 +229,7 @@ impl Client {
         let path = format!(
             "/api/parameters/shovel/{}/{}",
             segment(vhost),
-            segment("warren.migrate.probe")
+            segment(&crate::model::migration::temporary_name("probe").unwrap_or_default())
         );
         match self
             .request(Method::PUT, &path, Some(&json!({"value": {}})))

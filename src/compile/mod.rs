@@ -24,7 +24,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::model::password::Passwords;
-use crate::model::record::Record;
 use crate::model::version::TargetVersion;
 use crate::model::{
     Arguments, BROKER_ID_PARAMETER, Binding, Definitions, Exchange, ObjectId, ObjectKind, Queue,
@@ -156,15 +155,6 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
 fn emit_global_parameters(spec: &crate::spec::Spec, out: &mut Emitter) {
     for (name, value) in &spec.global_parameters {
         let path = SpecPath::root().key("global_parameters").key(name);
-        if Record::is_record_name(name) {
-            out.error(
-                "invalid-name",
-                format!("global parameter `{name}` uses the `warren.` prefix, which holds warren's ownership records"),
-                path,
-            )
-            .hint("rename the parameter");
-            continue;
-        }
         if name == BROKER_ID_PARAMETER {
             out.error(
                 "invalid-name",
@@ -243,6 +233,8 @@ pub(crate) struct Emitter {
     pub publishers: Vec<permissions::PublisherUse>,
     /// What [`permissions::emit_all`] generated.
     pub generated_permissions: Vec<permissions::GeneratedPermission>,
+    /// The reserved names reported, by vhost ([`Emitter::claim`]).
+    reserved_reported: Vec<(Option<String>, String)>,
 }
 
 impl Emitter {
@@ -258,12 +250,49 @@ impl Emitter {
             passwords: Default::default(),
             publishers: Vec::new(),
             generated_permissions: Vec::new(),
+            reserved_reported: Vec::new(),
         }
     }
 
     /// Records the origin of an object; reports a clash when two parts of the spec
     /// produce the same object. Returns false on a clash.
+    ///
+    /// A name in warren's reserved namespace ([`crate::model::reserved`]) is an error
+    /// here, where every object the spec names passes; the policies warren generates
+    /// are claimed with [`Emitter::claim_generated`].
     pub fn claim(&mut self, id: ObjectId, path: &SpecPath) -> bool {
+        if let Some(collision) = crate::model::reserved::collision(&id) {
+            // The object is still claimed, so that what refers to it (a binding, a
+            // permission) is not reported missing as well.
+            self.refuse_reserved(&id, &collision, path);
+        }
+        self.claim_generated(id, path)
+    }
+
+    /// Reports a reserved name once: the names the compiler derives from it (a work
+    /// queue's `.retry` exchange, tiers and parking queue) are not reported again.
+    fn refuse_reserved(
+        &mut self,
+        id: &ObjectId,
+        collision: &crate::model::reserved::Collision,
+        path: &SpecPath,
+    ) {
+        let derived = self
+            .reserved_reported
+            .iter()
+            .any(|(vhost, stem)| *vhost == id.vhost && id.name.starts_with(stem.as_str()));
+        if derived {
+            return;
+        }
+        self.reserved_reported
+            .push((id.vhost.clone(), id.name.clone()));
+        self.error("reserved-name", collision.message(), path.clone())
+            .hint(collision.fix());
+    }
+
+    /// [`Emitter::claim`] for a name warren generates in its own namespace (its
+    /// policies), which no reserved-name check applies to.
+    pub fn claim_generated(&mut self, id: ObjectId, path: &SpecPath) -> bool {
         let Err((id, first)) = self.origins.claim(id, path) else {
             return true;
         };

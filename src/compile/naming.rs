@@ -192,9 +192,11 @@ pub fn policy_name(group: &str, part: usize) -> String {
     }
 }
 
-/// Whether a name is in warren's reserved namespace (generated policies).
-pub fn is_reserved(name: &str) -> bool {
-    name.starts_with(RESERVED_PREFIX)
+/// Whether a policy is one of the generated retry tiers' (`warren.retry.…`).
+pub fn is_retry_policy(policy: &str) -> bool {
+    policy
+        .strip_prefix(RESERVED_PREFIX)
+        .is_some_and(|group| group.starts_with(RETRY_GROUP))
 }
 
 /// The origin of a generated retry policy (`warren.retry.<origin>.<tier>`, possibly
@@ -236,6 +238,8 @@ mod tests {
             Some("defaults")
         );
         assert_eq!(retry_policy_origin("warren.delivery-limit.5"), None);
+        assert!(is_retry_policy(&policy_name(&group, 0)));
+        assert!(!is_retry_policy("warren.delivery-limit.5"));
         assert!(is_counted_delivery_limit_policy(&policy_name(
             &delivery_limit_group(5),
             0

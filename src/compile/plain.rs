@@ -279,18 +279,6 @@ fn checked_policy(
         out.error("invalid-name", "policy name is empty", path.clone());
         ok = false;
     }
-    if operator && super::naming::is_reserved(name) {
-        out.error(
-            "invalid-name",
-            format!(
-                "operator policy name `{name}` uses the `{}` prefix, which warren keeps for the policies it generates",
-                crate::model::RESERVED_PREFIX
-            ),
-            path.clone(),
-        )
-        .hint("rename the operator policy");
-        ok = false;
-    }
     if let Err(err) = fancy_regex::Regex::new(&policy.pattern) {
         out.error(
             "invalid-regex",

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use super::{Emitter, QueueInfo, naming};
 use crate::model::effective::CompiledPolicies;
 use crate::model::pattern::{ending_patterns, ends_with, escape, split_patterns};
-use crate::model::{Arguments, ObjectId, ObjectKind, Policy, Queue, RESERVED_PREFIX};
+use crate::model::{Arguments, ObjectId, ObjectKind, Policy, Queue};
 use crate::spec::{QueueType, Spec, SpecFile, SpecPath};
 
 /// Default priority of generated policies.
@@ -96,16 +96,6 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
             }
         })
         .collect();
-    for UserPolicy { policy, path } in &user_policies {
-        if naming::is_reserved(&policy.name) {
-            out.error(
-                "invalid-name",
-                format!("policy name `{}` uses the `{RESERVED_PREFIX}` prefix, which warren keeps for the policies it generates", policy.name),
-                path.clone(),
-            )
-            .hint("rename the policy");
-        }
-    }
     let user_choice = CompiledPolicies::new(&user_policies);
     // Taken out for the time of this stage, so that the groups can borrow queue names
     // while errors and policies are added; nothing here adds or reads queues otherwise.
@@ -257,7 +247,7 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
                 vhost: Some(vhost.clone()),
                 name: name.clone(),
             };
-            if out.claim(id, &group.path) {
+            if out.claim_generated(id, &group.path) {
                 out.definitions.policies.push(Policy {
                     vhost: vhost.clone(),
                     name,

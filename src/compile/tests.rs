@@ -821,3 +821,41 @@ fn a_publisher_listed_twice_is_an_error() {
         "user `web` is listed twice in the publishers of exchange `orders`"
     );
 }
+
+#[test]
+fn names_that_only_look_like_warrens_compile() {
+    let defs = ok(
+        "version: 1\nvhosts:\n  warrens.team:\n    queues:\n      warren-orders: {}\n      warrens.x: {}\n      Warren.x: {}\n    services:\n      warren:\n        exchange: { name: warren }\n        consumers:\n          email:\n            queue: my.warren.email\n            routing_keys: [a]\n",
+    );
+    queue(&defs, "warren-orders");
+    queue(&defs, "warrens.x");
+    queue(&defs, "my.warren.email");
+}
+
+#[test]
+fn a_reserved_work_queue_is_one_error_not_one_per_derived_name() {
+    let found = errors(
+        "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          c:\n            queue: warren.migrate.s.d\n            routing_keys: [a]\n            retry: { delays: [1s, 2s] }\n",
+    );
+    let reserved: Vec<&Diagnostic> = found.iter().filter(|d| d.code == "reserved-name").collect();
+    assert_eq!(reserved.len(), 1, "{found:#?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "nothing refers to a missing queue: {found:#?}"
+    );
+    assert!(
+        reserved[0].message.contains("migration"),
+        "{}",
+        reserved[0].message
+    );
+}
+
+#[test]
+fn generated_policies_are_not_refused_but_a_user_policy_with_their_name_is() {
+    ok(&consumers(2, "[1s, 2s]"));
+    let found = errors(
+        "version: 1\nvhosts:\n  v:\n    policies:\n      warren.parking: { pattern: x, definition: { message-ttl: 1 } }\n",
+    );
+    assert_eq!(found[0].code, "reserved-name", "{found:#?}");
+}

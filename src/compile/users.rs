@@ -207,7 +207,9 @@ fn emit_permissions(
 }
 
 fn check_vhost(spec: &Spec, out: &mut Emitter, vhost: &str, path: &SpecPath) {
-    if !spec.vhosts.contains_key(vhost) {
+    // A reserved vhost is refused where the permission is claimed: declaring it is
+    // no fix.
+    if !spec.vhosts.contains_key(vhost) && !crate::model::reserved::is_reserved(vhost) {
         let known: Vec<String> = spec.vhosts.keys().cloned().collect();
         let help = match crate::suggest::closest(vhost, &known) {
             Some(best) => format!("did you mean `{best}`?"),

@@ -10,6 +10,7 @@
 mod ladders;
 mod owners;
 mod plain;
+mod reserved;
 mod users;
 
 use indexmap::IndexMap;
@@ -157,8 +158,8 @@ pub struct Imported {
 }
 
 /// Definitions (a file or a broker's) → a spec that compiles and plans no changes
-/// against them: transient queues and objects other specs manage are left out (with
-/// a note each), the rest is imported and the result is compiled for the file's
+/// against them: transient queues, warren's own objects and objects other specs manage
+/// are left out (with a note each), the rest is imported and the result is compiled for the file's
 /// version before anything is written.
 pub fn from_definitions(
     mut definitions: Definitions,
@@ -175,6 +176,7 @@ pub fn from_definitions(
             if transient == 1 { " is" } else { "s are" }
         ));
     }
+    reserved::leave_out_warrens(&mut definitions, &mut notes);
     owners::leave_out_others(&mut definitions, &options.name, &mut notes)?;
     let target = CheckedVersion::for_file(options.target, definitions.exported_by());
     let spec = import(&definitions, &options.name, &options.vhosts, &mut notes);

@@ -13,9 +13,7 @@
 //! them are all named `warren.migrate.Q`: three kinds, three namespaces.
 
 use super::RESERVED_PREFIX;
-
-/// What comes between [`RESERVED_PREFIX`] and the queue's name.
-const MIGRATE: &str = "migrate.";
+use super::reserved::MIGRATION_INFIX as MIGRATE;
 
 /// The longest queue or exchange name RabbitMQ accepts, in bytes.
 const MAX_NAME_BYTES: usize = 255;

@@ -25,6 +25,7 @@ pub mod queue_facts;
 pub mod queue_type;
 pub mod record;
 pub mod redact;
+pub mod reserved;
 pub mod routing;
 pub mod shorten;
 pub mod version;
@@ -40,20 +41,7 @@ pub use password::HashingAlgorithm;
 pub use queue_type::QueueType;
 pub use version::TargetVersion;
 
-/// The name prefix warren keeps for itself: its generated policies
-/// (`warren.retry.…`) and its ownership records (global parameters `warren.<spec>`).
-/// A spec may not name its own objects with it.
-pub const RESERVED_PREFIX: &str = "warren.";
-
-/// The vhost where applies hold their locks: exclusive queues, which the broker gives
-/// to one connection at a time and frees when that connection dies. It is warren's own
-/// (under [`RESERVED_PREFIX`]), holds no messages, and is never an object of a spec.
-pub const LOCK_VHOST: &str = "warren.locks";
-
-/// Whether a vhost is warren's own (its locks), never compared, imported or exported.
-pub fn is_own_vhost(name: &str) -> bool {
-    name == LOCK_VHOST
-}
+pub use reserved::{LOCK_VHOST, RESERVED_PREFIX, is_own_vhost};
 
 /// A whole definitions document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -39,11 +39,7 @@ pub enum PlanError {
 /// The name a plan gives the spec: its `name`, else the file's stem or the
 /// directory's name.
 pub fn spec_name(file: &SpecFile) -> String {
-    file.spec
-        .name
-        .clone()
-        .or_else(|| file.default_name())
-        .unwrap_or_else(|| "warren".into())
+    file.name()
 }
 
 /// Reads the broker and plans a loaded spec. Without `target`, the spec compiles for

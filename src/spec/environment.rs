@@ -48,7 +48,7 @@ impl<'a> Choice<'a> {
 
 /// What separates a spec's name from its environment's in the name an environment's
 /// spec is known by (`shop@prod`): its ownership record, locks and plans.
-pub const SEPARATOR: char = '@';
+pub use crate::model::reserved::ENVIRONMENT_SEPARATOR as SEPARATOR;
 
 /// The spec's own name in `name`, the name of its spec read for `environment`
 /// (`shop@prod` → `shop`).
@@ -186,7 +186,6 @@ pub fn resolve(
             }
         },
     };
-    check_names(spec, name)?;
     let environment = &spec.environments[chosen];
     let at = SpecPath::root().key("environments").key(chosen);
     let mut base = spec.clone();
@@ -226,28 +225,36 @@ pub fn resolve(
     )))
 }
 
-/// Refuses names that would make two environments' specs share a name: the spec's
-/// name and its environments' names may not hold the [`SEPARATOR`].
-fn check_names(spec: &Spec, name: &str) -> Result<(), Vec<Diagnostic>> {
+/// Refuses names that would make two specs, or two environments of one, share an
+/// ownership record ([`crate::model::reserved`]): the spec's name, whether it declares
+/// environments or not, and its environments' names. `from_file` is the file (or
+/// directory) a spec without `name:` is named after: the error names it.
+pub fn check_names(
+    spec: &Spec,
+    name: &str,
+    from_file: Option<&std::path::Path>,
+) -> Result<(), Vec<Diagnostic>> {
+    use crate::model::reserved::{environment_name_problem, spec_name_problem};
     let mut errors = Vec::new();
-    if name.contains(SEPARATOR) {
-        errors.push(
-            Diagnostic::error(
-                "environment-name",
-                format!("the spec's name `{name}` holds `{SEPARATOR}`, which separates a spec's name from its environment's (`<name>{SEPARATOR}<environment>` names each environment's ownership record)"),
-            )
-            .at(SpecPath::root().key("name"))
-            .help(format!("write a `name:` without `{SEPARATOR}`")),
-        );
+    if let Some(problem) = spec_name_problem(name) {
+        let diagnostic =
+            Diagnostic::error("reserved-name", problem).at(SpecPath::root().key("name"));
+        errors.push(match from_file {
+            Some(file) => diagnostic.help(format!(
+                "the spec has no `name:`, so it is named after `{}`: add a `name:` without `{SEPARATOR}` (or rename the file)",
+                file.display()
+            )),
+            None => diagnostic.help(format!("write a `name:` without `{SEPARATOR}`")),
+        });
     }
     for environment in spec.environments.keys() {
-        if environment.is_empty() || environment.contains(SEPARATOR) {
+        if let Some(problem) = environment_name_problem(environment) {
             errors.push(
-                Diagnostic::error(
-                    "environment-name",
-                    format!("an environment's name must be non-empty and without `{SEPARATOR}`: `{environment}`"),
-                )
-                .at(SpecPath::root().key("environments").key(environment.as_str())),
+                Diagnostic::error("reserved-name", problem)
+                    .at(SpecPath::root()
+                        .key("environments")
+                        .key(environment.as_str()))
+                    .help(format!("rename the environment without `{SEPARATOR}`")),
             );
         }
     }
@@ -366,6 +373,16 @@ fn rename_vhosts(
                     ),
                 )
                 .at(path),
+            );
+        } else if let Some(collision) = crate::model::reserved::collision(&crate::model::ObjectId {
+            kind: crate::model::ObjectKind::Vhost,
+            vhost: None,
+            name: to.clone(),
+        }) {
+            errors.push(
+                Diagnostic::error("reserved-name", collision.message())
+                    .at(path)
+                    .help(collision.fix()),
             );
         } else if to.is_empty() {
             errors.push(

@@ -70,14 +70,16 @@ impl SpecFile {
     /// overrides merged and vhosts renamed, named `<name>@<environment>`
     /// ([`environment::resolve`]). A spec without environments read without a choice
     /// is returned as it is. Errors point into the spec's files.
+    ///
+    /// Every spec's name and environments' names are checked here, whether an
+    /// environment is chosen or not ([`environment::check_names`]): a name that would
+    /// share another spec's ownership record never reaches a command.
     pub fn for_environment(mut self, chosen: Choice<'_>) -> Result<SpecFile, Vec<Diagnostic>> {
-        let name = self
-            .spec
-            .name
-            .clone()
-            .or_else(|| self.default_name())
-            .unwrap_or_else(|| "warren".into());
-        match environment::resolve(&self.spec, &name, chosen) {
+        let name = self.name();
+        let named_after = self.spec.name.is_none().then_some(self.path.as_path());
+        let resolved = environment::check_names(&self.spec, &name, named_after)
+            .and_then(|()| environment::resolve(&self.spec, &name, chosen));
+        match resolved {
             Ok(None) => Ok(self),
             Ok(Some((spec, overrides))) => {
                 self.spec = spec;
@@ -145,6 +147,17 @@ impl SpecFile {
             diagnostic.location = Some(place.location);
             diagnostic.file = Some(place.file.to_path_buf());
         }
+    }
+
+    /// The spec's name: its `name` (for a spec read for an environment,
+    /// `<name>@<environment>`), else the file's stem or the directory's name
+    /// ([`SpecFile::default_name`]). Its ownership record is named after it.
+    pub fn name(&self) -> String {
+        self.spec
+            .name
+            .clone()
+            .or_else(|| self.default_name())
+            .unwrap_or_else(|| "warren".into())
     }
 
     /// The name of a spec that writes no `name`: the file's name without its

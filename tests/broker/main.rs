@@ -55,6 +55,7 @@ mod plan_apply;
 mod progress;
 mod pull_request;
 mod replay;
+mod reserved_names;
 mod retry_behaviour;
 mod secrets;
 mod signals;

@@ -7,6 +7,7 @@
 //! # what is wrong with this spec (required, first line)
 //! # target: 3.10        (optional: passed as --target-version)
 //! # command: export     (optional: run `export` instead of `validate`)
+//! # env: prod           (optional: passed as --env, for a spec with environments)
 //! ```
 //!
 //! The binary runs with the repository root as working directory, so diagnostics name
@@ -48,6 +49,7 @@ enum Mode {
 struct Header {
     description: String,
     target: Option<String>,
+    environment: Option<String>,
     mode: Mode,
 }
 
@@ -64,12 +66,15 @@ fn parse_header(name: &str, text: &str) -> Header {
     let mut header = Header {
         description,
         target: None,
+        environment: None,
         mode: Mode::Validate,
     };
     for line in lines {
         let line = line.trim();
         if let Some(target) = line.strip_prefix("target:") {
             header.target = Some(target.trim().to_string());
+        } else if let Some(environment) = line.strip_prefix("env:") {
+            header.environment = Some(environment.trim().to_string());
         } else if let Some(command) = line.strip_prefix("command:") {
             header.mode = match command.trim() {
                 "validate" => Mode::Validate,
@@ -300,6 +305,9 @@ fn bad_specs_fail_with_located_diagnostics() {
         };
         if let Some(target) = &header.target {
             args.extend(["--target-version", target]);
+        }
+        if let Some(environment) = &header.environment {
+            args.extend(["--env", environment]);
         }
         let run = run_warren_in(cwd, &args);
 

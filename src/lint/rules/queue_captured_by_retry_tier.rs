@@ -48,7 +48,7 @@ fn check(context: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
     for policy in &definitions.policies {
         let parking = policy.name == naming::policy_name(&naming::parking_group(), 0);
-        if !policy.name.starts_with("warren.retry.") && !parking {
+        if !naming::is_retry_policy(&policy.name) && !parking {
             continue;
         }
         let matcher = PatternMatcher::new(&policy.pattern);
