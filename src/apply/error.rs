@@ -12,6 +12,23 @@ pub enum ApplyError {
     /// Changes would lose messages and `--allow-data-loss` was not given.
     #[error("refusing to lose messages: {0} (re-run with --allow-data-loss to accept)")]
     DataLoss(String),
+    /// Under the locks, before the first write: the broker counted messages (or
+    /// consumers) in queues the plan deletes or whose messages it strands.
+    #[error(
+        "refusing to apply: the broker counts, now, what the plan would lose: {0}; nothing was changed (re-run with --allow-data-loss to accept, or --migrate to move a replaced queue's messages)"
+    )]
+    HeldNow(String),
+    /// Under the locks, before the first write: the user lacks a permission a write
+    /// of the plan needs.
+    #[error(
+        "refusing to apply: user `{user}` lacks permissions the plan needs: {missing}; nothing was changed"
+    )]
+    Permissions {
+        /// The user warren logs in as.
+        user: String,
+        /// What is missing, vhost by vhost.
+        missing: String,
+    },
     /// The plan was made without some users' passwords (`plan` without the
     /// applications' secrets): it cannot create or keep those users right.
     #[error(
@@ -100,6 +117,18 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
+    /// Names a change as not done, unless the report already names it: each change
+    /// is in exactly one of the three lists.
+    pub(super) fn add_not_done(&mut self, change: String) {
+        let named = |list: &[String]| {
+            list.iter()
+                .any(|line| line == &change || line.starts_with(&format!("{change} (")))
+        };
+        if !named(&self.done) && !named(&self.unconfirmed) && !named(&self.not_done) {
+            self.not_done.push(change);
+        }
+    }
+
     /// Whether the broker confirmed (or may have made) any change.
     pub fn changed_anything(&self) -> bool {
         !self.done.is_empty() || !self.unconfirmed.is_empty()

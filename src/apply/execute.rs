@@ -110,12 +110,14 @@ pub(super) async fn make_changes(
 /// Why an apply stopped at a safe point on a signal.
 const SIGNALLED: &str = "interrupted by a signal";
 
-/// The changes of the phases an apply that stopped did not reach, as not done.
+/// The changes of the phases an apply that stopped did not reach, as not done; a
+/// change the report already names (a replace whose queue was declared again, a
+/// refused removal) is not named twice.
 fn not_reached(later: &[PhaseChanges<'_>], report: &mut ApplyReport) {
     for phase in later {
-        report
-            .not_done
-            .extend(phase.changes.iter().map(|c| describe(c)));
+        for change in &phase.changes {
+            report.add_not_done(describe(change));
+        }
     }
 }
 

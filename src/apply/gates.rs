@@ -46,6 +46,26 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
             };
             format!("{} holds {}{hint}", c.id, c.loss())
         })
+        .chain(
+            plan.strands
+                .iter()
+                .filter(|s| s.loses_data())
+                .filter(|s| {
+                    !(options.migrate
+                        && plan
+                            .changes
+                            .iter()
+                            .any(|c| c.id == s.into && plan.migration_of(c).is_some()))
+                })
+                .map(|s| {
+                    format!(
+                        "{} holds {}: {}",
+                        s.queue,
+                        crate::text::count(s.messages.unwrap_or(0), "message"),
+                        crate::plan::refusal::stranding(s)
+                    )
+                }),
+        )
         .collect();
     if !losing.is_empty() && !options.allow_data_loss {
         return Err(ApplyError::DataLoss(losing.join("; ")));

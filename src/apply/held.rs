@@ -6,6 +6,7 @@
 use super::Options;
 use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe, mismatch_error};
 use super::execute::make_changes;
+use super::precheck::check_before_writing;
 use super::progress::Progress;
 use crate::broker::{BrokerError, BrokerLock, Client};
 use crate::model::GlobalParameter;
@@ -77,6 +78,8 @@ pub(super) async fn apply_held(
         }
         None => plan,
     };
+    // Before the first write: what the broker holds now, and the user's permissions.
+    check_before_writing(client, plan, options).await?;
     let outcome = make_changes(client, plan, options, lock, progress).await;
     // Record what is now managed: everything the spec declares once every change was
     // made (created, updated or adopted), and after a failure what it managed before

@@ -22,6 +22,7 @@ mod lock;
 mod locked;
 mod migrate;
 mod phases;
+mod precheck;
 pub mod progress;
 pub mod repair;
 pub mod run;

@@ -6,6 +6,7 @@ use crate::broker::ObjectWrite;
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
+use crate::plan::strand;
 
 use super::progress::Phase;
 
@@ -55,8 +56,13 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
     use ObjectKind::*;
     // A replace first removes the old object (queues before exchanges), then the
     // import below creates the new one.
-    let mut removals_of_replaced: Vec<&Change> = of(Action::Replace, &[Queue, Exchange]);
-    removals_of_replaced.sort_by_key(|c| c.id.kind != Queue);
+    // Queues go in dead-letter order (a queue that dead-letters into another goes
+    // before the one it feeds: `plan::strand::delete_order`), exchanges after them.
+    let replaced = of(Action::Replace, &[Queue, Exchange]);
+    let (queues, exchanges): (Vec<&Change>, Vec<&Change>) =
+        replaced.into_iter().partition(|c| c.id.kind == Queue);
+    let mut removals_of_replaced = strand::delete_order(&queues, &plan.feeds);
+    removals_of_replaced.extend(exchanges);
     let creates: Vec<&Change> = ordinary
         .iter()
         .copied()
@@ -129,7 +135,7 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         PhaseChanges {
             phase: Phase::DeleteQueues,
             kind: PhaseKind::OneByOne,
-            changes: of(Action::Delete, &[Queue]),
+            changes: strand::delete_order(&of(Action::Delete, &[Queue]), &plan.feeds),
         },
         PhaseChanges {
             phase: Phase::DeleteOthers,

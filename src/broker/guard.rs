@@ -24,8 +24,8 @@ use lapin::{Channel, Connection, ConnectionProperties};
 
 use super::amqp::{NoAmqp, reply_of};
 use super::{BrokerError, Client};
-use crate::model::QueueType;
 use crate::model::redact::redact_uri;
+use crate::model::{Permission, QueueType};
 
 /// AMQP reply codes the checks expect.
 const NOT_FOUND: u16 = 404;
@@ -253,6 +253,127 @@ async fn delete_quorum_if_empty(
         }),
         Err(error) => match reply_of(&error) {
             Some((NOT_FOUND, _)) => Ok(()),
+            _ => Err(failed(queue, &error)),
+        },
+    }
+}
+
+/// A queue as the broker counts it at one moment, for the check an apply makes
+/// before its first write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueHeld {
+    /// Ready messages, counted by the queue itself (a passive `queue.declare`).
+    pub ready: u32,
+    /// Consumers attached, counted by the queue itself: a consumer may hold
+    /// unacknowledged messages, which the count of ready ones leaves out.
+    pub consumers: u32,
+    /// Unacknowledged messages as the statistics last counted them: the only figure
+    /// that shows messages taken by `basic.get` and not acknowledged (no consumer
+    /// holds them); it lags by up to a statistics interval.
+    pub unacknowledged: u64,
+}
+
+impl QueueHeld {
+    /// Whether deleting the queue now would lose a message, or cut off a consumer.
+    pub fn holds_anything(&self) -> bool {
+        self.ready > 0 || self.consumers > 0 || self.unacknowledged > 0
+    }
+}
+
+impl Client {
+    /// What each of `queues` (vhost, name) holds at this moment: `None` for a queue
+    /// that does not exist. One AMQP connection per vhost, a passive `queue.declare`
+    /// per queue; the statistics' unacknowledged count beside it.
+    pub async fn queues_held(
+        &self,
+        queues: &[(String, String)],
+    ) -> Result<Vec<Option<QueueHeld>>, BrokerError> {
+        let mut held: Vec<Option<QueueHeld>> = vec![None; queues.len()];
+        let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (index, (vhost, _)) in queues.iter().enumerate() {
+            by_vhost.entry(vhost.as_str()).or_default().push(index);
+        }
+        for (vhost, indices) in by_vhost {
+            let connection = self
+                .amqp_connection(vhost, "warren: counting queues before an apply")
+                .await?;
+            let counted = async {
+                let mut open: Option<Channel> = None;
+                for &index in &indices {
+                    let queue = GuardedQueue {
+                        vhost,
+                        name: &queues[index].1,
+                        queue_type: QueueType::Classic,
+                    };
+                    let channel = match open.take() {
+                        Some(channel) if channel.status().connected() => channel,
+                        _ => self::channel(&connection, &queue).await?,
+                    };
+                    held[index] = declare_passive(&channel, &queue).await?;
+                    open = Some(channel);
+                }
+                Ok::<_, BrokerError>(())
+            }
+            .await;
+            let _ = connection.close(200, "warren is done".into()).await;
+            counted?;
+        }
+        for (index, (vhost, name)) in queues.iter().enumerate() {
+            if let Some(queue) = held[index].as_mut() {
+                queue.unacknowledged = self.unacknowledged(vhost, name).await?;
+            }
+        }
+        Ok(held)
+    }
+
+    /// The statistics' count of a queue's unacknowledged messages (0 before the first
+    /// count, or for a queue gone since).
+    async fn unacknowledged(&self, vhost: &str, name: &str) -> Result<u64, BrokerError> {
+        let path = format!(
+            "/api/queues/{}/{}?columns=messages_unacknowledged",
+            super::segment(vhost),
+            super::segment(name)
+        );
+        Ok(self
+            .get(&path)
+            .await?
+            .and_then(|queue| queue["messages_unacknowledged"].as_u64())
+            .unwrap_or(0))
+    }
+
+    /// The permissions `user` has, vhost by vhost (`GET /api/users/{user}/permissions`).
+    pub async fn user_permissions(&self, user: &str) -> Result<Vec<Permission>, BrokerError> {
+        let path = format!("/api/users/{}/permissions", super::segment(user));
+        let Some(value) = self.get(&path).await? else {
+            return Ok(Vec::new());
+        };
+        serde_json::from_value(value).map_err(|error| BrokerError::Decode {
+            path,
+            reason: error.to_string().into(),
+        })
+    }
+}
+
+/// A queue's counts from a passive `queue.declare`; `None` when it does not exist.
+async fn declare_passive(
+    channel: &Channel,
+    queue: &GuardedQueue<'_>,
+) -> Result<Option<QueueHeld>, BrokerError> {
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    match channel
+        .queue_declare(queue.name.into(), passive, FieldTable::default())
+        .await
+    {
+        Ok(state) => Ok(Some(QueueHeld {
+            ready: state.message_count(),
+            consumers: state.consumer_count(),
+            unacknowledged: 0,
+        })),
+        Err(error) => match reply_of(&error) {
+            Some((NOT_FOUND, _)) => Ok(None),
             _ => Err(failed(queue, &error)),
         },
     }

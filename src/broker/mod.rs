@@ -31,7 +31,7 @@ use serde_json::Value;
 pub use endpoint::{DEFAULT_URL, Endpoint, WHERE_TO_CONFIGURE};
 pub use error::{BrokerError, RedactedText, Tag};
 use error::{missing_tag, reason_of};
-pub use guard::GuardedQueue;
+pub use guard::{GuardedQueue, QueueHeld};
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};

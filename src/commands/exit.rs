@@ -56,6 +56,7 @@ pub fn of_broker(error: &BrokerError) -> u8 {
 pub fn of_apply(error: &ApplyError) -> u8 {
     match error {
         ApplyError::DataLoss(_)
+        | ApplyError::HeldNow(_)
         | ApplyError::UnknownPasswords(_)
         | ApplyError::Conflict(_)
         | ApplyError::Captures(_)
@@ -63,6 +64,8 @@ pub fn of_apply(error: &ApplyError) -> u8 {
         | ApplyError::MigrationUnderWay(_)
         | ApplyError::OtherBroker(_)
         | ApplyError::Stale(_) => REFUSED,
+        // The user's permissions, as a 403 from the broker would be: fix the user.
+        ApplyError::Permissions { .. } => BROKER_UNAVAILABLE,
         ApplyError::Broker { error, .. } => of_broker(error),
         ApplyError::RecordNotWritten { error, .. } => match of_apply(error) {
             // The changes were made: whatever stopped the record, the run failed.

@@ -13,7 +13,8 @@ mod depends;
 pub mod file;
 mod migration;
 mod recheck;
-mod refusal;
+pub mod refusal;
+pub mod strand;
 
 pub use against::{PlanError, Planned, against_broker, against_definitions, spec_name};
 pub use basis::Basis;
@@ -22,6 +23,7 @@ pub use depends::Dependency;
 pub use migration::{Migration, Stage, is_migration_object};
 pub use recheck::{Mismatch, recheck, replan};
 pub use refusal::{NO_SPEC_MANAGES_IT, Refusal};
+pub use strand::{Feed, Strand, StrandRoute};
 
 use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};
@@ -93,6 +95,14 @@ pub struct Plan {
     /// [`Plan::changes`]), and migrations a stopped apply left under way.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub migrations: Vec<Migration>,
+    /// Queues the plan keeps whose messages it strands: they dead-letter into, or are
+    /// the parking queue of, a queue it deletes or replaces ([`strand`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strands: Vec<Strand>,
+    /// Dead-letter routes between queues the plan removes: the order apply deletes
+    /// them in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feeds: Vec<Feed>,
     /// Users whose password was not known when the plan was made (a pull-request job
     /// plans without the applications' secrets), with what was missing. Their
     /// passwords are not compared, and `apply` refuses the plan.
@@ -207,6 +217,15 @@ impl Plan {
                 change.messages = *count;
             }
         }
+        for strand in &mut self.strands {
+            let key = (
+                strand.queue.vhost.as_deref().unwrap_or_default(),
+                strand.queue.name.as_str(),
+            );
+            if let Some(count) = counts.get(&key) {
+                strand.messages = *count;
+            }
+        }
         for migration in &mut self.migrations {
             let key = (
                 migration.queue.vhost.as_deref().unwrap_or_default(),
@@ -232,8 +251,8 @@ impl Plan {
             .collect()
     }
 
-    /// Queues whose message counts the plan needs: deleted or replaced, and the
-    /// temporary queues of migrations under way.
+    /// Queues whose message counts the plan needs: deleted or replaced, the queues
+    /// whose messages it strands, and the temporary queues of migrations under way.
     pub fn queues_needing_counts(&self) -> Vec<(String, String)> {
         let temporaries = self
             .migrations
@@ -252,8 +271,18 @@ impl Plan {
                     && matches!(c.action, Action::Delete | Action::Replace)
             })
             .map(|c| (c.id.vhost.clone().unwrap_or_default(), c.id.name.clone()))
+            .chain(
+                self.stranded_queues()
+                    .map(|id| (id.vhost.clone().unwrap_or_default(), id.name.clone())),
+            )
             .chain(temporaries)
             .collect()
+    }
+
+    /// The queues whose messages the plan strands, each once.
+    pub fn stranded_queues(&self) -> impl Iterator<Item = &ObjectId> {
+        let queues: BTreeSet<&ObjectId> = self.strands.iter().map(|s| &s.queue).collect();
+        queues.into_iter()
     }
 }
 
@@ -406,6 +435,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let migrations = migration::find(&desired, &migration_objects, &changes, target);
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
+    let (strands, feeds) = strand::find(inputs.live, &vhosts, &changes, target);
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),
@@ -432,6 +462,8 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         captured,
         overlaps,
         migrations,
+        strands,
+        feeds,
         unknown_passwords: inputs.passwords.unknown.clone(),
         summary: Summary::default(),
         basis: None,
@@ -481,6 +513,8 @@ impl Plan {
             captured: vec![],
             overlaps: vec![],
             migrations: vec![],
+            strands: vec![],
+            feeds: vec![],
             unknown_passwords: Default::default(),
             summary: Summary::default(),
             basis: None,

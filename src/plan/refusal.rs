@@ -6,7 +6,8 @@
 
 use std::fmt;
 
-use super::{Captured, Conflict, Overlap};
+use super::{Captured, Conflict, Overlap, Strand, StrandRoute};
+use crate::broker::QueueHeld;
 
 /// The first reason a plan cannot be applied, in the order apply checks them, with the
 /// number of further reasons of the same kind.
@@ -79,6 +80,81 @@ impl fmt::Display for Refusal {
             n => write!(f, " (and {n} more)"),
         }
     }
+}
+
+/// How a plan, and apply's refusal, say a queue's messages are stranded: `queue "a"
+/// in vhost "v" dead-letters into queue "b" in vhost "v", which the plan removes`.
+pub fn stranding(strand: &Strand) -> String {
+    match strand.route {
+        StrandRoute::DeadLetters => format!(
+            "{} dead-letters into {}, which the plan deletes: its messages would expire or be rejected to nowhere",
+            strand.queue, strand.into
+        ),
+        StrandRoute::ParkedFor => format!(
+            "{} is the parking queue of {}, which the plan deletes: its messages would have no way back",
+            strand.queue, strand.into
+        ),
+    }
+}
+
+/// What a queue holds at the check before an apply's first write, after its name:
+/// `holds 5 ready messages`, `has 1 consumer (its unacknowledged messages would be
+/// lost)`, and why it matters when the plan does not delete it itself.
+pub fn held_now(held: &QueueHeld, strand: Option<&Strand>) -> String {
+    let mut parts = Vec::new();
+    if held.ready > 0 {
+        parts.push(format!(
+            "holds {}",
+            crate::text::count(u64::from(held.ready), "ready message")
+        ));
+    }
+    if held.unacknowledged > 0 {
+        parts.push(format!(
+            "holds {}",
+            crate::text::count(held.unacknowledged, "unacknowledged message")
+        ));
+    }
+    if held.consumers > 0 {
+        parts.push(format!(
+            "has {} (in use: what it has not acknowledged would be lost)",
+            crate::text::count(u64::from(held.consumers), "consumer")
+        ));
+    }
+    let mut text = parts.join(" and ");
+    if let Some(strand) = strand {
+        let why = match strand.route {
+            StrandRoute::DeadLetters => "it dead-letters into",
+            StrandRoute::ParkedFor => "it is the parking queue of",
+        };
+        text.push_str(&format!(
+            " and {why} {}, which the plan deletes",
+            strand.into
+        ));
+    }
+    text
+}
+
+/// A permission the user lacks in a vhost, for the objects that need it (kind, name,
+/// the change), and the fix.
+pub fn permission_missing(
+    vhost: &str,
+    access: &str,
+    objects: Vec<(&str, &str, &str)>,
+    has_any: bool,
+) -> String {
+    let (kind, name, change) = objects[0];
+    let more = match objects.len() - 1 {
+        0 => String::new(),
+        n => format!(" (and {} more)", crate::text::count(n as u64, "object")),
+    };
+    let has = if has_any {
+        "its permissions there do not match it"
+    } else {
+        "it has no permissions there (the `administrator` tag grants none)"
+    };
+    format!(
+        "in vhost {vhost:?}, `{access}` on {kind} {name:?}, needed to {change}{more}: {has}; grant it, e.g. `rabbitmqctl set_permissions -p {vhost} USER '.*' '.*' '.*'` (docs/ci.md)"
+    )
 }
 
 /// What a captured queue without an owner is said to be, here and in the plan's list.

@@ -58,10 +58,11 @@ pub fn markdown(plan: &Plan) -> String {
             title(&mut out, header, plan);
         }
     }
-    let order: [fn(&Section<'_>) -> bool; 7] = [
+    let order: [fn(&Section<'_>) -> bool; 8] = [
         |s| matches!(s, Section::CannotBeApplied(_)),
         |s| matches!(s, Section::UnknownPasswords(_)),
         |s| matches!(s, Section::DataLoss(_)),
+        |s| matches!(s, Section::Stranded(_)),
         |s| matches!(s, Section::NoChanges { .. } | Section::Changes(_)),
         |s| matches!(s, Section::Migrations(_)),
         |s| matches!(s, Section::Adopted(_)),
@@ -73,6 +74,12 @@ pub fn markdown(plan: &Plan) -> String {
                 Section::CannotBeApplied(refusal) => refused(&mut out, refusal),
                 Section::UnknownPasswords(users) => unknown_passwords(&mut out, users),
                 Section::DataLoss(items) => data_loss(&mut out, items, &mut budget),
+                Section::Stranded(strands) => {
+                    let (heading, lines) = sections::stranded_lines(strands);
+                    for line in lines {
+                        let _ = writeln!(out, "\n> [!CAUTION]\n> **{heading}** {}", inline(&line));
+                    }
+                }
                 Section::NoChanges { refused } => {
                     let (answer, meaning) = sections::no_changes(*refused);
                     let _ = writeln!(out, "\n**{answer}** {meaning}");

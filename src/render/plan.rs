@@ -132,6 +132,12 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                 })?;
             }
             Section::DataLoss(_) => {} // each change line says what it loses
+            Section::Stranded(strands) => {
+                let (heading, lines) = sections::stranded_lines(&strands);
+                for line in lines {
+                    writeln!(out, "{} {line}", style.paint(Tone::Danger, true, heading))?;
+                }
+            }
             Section::Changes(groups) => changes::changes(out, &groups, style)?,
             Section::Unmanaged(ids) => {
                 let (heading, left, flag) = sections::UNMANAGED;

@@ -73,11 +73,14 @@ fn a_saved_replace_keeps_messages_that_arrived_after_planning(version: Version) 
 
         publish(node, &vhost, "audit", 3);
         let refused = node.cli(&["apply", plan.to_str().unwrap()]).expect(4);
+        // Counted by the queue under the locks, before the first write.
         assert!(
             refused
                 .stderr
-                .contains("refusing to delete queue \"audit\"")
-                && refused.stderr.contains("it was not deleted"),
+                .contains("refusing to apply: the broker counts")
+                && refused.stderr.contains("queue \"audit\" in vhost")
+                && refused.stderr.contains("holds 3 ready messages")
+                && refused.stderr.contains("nothing was changed"),
             "{from} → {to}: {}",
             refused.stderr
         );
@@ -114,15 +117,14 @@ fn a_saved_delete_keeps_messages_that_arrived_after_planning(version: Version) {
         assert_holds(node, &vhost, "extra", kind, 5);
         let refused = node.cli(&["apply", plan.to_str().unwrap()]).expect(4);
         assert!(
-            refused
-                .stderr
-                .contains("refusing to delete queue \"extra\""),
+            refused.stderr.contains("queue \"extra\" in vhost")
+                && refused.stderr.contains("holds 5 ready messages"),
             "{kind}: {}",
             refused.stderr
         );
         assert!(
-            refused.stderr.contains("not done: delete queue \"extra\""),
-            "the report says what was not done: {}",
+            refused.stderr.contains("nothing was changed") && !refused.stderr.contains("was made"),
+            "refused before the first write: {}",
             refused.stderr
         );
         assert_holds(node, &vhost, "extra", kind, 5);

@@ -54,6 +54,7 @@ mod permissions;
 mod plan_apply;
 mod progress;
 mod pull_request;
+mod refusals;
 mod replay;
 mod reserved_names;
 mod retry_behaviour;

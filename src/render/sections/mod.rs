@@ -20,7 +20,9 @@ mod migrations;
 
 use crate::diff::Action;
 use crate::model::{ObjectId, ObjectKind};
-use crate::plan::{Captured, Conflict, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, Summary};
+use crate::plan::{
+    Captured, Conflict, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, Strand, Summary,
+};
 
 pub use changes::{
     ChangeItem, Group, Loss, Note, PASSWORD_CHANGED, line_diff, loss_sentence, password_changed,
@@ -246,6 +248,24 @@ pub enum Section<'a> {
     CannotBeApplied(Refusal),
     /// Users whose password was not known, with what was missing.
     UnknownPasswords(Vec<(&'a str, &'a str)>),
+    /// Queues the plan keeps whose messages it strands, as counted when planned.
+    Stranded(Vec<&'a Strand>),
+}
+
+/// The stranded queues' call-out: its strong part, and one sentence per queue.
+pub fn stranded_lines(strands: &[&Strand]) -> (&'static str, Vec<String>) {
+    let lines = strands
+        .iter()
+        .map(|s| {
+            format!(
+                "{} holds {} (counted when planned): {}. `warren apply` refuses this unless it is run with `--allow-data-loss`.",
+                s.queue,
+                crate::text::count(s.messages.unwrap_or(0), "message"),
+                crate::plan::refusal::stranding(s)
+            )
+        })
+        .collect();
+    ("Stranded messages:", lines)
 }
 
 /// The sections of `plan`, in the text plan's order; a section with nothing to say is
@@ -264,6 +284,10 @@ pub fn sections(plan: &Plan) -> Vec<Section<'_>> {
     let losing = changes::data_loss(plan);
     if !losing.is_empty() {
         sections.push(Section::DataLoss(losing));
+    }
+    let stranded: Vec<&Strand> = plan.strands.iter().filter(|s| s.loses_data()).collect();
+    if !stranded.is_empty() {
+        sections.push(Section::Stranded(stranded));
     }
     if plan.has_changes() {
         sections.push(Section::Changes(changes::groups(plan)));

@@ -26,6 +26,7 @@ fn kinds(sections: &[Section<'_>]) -> Vec<&'static str> {
             Section::Summary(_) => "summary",
             Section::CannotBeApplied(_) => "cannot be applied",
             Section::UnknownPasswords(_) => "unknown passwords",
+            Section::Stranded(_) => "stranded",
         })
         .collect()
 }

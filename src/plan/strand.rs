@@ -1,0 +1,202 @@
+//! Queues whose messages a plan strands: a queue the plan keeps that dead-letters into a
+//! queue the plan deletes or replaces (a delay tier into its work queue, a work queue
+//! through its retry exchange into a tier or its parking queue), or the parking queue
+//! of a work queue the plan deletes, whose messages have no way back. Their messages
+//! are not deleted with the plan's queues, but once those are gone they expire, or are
+//! rejected, to nowhere: a plan that strands messages loses them as surely as one that
+//! deletes a queue holding them.
+//!
+//! Pure: it reads the plan's changes and the live definitions' dead-letter routes
+//! (arguments × policies, [`crate::model::queue_facts`], routed as the broker routes
+//! a dead letter, [`crate::model::routing`]). The same routes between two queues the
+//! plan removes ([`Feed`]) decide the order apply deletes them in.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::compile::naming;
+use crate::diff::{Action, Change};
+use crate::model::queue_facts::{operator_policies, queue_facts};
+use crate::model::routing::{Message, Topology};
+use crate::model::{Definitions, ObjectId, ObjectKind, TargetVersion};
+
+/// How a kept queue's messages depend on a queue the plan removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StrandRoute {
+    /// The queue dead-letters (expired, rejected, over its limits) into it.
+    DeadLetters,
+    /// The queue is its parking queue: replays send its messages back to it.
+    ParkedFor,
+}
+
+/// A queue the plan keeps whose messages would be stranded by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Strand {
+    /// The queue the plan keeps.
+    pub queue: ObjectId,
+    /// The queue the plan deletes or replaces that its messages go to.
+    pub into: ObjectId,
+    /// How.
+    pub route: StrandRoute,
+    /// Its messages, counted when planned (statistics: they may lag).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+}
+
+impl Strand {
+    /// Whether the plan, as counted, strands messages of this queue.
+    pub fn loses_data(&self) -> bool {
+        self.messages.unwrap_or(0) > 0
+    }
+}
+
+/// A dead-letter route between two queues the plan removes: `from` is deleted before
+/// `into`, so that an apply stopped between the two leaves no queue dead-lettering
+/// into a queue already gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feed {
+    /// The queue that dead-letters.
+    pub from: ObjectId,
+    /// The queue it dead-letters into.
+    pub into: ObjectId,
+}
+
+/// The queues a change removes (deletes, or deletes to declare again).
+pub fn removes_queue(change: &Change) -> bool {
+    change.id.kind == ObjectKind::Queue && matches!(change.action, Action::Delete | Action::Replace)
+}
+
+fn queue_id(vhost: &str, name: &str) -> ObjectId {
+    ObjectId {
+        kind: ObjectKind::Queue,
+        vhost: Some(vhost.to_string()),
+        name: name.to_string(),
+    }
+}
+
+/// The queues `changes` strand, and the dead-letter routes between the queues they
+/// remove, from the live definitions of `vhosts`.
+pub fn find(
+    live: &Definitions,
+    vhosts: &[String],
+    changes: &[Change],
+    target: TargetVersion,
+) -> (Vec<Strand>, Vec<Feed>) {
+    let removed: BTreeSet<&ObjectId> = changes
+        .iter()
+        .filter(|c| removes_queue(c))
+        .map(|c| &c.id)
+        .collect();
+    let mut strands = Vec::new();
+    let mut feeds = Vec::new();
+    if removed.is_empty() {
+        return (strands, feeds);
+    }
+    let topology = Topology::new(live, target);
+    let operators = operator_policies(live);
+    for facts in queue_facts(live, &operators, target) {
+        let queue = facts.queue;
+        if !vhosts.contains(&queue.vhost) || queue.is_transient() {
+            continue;
+        }
+        let Some(exchange) = facts.dead_letter_exchange else {
+            continue;
+        };
+        let keys: Vec<String> = facts
+            .dead_letter_routing_key
+            .map(|key| vec![key.to_string()])
+            .unwrap_or_default();
+        let message = Message {
+            routing_keys: facts.dead_letter_routing_key.map(|_| keys.as_slice()),
+            headers: None,
+        };
+        let from = queue_id(&queue.vhost, &queue.name);
+        let route = topology.route(&queue.vhost, exchange, message);
+        for target_queue in route.queues {
+            let into = queue_id(&queue.vhost, target_queue);
+            if into == from || !removed.contains(&into) {
+                continue;
+            }
+            if removed.contains(&from) {
+                feeds.push(Feed {
+                    from: from.clone(),
+                    into,
+                });
+            } else {
+                strands.push(Strand {
+                    queue: from.clone(),
+                    into,
+                    route: StrandRoute::DeadLetters,
+                    messages: None,
+                });
+            }
+        }
+    }
+    for work in &removed {
+        let vhost = work.vhost.as_deref().unwrap_or_default();
+        let parking = queue_id(vhost, &naming::parking_queue(&work.name));
+        let kept = topology.has_queue(vhost, &parking.name) && !removed.contains(&parking);
+        if kept
+            && !strands
+                .iter()
+                .any(|s| s.queue == parking && &s.into == *work)
+        {
+            strands.push(Strand {
+                queue: parking,
+                into: (*work).clone(),
+                route: StrandRoute::ParkedFor,
+                messages: None,
+            });
+        }
+    }
+    strands.sort_by(|a, b| (&a.queue, &a.into).cmp(&(&b.queue, &b.into)));
+    feeds.sort_by(|a, b| (&a.from, &a.into).cmp(&(&b.from, &b.into)));
+    (strands, feeds)
+}
+
+/// `queues` (removals of the same plan) in the order to delete them: a queue that
+/// dead-letters into another goes before the one it feeds. A cycle (a work queue and
+/// its tiers feed each other) is broken by the queue that feeds on its own: one with a
+/// message TTL or limit moves messages by itself, so it goes first; among the rest,
+/// the order given.
+pub fn delete_order<'a>(queues: &[&'a Change], feeds: &[Feed]) -> Vec<&'a Change> {
+    let mut left: Vec<&'a Change> = queues.to_vec();
+    let mut order = Vec::with_capacity(left.len());
+    while !left.is_empty() {
+        // The first queue no queue still left dead-letters into: its feeders went
+        // before it.
+        let fed_by_left = |change: &Change| {
+            feeds.iter().any(|f| {
+                f.into == change.id && f.from != change.id && left.iter().any(|l| l.id == f.from)
+            })
+        };
+        let next = left
+            .iter()
+            .position(|c| !fed_by_left(c))
+            .or_else(|| left.iter().position(|c| moves_by_itself(c)))
+            .unwrap_or(0);
+        order.push(left.remove(next));
+    }
+    order
+}
+
+/// Whether a queue dead-letters without a consumer acting: a message TTL or a
+/// length limit of its own (a delay tier's TTL is usually a policy's; its
+/// `x-dead-letter-routing-key` to a named queue says it is a tier as well).
+fn moves_by_itself(change: &Change) -> bool {
+    let arguments = change
+        .before
+        .as_ref()
+        .map(|b| &b["arguments"])
+        .cloned()
+        .unwrap_or_default();
+    ["x-message-ttl", "x-max-length", "x-max-length-bytes"]
+        .iter()
+        .any(|key| !arguments[key].is_null())
+        || arguments["x-dead-letter-exchange"] == ""
+}
+
+#[cfg(test)]
+mod tests;
