@@ -90,7 +90,7 @@ pub fn of_replay(failure: &ReplayFailure) -> u8 {
         ReplayFailure::QueueMissing { .. }
         | ReplayFailure::UserId { .. }
         | ReplayFailure::Channel(_)
-        | ReplayFailure::Returned { .. } => ERROR,
+        | ReplayFailure::Refused(_) => ERROR,
     }
 }
 

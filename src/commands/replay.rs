@@ -190,10 +190,7 @@ impl Run {
             }
             Err(RunError::Replay(err)) => {
                 self.moved = Some(err.moved);
-                let message = format!(
-                    "the replay stopped after moving {} of {}: {}",
-                    err.moved, prepared.to_move, err.failure
-                );
+                let message = render::replay::stopped(&prepared, &err);
                 fail_with(stderr, exit::of_replay(&err.failure), &message)
             }
         }
