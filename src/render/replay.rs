@@ -61,7 +61,7 @@ pub fn preview(out: &mut dyn Write, prepared: &Prepared, batch: u16) -> io::Resu
     };
     writeln!(
         out,
-        "  moves {}{limit}, oldest first, {} per transaction",
+        "  moves {}{limit}, oldest first, at most {} in flight",
         count(prepared.to_move as usize, "message"),
         batch
     )?;

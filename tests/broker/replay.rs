@@ -792,8 +792,9 @@ fn a_full_work_queue_refuses_copies_and_they_stay_parked(version: Version) {
                     "priority": 100, "definition": {"max-length": 10, "overflow": "reject-publish"}}),
         );
         let parking = park_directly(&s, PARKED_HERE);
-        // The policy is in force once a publish over the cap is refused.
-        let capped = s.node.wait_until(SOON, || {
+        // The queue reports the policy once it applies it (a quorum queue on a loaded
+        // machine can take a minute).
+        let capped = s.node.wait_until(Duration::from_secs(120), || {
             s.node
                 .get_opt(&format!("/api/queues/{}/{}", pct(&s.vhost), pct(&work)))
                 .is_some_and(|q| q["policy"] == "cap-work")
