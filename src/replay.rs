@@ -4,8 +4,8 @@
 //! Which queue is whose comes from the compiled consumer contract, so only a parking
 //! queue of the spec can be emptied, and only into its own consumer's work queue: the
 //! default exchange routes on the queue's name, so no other consumer sees a replayed
-//! message. The move itself is `broker::replay` (transactions: nothing lost, nothing
-//! doubled), under the locks an apply of the spec takes, so that no apply deletes or
+//! message. The move itself is `broker::replay` (publisher confirms: nothing lost, a
+//! refused copy's original left parked, at most `batch` doubled by a kill), under the locks an apply of the spec takes, so that no apply deletes or
 //! replaces the two queues while messages move. What each message's headers lose is
 //! [`Replay`].
 
@@ -19,8 +19,8 @@ use crate::compile::contract::{ConsumerContract, Contract};
 use crate::model::headers::Replay;
 use crate::spec::RetryMode;
 
-/// Messages per transaction when `--batch` is not given: large enough that a replay of
-/// thousands takes seconds, small enough that an interrupted batch returns quickly.
+/// Copies in flight when `--batch` is not given: large enough that a replay of
+/// thousands takes seconds, small enough that a kill doubles few messages.
 pub const DEFAULT_BATCH: u16 = 100;
 
 /// The consumer whose parked messages a replay moves.
@@ -221,8 +221,9 @@ pub enum RunError {
 }
 
 /// Moves `prepared.to_move` messages (fewer when the parking queue empties first),
-/// holding the spec's and the vhost's locks, `batch` messages per transaction. Stops
-/// after the open batch when `stop` is set; `moved` hears the running total.
+/// holding the spec's and the vhost's locks, at most `batch` copies in flight. Stops
+/// once the copies in flight are settled when `stop` is set; `moved` hears the running
+/// total.
 pub async fn run(
     client: &Client,
     spec: &str,

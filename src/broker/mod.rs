@@ -35,7 +35,7 @@ pub use guard::{GuardedQueue, QueueHeld};
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};
-pub use replay::{QueueNow, ReplayError, ReplayFailure, ReplayMove, rewrite};
+pub use replay::{QueueNow, Refusal, ReplayError, ReplayFailure, ReplayMove, rewrite};
 pub use stats::{MessageRates, QueueStatistics, Rate};
 pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, WriteOutcome, WriteStop, import_chunk_objects};
 

@@ -93,7 +93,7 @@ pub fn of_replay(failure: &ReplayFailure) -> u8 {
         ReplayFailure::QueueMissing { .. }
         | ReplayFailure::UserId { .. }
         | ReplayFailure::Channel(_)
-        | ReplayFailure::Returned { .. } => ERROR,
+        | ReplayFailure::Refused(_) => ERROR,
     }
 }
 

@@ -99,8 +99,8 @@ pub enum Command {
     /// then parking or drop (docs/trace.md).
     Trace(trace::TraceArgs),
     /// Send a consumer's parked messages back to its work queue once the fault that
-    /// parked them is fixed: oldest first, each exactly once (in AMQP transactions),
-    /// each starting its retry ladder again (docs/operating.md).
+    /// parked them is fixed: oldest first, each original acknowledged once the broker
+    /// confirmed its copy, each starting its retry ladder again (docs/operating.md).
     Replay(replay::ReplayArgs),
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).

@@ -35,8 +35,9 @@ pub struct ReplayArgs {
     /// Move at most N messages (default: every message parked when the replay starts).
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
-    /// Messages per transaction: an interrupted replay returns at most this many
-    /// taken messages to the parking queue.
+    /// Copies in flight at most (published and not yet confirmed, or confirmed with
+    /// their originals not yet acknowledged): a kill of warren or of the broker can
+    /// leave at most this many messages in both queues.
     #[arg(long, value_name = "N", default_value_t = crate::replay::DEFAULT_BATCH, value_parser = clap::value_parser!(u16).range(1..=10_000))]
     pub batch: u16,
     /// Say what would move, and move nothing.
@@ -158,8 +159,8 @@ impl Run {
             let _ = writeln!(stderr, "replay cancelled; nothing was moved");
             return EXIT_ERROR;
         }
-        // A signal stops the replay after its open transaction: nothing half-moved. It
-        // is told at once, with the count moved so far.
+        // A signal stops the replay once the copies in flight are settled: nothing
+        // doubled. It is told at once, with the count moved so far.
         let stop = stop_on_signals(&runtime);
         let moved_so_far = Arc::new(AtomicU64::new(0));
         let to_move = prepared.to_move;
@@ -206,10 +207,7 @@ impl Run {
             }
             Err(RunError::Replay(err)) => {
                 self.moved = Some(err.moved);
-                let message = format!(
-                    "the replay stopped after moving {} of {}: {}",
-                    err.moved, prepared.to_move, err.failure
-                );
+                let message = render::replay::stopped(&prepared, &err);
                 fail_with(stderr, exit::of_replay(&err.failure), &message)
             }
         }

@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
+use crate::broker::ReplayError;
 use crate::model::headers::{ORIGINAL_ROUTING_KEY_HEADER, REPLAY_COUNT_HEADER};
 use crate::replay::Prepared;
 use crate::spec::RetryMode;
@@ -60,7 +61,7 @@ pub fn preview(out: &mut dyn Write, prepared: &Prepared, batch: u16) -> io::Resu
     };
     writeln!(
         out,
-        "  moves {}{limit}, oldest first, {} per transaction",
+        "  moves {}{limit}, oldest first, at most {} in flight",
         count(prepared.to_move as usize, "message"),
         batch
     )?;
@@ -106,6 +107,25 @@ pub fn done(
             target.parking, target.rule.work_queue
         )
     }
+}
+
+/// Why a replay stopped, and what the broker holds: the messages moved (each copy
+/// confirmed, its original acknowledged), the ones still parked, and those whose copy
+/// the broker never confirmed nor refused.
+pub fn stopped(prepared: &Prepared, error: &ReplayError) -> String {
+    let target = &prepared.target;
+    let not_moved = prepared.to_move.saturating_sub(error.moved);
+    let mut text = format!(
+        "the replay stopped after moving {} of {} to `{}` (each copy confirmed by the broker, its original acknowledged); {not_moved} not moved, still in `{}`: {}",
+        error.moved, prepared.to_move, target.rule.work_queue, target.parking, error.failure
+    );
+    if error.unconfirmed > 0 {
+        text.push_str(&format!(
+            ". Of those not moved, {} had a copy the broker neither confirmed nor refused: should it take such a copy after all, that message is in both queues (the copy carries `{REPLAY_COUNT_HEADER}`)",
+            count(error.unconfirmed as usize, "message")
+        ));
+    }
+    text
 }
 
 /// The JSON document of `warren replay --format json`: what was to move, what moved
@@ -187,6 +207,40 @@ mod tests {
             done(o, &p, 12, true)?;
             done(o, &p, 30, false)
         }));
+    }
+
+    #[test]
+    fn a_stop_says_what_moved_what_is_parked_and_why() {
+        use crate::broker::{Refusal, ReplayFailure};
+        let p = prepared(RetryMode::Publish, 2);
+        let full = ReplayError {
+            moved: 10,
+            unconfirmed: 0,
+            failure: ReplayFailure::Refused(Refusal::Nack {
+                queue: "orders.email".into(),
+                now: Some(QueueNow {
+                    messages: 10,
+                    consumers: 0,
+                }),
+            }),
+        };
+        assert_eq!(
+            stopped(&p, &full),
+            "the replay stopped after moving 10 of 40 to `orders.email` (each copy confirmed by the broker, its original acknowledged); 30 not moved, still in `orders.email.parking`: RabbitMQ refused a copy (basic.nack) for queue `orders.email`, which holds 10 messages ready: a queue with `max-length` or `max-length-bytes` and `overflow: reject-publish` refuses messages while it is full; replay again once its consumers have drained it; the refused message is still parked"
+        );
+        let blocked = ReplayError {
+            moved: 0,
+            unconfirmed: 1,
+            failure: ReplayFailure::Refused(Refusal::Blocked {
+                reason: "low on memory".into(),
+            }),
+        };
+        let text = stopped(&p, &blocked);
+        assert!(
+            text.contains("connection.blocked: low on memory")
+                && text.contains("1 message had a copy the broker neither confirmed nor refused"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -72,13 +72,13 @@ pub fn apply_notice(signal: usize, step: &Step) -> String {
 pub fn replay_notice(signal: usize, moved: u64, to_move: u64) -> String {
     match signal {
         1 => format!(
-            "Signal received: stopping after the open transaction: {} of {} {} moved; then the replay releases its locks, says how many moved, and exits 1.",
+            "Signal received: stopping once the copies in flight are settled: {} of {} {} moved; then the replay releases its locks, says how many moved, and exits 1.",
             crate::model::shorten::grouped(moved),
             crate::model::shorten::grouped(to_move),
             noun_for(to_move, "message")
         ),
         2 => format!(
-            "Still stopping after the open transaction, which the broker commits or rolls back whole: no message is lost or left in both queues, and the count moved is exact. {}",
+            "Still stopping once the copies in flight are settled: each original is acknowledged only after the broker confirmed its copy, so no message is lost or left in both queues, and the count moved is exact. {}",
             at_once_warning()
         ),
         _ => at_once(),
@@ -190,7 +190,7 @@ mod tests {
         assert!(second.ends_with("A third signal stops warren at once, without that."));
         assert!(apply_notice(3, &Step::BetweenPhases).starts_with("Stopping at once"));
         assert!(replay_notice(1, 300, 1_000).contains("300 of 1,000 messages moved"));
-        assert!(replay_notice(2, 300, 1_000).contains("rolls back whole"));
+        assert!(replay_notice(2, 300, 1_000).contains("only after the broker confirmed its copy"));
     }
 
     #[test]

@@ -1,0 +1,387 @@
+//! The move itself: a window of copies in flight, each original acknowledged once the
+//! broker has confirmed its copy, and rejected back to the parking queue when it has
+//! refused it.
+//!
+//! Copies are published ahead of their confirms, at most `batch` at once, and the
+//! window is settled in order: an original's ack goes out before the copy `batch`
+//! places after it is published, so a kill of warren leaves at most `batch` messages
+//! whose copy the broker took and whose original's ack it did not.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, Stream, StreamExt};
+use lapin::options::{
+    BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, ConfirmSelectOptions,
+};
+use lapin::{Channel, Confirmation, Connection, Event, PublisherConfirm};
+
+use super::copy::rewrite;
+use super::{
+    NOT_FOUND, Publisher, Refusal, ReplayError, ReplayFailure, ReplayMove, declare_passive,
+    failure_of, new_channel, reply_of,
+};
+
+/// How often a wait on the publishing connection looks at whether it is blocked.
+const BLOCKED_POLL: Duration = Duration::from_millis(100);
+
+/// How long warren waits on a blocked publishing connection before it stops: what the
+/// broker read before it blocked is confirmed at once; the rest waits for the alarm.
+const BLOCKED_WAIT: Duration = Duration::from_secs(5);
+
+/// A copy published and not yet settled: the delivery tag of its original.
+struct InFlight {
+    tag: u64,
+    confirm: PublisherConfirm,
+}
+
+/// What a wait on the publishing connection came to.
+enum Waited<T> {
+    Done(T),
+    /// The connection stayed blocked for [`BLOCKED_WAIT`].
+    Blocked,
+}
+
+/// One replay's channels and what it has done so far.
+pub(super) struct Window<'a> {
+    /// Gets, acks and rejects (on the taking connection, which never publishes and so
+    /// is never blocked).
+    taker: Channel,
+    /// The taking connection, for passive declares (a missing queue closes a channel).
+    taking: &'a Connection,
+    /// Publishes, in confirm mode.
+    sender: Channel,
+    sending: &'a Connection,
+    events: Pin<Box<dyn Stream<Item = Event> + Send>>,
+    blocked_reason: Option<String>,
+    blocked_since: Option<Instant>,
+    request: &'a ReplayMove<'a>,
+    publisher: &'a Publisher,
+    in_flight: VecDeque<InFlight>,
+    taken: u64,
+    acked: u64,
+    /// Originals whose copies are confirmed and whose ack is not sent yet (one
+    /// `multiple` ack sends them), and the last one's tag.
+    unacked: u64,
+    last_confirmed: Option<u64>,
+    uncertain: u64,
+    empty: bool,
+    stopped: Option<ReplayFailure>,
+}
+
+impl<'a> Window<'a> {
+    /// The channels of a replay, once both queues are known to exist.
+    pub(super) async fn open(
+        taking: &'a Connection,
+        sending: &'a Connection,
+        request: &'a ReplayMove<'a>,
+        publisher: &'a Publisher,
+    ) -> Result<Window<'a>, ReplayFailure> {
+        let check = new_channel(taking).await?;
+        for queue in [request.parking, request.rule.work_queue.as_str()] {
+            if declare_passive(&check, queue).await?.is_none() {
+                return Err(ReplayFailure::QueueMissing {
+                    vhost: request.vhost.to_string(),
+                    queue: queue.to_string(),
+                });
+            }
+        }
+        let _ = check.close(200, "".into()).await;
+        let taker = new_channel(taking).await?;
+        let sender = new_channel(sending).await?;
+        sender
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(|e| failure_of(&e))?;
+        Ok(Window {
+            taker,
+            taking,
+            sender,
+            sending,
+            events: Box::pin(sending.events_listener()),
+            blocked_reason: None,
+            blocked_since: None,
+            request,
+            publisher,
+            in_flight: VecDeque::new(),
+            taken: 0,
+            acked: 0,
+            unacked: 0,
+            last_confirmed: None,
+            uncertain: 0,
+            empty: false,
+            stopped: None,
+        })
+    }
+
+    /// Copies in flight, and originals whose copies are confirmed and not yet acked:
+    /// the messages a kill now could leave in both queues.
+    fn held(&self) -> u64 {
+        self.in_flight.len() as u64 + self.unacked
+    }
+
+    /// Originals acknowledged so far.
+    pub(super) fn acked(&self) -> u64 {
+        self.acked
+    }
+
+    /// Moves until the limit, an empty parking queue, a refusal or `stop`; settles
+    /// every copy in flight before it returns.
+    pub(super) async fn run(
+        &mut self,
+        stop: &AtomicBool,
+        moved: &mut dyn FnMut(u64),
+    ) -> Result<u64, ReplayError> {
+        // Acks go out in one `multiple` ack per half window: the copies in flight and
+        // the confirmed originals not yet acknowledged stay within `batch`.
+        let flush_at = u64::from(self.request.batch / 2).max(1);
+        loop {
+            self.fill(stop).await;
+            let Some(next) = self.in_flight.pop_front() else {
+                break;
+            };
+            self.settle(next).await;
+            if self.unacked >= flush_at || self.in_flight.is_empty() {
+                self.flush_acks(moved).await;
+            }
+        }
+        self.flush_acks(moved).await;
+        match self.stopped.take() {
+            None => Ok(self.acked),
+            Some(failure) => Err(ReplayError {
+                moved: self.acked,
+                unconfirmed: self.uncertain,
+                failure,
+            }),
+        }
+    }
+
+    /// Takes parked messages and publishes their copies until the window is full.
+    async fn fill(&mut self, stop: &AtomicBool) {
+        while self.stopped.is_none()
+            && !self.empty
+            && !stop.load(Ordering::SeqCst)
+            && self.held() < u64::from(self.request.batch.max(1))
+            && self.taken < self.request.limit
+        {
+            if self.sending.status().blocked() {
+                let reason = self.blocked_reason();
+                self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+                break;
+            }
+            let got = self
+                .taker
+                .basic_get(
+                    self.request.parking.into(),
+                    BasicGetOptions { no_ack: false },
+                )
+                .await;
+            let message = match got {
+                Ok(Some(message)) => message,
+                Ok(None) => {
+                    self.empty = true;
+                    break;
+                }
+                Err(error) => {
+                    let failure = match reply_of(&error) {
+                        Some((NOT_FOUND, _)) => ReplayFailure::QueueMissing {
+                            vhost: self.request.vhost.to_string(),
+                            queue: self.request.parking.to_string(),
+                        },
+                        _ => failure_of(&error),
+                    };
+                    self.stop(failure);
+                    break;
+                }
+            };
+            self.taken += 1;
+            let delivery = message.delivery;
+            let tag = delivery.delivery_tag;
+            // The broker would close the channel on this publish; stop before it.
+            if let Some(reply) = self.publisher.refusal(&delivery.properties) {
+                self.requeue(tag).await;
+                self.stop(ReplayFailure::UserId { reply });
+                break;
+            }
+            let properties = rewrite(&delivery.properties, self.request.rule);
+            let sender = self.sender.clone();
+            let work = self.request.rule.work_queue.clone();
+            let publish = Box::pin(async move {
+                let options = BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                };
+                sender
+                    .basic_publish(
+                        "".into(),
+                        work.as_str().into(),
+                        options,
+                        &delivery.data,
+                        properties,
+                    )
+                    .await
+            });
+            match self.unless_blocked(publish).await {
+                Waited::Done(Ok(confirm)) => self.in_flight.push_back(InFlight { tag, confirm }),
+                Waited::Done(Err(error)) => {
+                    self.requeue(tag).await;
+                    self.stop(failure_of(&error));
+                }
+                Waited::Blocked => {
+                    // Queued in warren and not sent: sent only if the alarm clears
+                    // before warren closes the connection.
+                    self.uncertain += 1;
+                    self.requeue(tag).await;
+                    let reason = self.blocked_reason();
+                    self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+                }
+            }
+        }
+    }
+
+    /// The broker's word on the oldest copy in flight, and its original's fate.
+    async fn settle(&mut self, next: InFlight) {
+        let InFlight { tag, confirm } = next;
+        match self.unless_blocked(confirm).await {
+            Waited::Done(Ok(Confirmation::Ack(None))) => {
+                self.unacked += 1;
+                self.last_confirmed = Some(tag);
+            }
+            Waited::Done(Ok(
+                Confirmation::Ack(Some(returned)) | Confirmation::Nack(Some(returned)),
+            )) => {
+                self.requeue(tag).await;
+                let queue = self.request.rule.work_queue.clone();
+                let missing = self.work_now().await.is_none();
+                self.stop(ReplayFailure::Refused(Refusal::Returned {
+                    queue,
+                    code: returned.reply_code,
+                    text: returned.reply_text.to_string(),
+                    missing,
+                }));
+            }
+            Waited::Done(Ok(Confirmation::Nack(None))) => {
+                self.requeue(tag).await;
+                let queue = self.request.rule.work_queue.clone();
+                let now = self.work_now().await;
+                self.stop(ReplayFailure::Refused(Refusal::Nack { queue, now }));
+            }
+            Waited::Done(Ok(Confirmation::NotRequested)) => {
+                self.uncertain += 1;
+                self.requeue(tag).await;
+                self.stop(ReplayFailure::Channel(
+                    "the broker did not confirm a publish (confirm mode is off)".into(),
+                ));
+            }
+            Waited::Done(Err(error)) => {
+                self.uncertain += 1;
+                self.requeue(tag).await;
+                self.stop(failure_of(&error));
+            }
+            Waited::Blocked => {
+                self.uncertain += 1;
+                self.requeue(tag).await;
+                let reason = self.blocked_reason();
+                self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+            }
+        }
+    }
+
+    /// Acknowledges every original whose copy is confirmed, in one `multiple` ack: the
+    /// window is settled in order, so every earlier delivery is acknowledged or
+    /// rejected already. `moved` hears the new total.
+    async fn flush_acks(&mut self, moved: &mut dyn FnMut(u64)) {
+        let Some(tag) = self.last_confirmed.take() else {
+            return;
+        };
+        let count = std::mem::take(&mut self.unacked);
+        match self
+            .taker
+            .basic_ack(tag, BasicAckOptions { multiple: true })
+            .await
+        {
+            Ok(()) => {
+                self.acked += count;
+                moved(self.acked);
+            }
+            Err(error) => {
+                // The copies are in the work queue; their originals come back to the
+                // parking queue when the connection closes.
+                self.uncertain += count;
+                self.stop(failure_of(&error));
+            }
+        }
+    }
+
+    /// Waits for `work`, unless the publishing connection stays blocked for
+    /// [`BLOCKED_WAIT`] (counted once per replay: a window of copies the broker has
+    /// not read waits that long in all).
+    async fn unless_blocked<F: Future + Unpin>(&mut self, mut work: F) -> Waited<F::Output> {
+        loop {
+            if let Some(since) = self.blocked_since
+                && since.elapsed() >= BLOCKED_WAIT
+            {
+                // Whatever is ready now still counts.
+                return match (&mut work).now_or_never() {
+                    Some(output) => Waited::Done(output),
+                    None => Waited::Blocked,
+                };
+            }
+            match tokio::time::timeout(BLOCKED_POLL, &mut work).await {
+                Ok(output) => return Waited::Done(output),
+                Err(_) if self.sending.status().blocked() => {
+                    self.blocked_since.get_or_insert_with(Instant::now);
+                }
+                Err(_) => self.blocked_since = None,
+            }
+        }
+    }
+
+    /// The reason of the broker's last `connection.blocked`.
+    fn blocked_reason(&mut self) -> String {
+        while let Some(Some(event)) = self.events.next().now_or_never() {
+            match event {
+                Event::ConnectionBlocked(reason) => self.blocked_reason = Some(reason),
+                Event::ConnectionUnblocked => self.blocked_reason = None,
+                _ => {}
+            }
+        }
+        self.blocked_reason
+            .clone()
+            .unwrap_or_else(|| "no reason given".into())
+    }
+
+    /// Rejects an original with `requeue`: the broker puts it back in the parking
+    /// queue, in its place where the queue type keeps places. Should the reject not
+    /// go out, the connection's close returns it all the same.
+    async fn requeue(&mut self, tag: u64) {
+        let options = BasicNackOptions {
+            multiple: false,
+            requeue: true,
+        };
+        if let Err(error) = self.taker.basic_nack(tag, options).await {
+            self.stop(failure_of(&error));
+        }
+    }
+
+    /// The work queue's counts now, `None` when it does not exist.
+    async fn work_now(&self) -> Option<super::QueueNow> {
+        let channel = new_channel(self.taking).await.ok()?;
+        let now = declare_passive(&channel, &self.request.rule.work_queue)
+            .await
+            .ok()
+            .flatten();
+        if now.is_some() {
+            let _ = channel.close(200, "".into()).await;
+        }
+        now
+    }
+
+    /// Stops taking messages; the first reason is the one reported.
+    fn stop(&mut self, failure: ReplayFailure) {
+        self.stopped.get_or_insert(failure);
+    }
+}
