@@ -6,8 +6,8 @@
 use rustc_hash::FxHashSet;
 
 use super::{Emitter, ObjectId, ObjectKind, binding_id};
+use crate::model::addressable::unaddressable;
 use crate::spec::SpecPath;
-use crate::spec::addressable::unaddressable;
 
 /// The longest name RabbitMQ accepts (an AMQP 0-9-1 short string), in bytes.
 pub const MAX_NAME_BYTES: usize = 255;

@@ -42,7 +42,7 @@ pub const SIZE_GOAL: usize = 60_000;
 
 /// Writes the plan as markdown.
 pub fn render_markdown(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
-    out.write_all(markdown(plan).as_bytes())
+    out.write_all(crate::text::visible(&markdown(plan)).as_bytes())
 }
 
 /// The plan as markdown: what a reviewer must act on (the refusal, passwords not

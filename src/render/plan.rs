@@ -97,6 +97,10 @@ const LISTED: usize = 20;
 
 /// Writes the plan for people: each section of [`sections::sections`] in turn.
 pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
+    super::visibly(out, |out| text_sections(out, plan, style))
+}
+
+fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
     for section in sections::sections(plan) {
         match section {
             Section::Header(header) => writeln!(

@@ -1,7 +1,6 @@
 //! What the user writes: the spec types, their loader, source positions, and the
 //! diagnostics that point into them.
 
-pub mod addressable;
 pub mod diagnostic;
 pub mod duration;
 pub mod environment;
