@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::broker::{BrokerError, Client, QueueStatistics};
 use crate::compile::contract::ConsumerContract;
 use crate::compile::{self, Options};
-use crate::model::effective::CompiledPolicies;
+use crate::model::effective::{CompiledPolicies, Winner};
 use crate::model::{Definitions, Policy, Queue, QueueType, TargetVersion};
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{SpecFile, not_in_spec};
@@ -337,20 +337,38 @@ impl<'a> Lookup<'a> {
             return;
         };
         let kind = QueueType::of(desired);
-        let expected = self
-            .policies
-            .choose(vhost, queue, kind, self.target)
-            .winner
-            .map(|policy| policy.name.as_str());
+        let expected = self.policies.choose(vhost, queue, kind, self.target).winner;
         let actual = self
             .live_policies
             .choose(vhost, queue, kind, self.target)
-            .winner
-            .map(|policy| policy.name.as_str());
+            .winner;
+        let what = role.describe(queue);
+        // A tie on the broker (or in the spec) is a problem whoever the broker picked:
+        // the queue's settings are those of a policy nobody chose.
+        if let Some(tied) = [&actual, &expected]
+            .into_iter()
+            .map(Winner::tied)
+            .find(|tied| !tied.is_empty())
+        {
+            let names: Vec<String> = tied.iter().map(|p| format!("`{}`", p.name)).collect();
+            problems.push(Problem {
+                kind: ProblemKind::Policy,
+                queue: queue.to_string(),
+                message: format!(
+                    "{what} is matched by policies {} of the same priority {}: the broker applies one of them, and which is not knowable (give them different priorities)",
+                    names.join(", "),
+                    tied[0].priority
+                ),
+            });
+            return;
+        }
+        let (actual, expected) = (
+            actual.one().map(|p| p.name.as_str()),
+            expected.one().map(|p| p.name.as_str()),
+        );
         if actual == expected {
             return;
         }
-        let what = role.describe(queue);
         let message = match (actual, expected) {
             (Some(actual), Some(expected)) => format!(
                 "{what} is under policy `{actual}`, not `{expected}` that the spec gives it: `{actual}` shadows it (a higher priority, or a policy the spec does not have)"

@@ -82,3 +82,73 @@ mod tests {
         assert_eq!(noun_for(8000u32, "queue"), "queues");
     }
 }
+
+/// Whether a reader cannot see `c`, or it reorders what follows: zero-width and other
+/// format characters, bidirectional embeddings, overrides and isolates, the byte
+/// order mark, and control characters but tab and line feed.
+fn is_hidden(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}' | '\u{E0000}'..='\u{E0FFF}')
+        || (c.is_control() && c != '\n' && c != '\t')
+}
+
+/// `text` with every character a reader cannot see (or that reorders the text after
+/// it) written as `\u{…}`: a queue named U+200B `z` shows as `\u{200b}z`, never as
+/// `z`. The one owner of this escaping: the text and markdown plans and the
+/// diagnostics (errors and lint findings) go through it.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    shown(text, false)
+}
+
+/// [`visible`] for output warren colored itself: its color sequences (`ESC [ … m`)
+/// are kept, every other escape character is shown.
+pub fn visible_colored(text: &str) -> std::borrow::Cow<'_, str> {
+    shown(text, true)
+}
+
+/// Whether `rest` (after an escape character) is a color sequence: `[`, digits and
+/// semicolons, `m`.
+fn is_color(rest: &str) -> bool {
+    rest.strip_prefix('[').is_some_and(|r| {
+        let end = r.find(|c: char| !(c.is_ascii_digit() || c == ';'));
+        end.is_some_and(|end| r[end..].starts_with('m'))
+    })
+}
+
+fn shown(text: &str, colors: bool) -> std::borrow::Cow<'_, str> {
+    let hidden = |at: usize, c: char| {
+        is_hidden(c) && !(colors && c == '\u{1b}' && is_color(&text[at + 1..]))
+    };
+    if !text.char_indices().any(|(at, c)| hidden(at, c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for (at, c) in text.char_indices() {
+        if hidden(at, c) {
+            shown.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
+#[cfg(test)]
+mod visible_tests {
+    use super::visible;
+
+    #[test]
+    fn hidden_and_bidi_characters_are_escaped_and_the_rest_is_kept() {
+        assert_eq!(visible("\u{200B}z"), "\\u{200b}z");
+        assert_eq!(visible("a\u{202E}b\u{2066}"), "a\\u{202e}b\\u{2066}");
+        assert_eq!(visible("\u{1b}[31m"), "\\u{1b}[31m");
+        assert_eq!(visible("orders.é\tx\n"), "orders.é\tx\n");
+        assert_eq!(
+            super::visible_colored("\u{1b}[1;31m!\u{1b}[0m \u{1b}]0;x"),
+            "\u{1b}[1;31m!\u{1b}[0m \\u{1b}]0;x"
+        );
+    }
+}

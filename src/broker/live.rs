@@ -1,6 +1,7 @@
 //! Reading the broker's current state: a handful of bulk requests per vhost, run
 //! concurrently, whatever the number of objects.
 
+use crate::model::addressable::unaddressable;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -327,12 +328,23 @@ impl Client {
     pub async fn read_definitions(&self, only: &[String]) -> Result<Definitions, BrokerError> {
         let version = self.version().await?;
         let all = self.read_live(&[]).await?;
+        let unreachable: Vec<Vhost> = all
+            .all_vhosts
+            .iter()
+            .filter(|v| unaddressable(v).is_some() && (only.is_empty() || only.contains(v)))
+            .filter_map(|v| serde_json::from_value(serde_json::json!({"name": v})).ok())
+            .collect();
         let wanted: Vec<String> = all
             .all_vhosts
             .into_iter()
             .filter(|v| only.is_empty() || only.contains(v))
+            // A vhost no URL reaches is not read (its listings would be the
+            // broker's whole listing); `import` says it left it out.
+            .filter(|v| unaddressable(v).is_none())
             .collect();
         let mut live = self.read_live(&wanted).await?;
+        // Named, so that the caller can say it was left out.
+        live.definitions.vhosts.extend(unreachable);
         live.definitions.global_parameters = self.global_parameters().await?;
         live.definitions.rabbitmq_version = Some(version);
         Ok(live.definitions)

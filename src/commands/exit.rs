@@ -12,8 +12,9 @@ pub const OK: u8 = 0;
 /// Bad input (a spec, plan or definitions file that does not read, a wrong flag), a
 /// failed check (`validate`, `lint`), or an error no other code names.
 pub const ERROR: u8 = 1;
-/// `plan` and `diff` with `--detailed-exitcode`: the plan has changes (Terraform's
-/// convention: 0 no changes, 1 error, 2 changes).
+/// `plan` and `diff` with `--detailed-exitcode`: the plan has changes, or another's
+/// policy overrides what the spec sets (Terraform's convention: 0 no changes, 1
+/// error, 2 changes).
 pub const CHANGES: u8 = 2;
 /// The broker could not be reached, or refused the credentials or the user's
 /// permissions: nothing is wrong with the spec, and running again later (or with

@@ -124,6 +124,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         permissions::emit_all(spec, &mut emitter);
         emit_global_parameters(spec, &mut emitter);
         output_checks::check_references(&mut emitter);
+        output_checks::check_addressable(&mut emitter);
         policies::emit_all(spec, file, &mut emitter);
     }
     let Emitter {

@@ -6,6 +6,7 @@
 use rustc_hash::FxHashSet;
 
 use super::{Emitter, ObjectId, ObjectKind, binding_id};
+use crate::model::addressable::unaddressable;
 use crate::spec::SpecPath;
 
 /// The longest name RabbitMQ accepts (an AMQP 0-9-1 short string), in bytes.
@@ -213,4 +214,68 @@ fn origin(out: &Emitter, kind: ObjectKind, vhost: &str, name: &str) -> SpecPath 
 
 fn suggestion(given: &str, candidates: Vec<String>) -> Option<String> {
     crate::suggest::closest(given, &candidates).map(|best| format!("did you mean `{best}`?"))
+}
+
+/// Refuses every name of the output the management API cannot address
+/// ([`unaddressable`]), at the line that wrote it. Objects of a vhost that cannot be
+/// addressed are not named again: the vhost's error says it.
+pub(crate) fn check_addressable(out: &mut Emitter) {
+    let d = &out.definitions;
+    let vhosts = d.vhosts.iter().map(|v| (ObjectKind::Vhost, None, &v.name));
+    let users = d.users.iter().map(|u| (ObjectKind::User, None, &u.name));
+    let queues = d
+        .queues
+        .iter()
+        .map(|q| (ObjectKind::Queue, Some(&q.vhost), &q.name));
+    let exchanges = d
+        .exchanges
+        .iter()
+        .map(|e| (ObjectKind::Exchange, Some(&e.vhost), &e.name));
+    let policies = d
+        .policies
+        .iter()
+        .map(|p| (ObjectKind::Policy, Some(&p.vhost), &p.name));
+    let parameters = d.parameters.iter().map(|p| {
+        let kind = if p.as_operator_policy().is_some() {
+            ObjectKind::OperatorPolicy
+        } else {
+            ObjectKind::Parameter
+        };
+        (kind, Some(&p.vhost), &p.name)
+    });
+    let found: Vec<(ObjectId, &'static str)> = vhosts
+        .chain(users)
+        .chain(queues)
+        .chain(exchanges)
+        .chain(policies)
+        .chain(parameters)
+        .filter(|(_, vhost, _)| vhost.is_none_or(|v| unaddressable(v).is_none()))
+        .filter_map(|(kind, vhost, name)| {
+            let why = unaddressable(name)?;
+            Some((
+                ObjectId {
+                    kind,
+                    vhost: vhost.cloned(),
+                    name: name.clone(),
+                },
+                why,
+            ))
+        })
+        .collect();
+    for (id, why) in found {
+        let path = out.origins.get(&id).cloned().unwrap_or_else(|| {
+            let vhost = ObjectId {
+                kind: ObjectKind::Vhost,
+                vhost: None,
+                name: id.vhost.clone().unwrap_or_default(),
+            };
+            out.origins.get(&vhost).cloned().unwrap_or_default()
+        });
+        out.error(
+            "invalid-name",
+            format!("the name of {id} cannot be used: {why}"),
+            path,
+        )
+        .hint("rename it: any name but `.` and `..` works");
+    }
 }

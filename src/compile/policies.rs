@@ -25,13 +25,18 @@
 use std::collections::BTreeMap;
 
 use super::{Emitter, QueueInfo, naming};
-use crate::model::effective::CompiledPolicies;
+use crate::model::effective::{CompiledPolicies, Winner};
 use crate::model::pattern::{ending_patterns, ends_with, escape, split_patterns};
 use crate::model::{Arguments, ObjectId, ObjectKind, Policy, Queue};
 use crate::spec::{QueueType, Spec, SpecFile, SpecPath};
 
 /// Default priority of generated policies.
 pub const DEFAULT_PRIORITY: i64 = 100;
+
+/// The highest `policy_priority`: generated policies take it and it + 1 (a tier's
+/// queue that also carries a user policy's keys is matched by the tier's ending at
+/// the base priority and by its merged policy one above), so the two never tie.
+pub const MAX_PRIORITY: i64 = i64::MAX - 1;
 
 /// A policy the spec writes, with where it is written.
 struct UserPolicy {
@@ -75,6 +80,14 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
         )
         .hint(format!("use a priority of at least 1 (the default is {DEFAULT_PRIORITY})"));
     }
+    if priority > MAX_PRIORITY {
+        out.error(
+            "invalid-value",
+            format!("`policy_priority: {priority}` leaves no room above it: the generated policy that must outrank a tier's own (priority + 1) would get the same priority, and the broker picks between equal priorities in no order warren can know"),
+            SpecPath::root().key("policy_priority"),
+        )
+        .hint(format!("use a priority of at most {MAX_PRIORITY} (the default is {DEFAULT_PRIORITY})"));
+    }
     let target = out.options.target;
     let user_policies: Vec<UserPolicy> = out
         .definitions
@@ -105,6 +118,9 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
     let by_name: Vec<(&Queue, &QueueInfo)> = queues.iter().zip(&infos).collect();
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut problems: Vec<(String, SpecPath, String)> = Vec::new();
+    // User policies tied at the highest priority on a generated queue: their names,
+    // priority, where the second is written, and the first queue.
+    let mut tie_problems: Vec<(Vec<String>, i64, SpecPath, String)> = Vec::new();
     // User policies that outrank generated ones, with the queues they would take over.
     let mut outranking: BTreeMap<(String, String), (i64, SpecPath, Vec<String>)> = BTreeMap::new();
     for &(queue, info) in &by_name {
@@ -126,10 +142,37 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
             [need] => need.ending.clone(),
             _ => None,
         };
-        let winner = user_choice
+        let winner = match user_choice
             .choose(vhost, queue, info.queue_type, target)
             .winner
-            .map(|user| (&user.policy, &user.path));
+        {
+            Winner::None => None,
+            Winner::One(user) => Some(user),
+            Winner::Tie(tied) => {
+                // Which of the tied policies' keys would be merged is the broker's
+                // choice between them, which nothing predicts: the spec decides.
+                if tied[0].policy.priority >= priority {
+                    for user in &tied {
+                        outranking
+                            .entry((user.policy.vhost.clone(), user.policy.name.clone()))
+                            .or_insert_with(|| {
+                                (user.policy.priority, user.path.clone(), Vec::new())
+                            })
+                            .2
+                            .push(queue.clone());
+                    }
+                } else {
+                    tie_problems.push((
+                        tied.iter().map(|u| u.policy.name.clone()).collect(),
+                        tied[0].policy.priority,
+                        tied[1].path.clone(),
+                        queue.clone(),
+                    ));
+                }
+                continue;
+            }
+        }
+        .map(|user| (&user.policy, &user.path));
         if let Some((user, user_path)) = winner {
             if user.priority >= priority {
                 outranking
@@ -204,6 +247,21 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
             ),
         ));
     }
+    let mut told = std::collections::BTreeSet::new();
+    for (names, tied_priority, path, queue) in tie_problems {
+        if !told.insert(names.clone()) {
+            continue;
+        }
+        let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        problems.push((
+            format!(
+                "policies {} have the same priority {tied_priority} and all match queue `{queue}`, whose generated policy takes the keys of the one the broker would apply: the broker picks between equal priorities in no order warren can know",
+                listed.join(" and ")
+            ),
+            path,
+            "give one of them a higher priority (below the generated policies'), or make their patterns disjoint".to_string(),
+        ));
+    }
     for (message, path, help) in problems {
         out.error("policy-overlap", message, path).hint(help);
     }
@@ -234,6 +292,7 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
         // A tier's queues that also carry a user policy's keys are matched by the tier's
         // ending too: their merged policy must win over it.
         let priority = if group.outranks_ending {
+            // Never saturates: `policy_priority` above MAX_PRIORITY is refused above.
             priority.saturating_add(1)
         } else {
             priority

@@ -442,6 +442,7 @@ vhosts:
         );
         let winner = choice
             .winner
+            .one()
             .unwrap_or_else(|| panic!("no policy applies to {queue}"));
         assert_eq!(winner.name, *policy, "{queue}");
         assert_eq!(winner.definition["message-ttl"], json!(ttl), "{queue}");
@@ -615,7 +616,7 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on() {
             TargetVersion::V4_1,
         );
         assert_eq!(
-            choice.winner.map(|p| p.name.as_str()),
+            choice.winner.one().map(|p| p.name.as_str()),
             Some(expected),
             "{}",
             queue.name

@@ -7,6 +7,7 @@
 //! bindings and policies (`plain`). Users keep their password hashes (`users`).
 //! Compiling the result and planning it against the same broker gives no changes.
 
+mod addressable;
 mod ladders;
 mod owners;
 mod plain;
@@ -169,6 +170,7 @@ pub fn from_definitions(
     if let Some(user) = &options.login_user {
         leave_out_login_user(&mut definitions, user, &mut notes);
     }
+    addressable::leave_out_unaddressable(&mut definitions, &mut notes);
     let transient = definitions.leave_out_transient();
     if transient > 0 {
         notes.0.push(format!(

@@ -10,6 +10,7 @@
 //! rule, password hashing, redaction, target versions, and the ownership record's
 //! format.
 
+pub mod addressable;
 pub mod arguments;
 pub mod dead_letter;
 pub mod effective;

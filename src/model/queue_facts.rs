@@ -17,8 +17,12 @@ pub struct QueueFacts<'a> {
     pub queue: &'a Queue,
     /// Its type.
     pub queue_type: QueueType,
-    /// The policy that applies (highest priority among the applicable).
+    /// The policy that applies (highest priority among the applicable); `None` when
+    /// none does or when the highest priority is tied (see `tied`).
     pub policy: Option<&'a Policy>,
+    /// The applicable policies that share the highest priority, when two or more do:
+    /// the broker applies one of them and which is not known here.
+    pub tied: Vec<&'a Policy>,
     /// Every policy that matches by pattern and apply-to (applicable or not).
     pub matching: Vec<&'a Policy>,
     /// The operator policy that applies.
@@ -73,10 +77,15 @@ pub fn queue_facts<'a>(
         .map(|queue| {
             let kind = QueueType::of(queue);
             let choice = policies.choose(&queue.vhost, &queue.name, kind, target);
-            let (policy, matching) = (choice.winner, choice.matching);
+            let (policy, tied, matching) = (
+                choice.winner.one(),
+                choice.winner.tied().to_vec(),
+                choice.matching,
+            );
             let operator = operators
                 .choose(&queue.vhost, &queue.name, kind, target)
-                .winner;
+                .winner
+                .one();
             let argument = |key: &str| queue.arguments.get(key);
             let from_policy = |key: &str| policy.and_then(|p| p.definition.get(key));
             let from_operator = |key: &str| operator.and_then(|p| p.definition.get(key));
@@ -112,6 +121,7 @@ pub fn queue_facts<'a>(
                 queue_type: kind,
                 policy,
                 matching,
+                tied,
                 operator_policy: operator.cloned(),
                 dead_letter_exchange: text(argument("x-dead-letter-exchange"))
                     .or_else(|| text(from_policy("dead-letter-exchange"))),

@@ -174,6 +174,8 @@ impl<'a> Topology<'a> {
                 .or_else(|| {
                     policies
                         .choose_for_exchange(&exchange.vhost, &exchange.name)
+                        // A tie: which alternate exchange applies is not known.
+                        .one()
                         .and_then(|p| p.definition.get("alternate-exchange"))
                         .and_then(Value::as_str)
                 });

@@ -15,8 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::drift::{Drift, Tie, operator_drift, policy_drift, tie_of};
 use crate::diff::{Action, Change};
-use crate::model::effective::CompiledPolicies;
+use crate::model::effective::{CompiledPolicies, Winner};
 use crate::model::objects::Objects;
 use crate::model::{ObjectId, ObjectKind, Policy, QueueType, TargetVersion};
 
@@ -31,6 +32,12 @@ pub struct Dependency {
     /// The operator policy that applies to it, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operator_policy: Option<String>,
+    /// Policies tied at the highest priority, when they are (`policy` is then none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policy_tie: Vec<String>,
+    /// Operator policies tied at the highest priority, when they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operator_policy_tie: Vec<String>,
 }
 
 impl Dependency {
@@ -40,6 +47,35 @@ impl Dependency {
             Some(name) => format!("`{name}`"),
             None => "none".to_string(),
         };
+        let ties = |tie: &[String]| match tie {
+            [] => None,
+            names => Some(format!(
+                "a tie of {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )),
+        };
+        if self.policy_tie != now.policy_tie || self.operator_policy_tie != now.operator_policy_tie
+        {
+            let (kind, planned, found) = if self.policy_tie != now.policy_tie {
+                ("policy", &self.policy_tie, &now.policy_tie)
+            } else {
+                (
+                    "operator policy",
+                    &self.operator_policy_tie,
+                    &now.operator_policy_tie,
+                )
+            };
+            return Some(format!(
+                "the {kind} applied to {} is now {} (it was {} when planned)",
+                self.id,
+                ties(found).unwrap_or_else(|| "decided".into()),
+                ties(planned).unwrap_or_else(|| "decided".into()),
+            ));
+        }
         let (kind, planned, found) = if self.policy != now.policy {
             ("policy", &self.policy, &now.policy)
         } else if self.operator_policy != now.operator_policy {
@@ -69,14 +105,81 @@ fn policy_of(id: &ObjectId, value: &Value) -> Option<Policy> {
     serde_json::from_value(entry).ok()
 }
 
-/// The dependencies of every queue and exchange in `desired`, in the world after the
-/// plan: the desired policies, and the live ones the plan neither replaces nor deletes.
-pub fn dependencies(
+/// What the broker will apply to the spec's queues and exchanges once the plan is
+/// applied: each one's policies, the ties among them, and where another's policy
+/// changes what the spec sets.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub dependencies: Vec<Dependency>,
+    pub ties: Vec<Tie>,
+    pub drift: Vec<Drift>,
+}
+
+/// Policies and operator policies with their patterns compiled.
+struct Matchers<'p> {
+    policies: CompiledPolicies<'p, Policy>,
+    operator_policies: CompiledPolicies<'p, Policy>,
+}
+
+impl<'p> Matchers<'p> {
+    fn new(policies: &'p [Policy], operator_policies: &'p [Policy]) -> Self {
+        Matchers {
+            policies: CompiledPolicies::new(policies),
+            operator_policies: CompiledPolicies::new(operator_policies),
+        }
+    }
+
+    /// The policy and operator policy winners for `id` (a queue of type `kind`, or an
+    /// exchange).
+    fn winners(
+        &self,
+        id: &ObjectId,
+        kind: Option<QueueType>,
+        target: TargetVersion,
+    ) -> (Winner<'p, Policy>, Winner<'p, Policy>) {
+        let vhost = id.vhost.as_deref().unwrap_or_default();
+        match kind {
+            Some(kind) => (
+                self.policies.choose(vhost, &id.name, kind, target).winner,
+                self.operator_policies
+                    .choose(vhost, &id.name, kind, target)
+                    .winner,
+            ),
+            None => (
+                self.policies.choose_for_exchange(vhost, &id.name),
+                self.operator_policies.choose_for_exchange(vhost, &id.name),
+            ),
+        }
+    }
+}
+
+/// The policies and operator policies among `objects`.
+fn policies_of<'a>(
+    objects: impl Iterator<Item = (&'a ObjectId, &'a Value)>,
+) -> (Vec<Policy>, Vec<Policy>) {
+    let (mut policies, mut operator_policies) = (Vec::new(), Vec::new());
+    for (id, value) in objects {
+        match id.kind {
+            ObjectKind::Policy => policies.extend(policy_of(id, value)),
+            ObjectKind::OperatorPolicy => operator_policies.extend(policy_of(id, value)),
+            _ => {}
+        }
+    }
+    (policies, operator_policies)
+}
+
+/// What the broker will apply to every queue and exchange in `desired`, in the world
+/// after the plan: the desired policies, and the live ones the plan neither replaces
+/// nor deletes. `owners` names the spec of each object another spec manages; `spec`
+/// is this plan's.
+pub fn applied(
     desired: &Objects,
     live: &Objects,
     changes: &[Change],
     target: TargetVersion,
-) -> Vec<Dependency> {
+    owners: &BTreeMap<ObjectId, String>,
+    spec: &str,
+) -> Applied {
     let deleted: BTreeSet<&ObjectId> = changes
         .iter()
         .filter(|c| c.action == Action::Delete)
@@ -86,52 +189,68 @@ pub fn dependencies(
         live.iter()
             .filter(|(id, _)| !desired.contains_key(*id) && !deleted.contains(id)),
     );
-    let (mut policies, mut operator_policies) = (Vec::new(), Vec::new());
-    for (id, value) in after {
-        match id.kind {
-            ObjectKind::Policy => policies.extend(policy_of(id, value)),
-            ObjectKind::OperatorPolicy => operator_policies.extend(policy_of(id, value)),
-            _ => {}
+    let (policies, operator_policies) = policies_of(after);
+    let world = Matchers::new(&policies, &operator_policies);
+    let (own, own_operator) = policies_of(desired.iter());
+    let meant = Matchers::new(&own, &own_operator);
+    let owner = |policy: &Policy, operator: bool| -> Option<String> {
+        let kind = if operator {
+            ObjectKind::OperatorPolicy
+        } else {
+            ObjectKind::Policy
+        };
+        let id = ObjectId {
+            kind,
+            vhost: Some(policy.vhost.clone()),
+            name: policy.name.clone(),
+        };
+        if desired.contains_key(&id) {
+            Some(spec.to_string())
+        } else {
+            owners.get(&id).cloned()
         }
-    }
-    let policy_matcher = CompiledPolicies::new(&policies);
-    let operator_policy_matcher = CompiledPolicies::new(&operator_policies);
-    let name = |policy: Option<&Policy>| policy.map(|p| p.name.clone());
-    desired
-        .iter()
-        .filter_map(|(id, value)| {
-            let vhost = id.vhost.as_deref()?;
-            match id.kind {
-                ObjectKind::Queue => {
-                    let kind = QueueType::from_name(
-                        value["arguments"]["x-queue-type"]
-                            .as_str()
-                            .unwrap_or("classic"),
-                    );
-                    Some(Dependency {
-                        id: id.clone(),
-                        policy: name(policy_matcher.choose(vhost, &id.name, kind, target).winner),
-                        operator_policy: name(
-                            operator_policy_matcher
-                                .choose(vhost, &id.name, kind, target)
-                                .winner,
-                        ),
-                    })
-                }
-                ObjectKind::Exchange => Some(Dependency {
-                    id: id.clone(),
-                    policy: name(policy_matcher.choose_for_exchange(vhost, &id.name)),
-                    operator_policy: name(
-                        operator_policy_matcher.choose_for_exchange(vhost, &id.name),
-                    ),
-                }),
-                _ => None,
-            }
-        })
+    };
+    let mut out = Applied::default();
+    for (id, value) in desired {
+        let kind = match id.kind {
+            ObjectKind::Queue => Some(QueueType::from_name(
+                value["arguments"]["x-queue-type"]
+                    .as_str()
+                    .unwrap_or("classic"),
+            )),
+            ObjectKind::Exchange => None,
+            _ => continue,
+        };
+        if id.vhost.is_none() {
+            continue;
+        }
+        let (policy, operator) = world.winners(id, kind, target);
+        let (own_policy, own_operator) = meant.winners(id, kind, target);
+        out.ties.extend(tie_of(id, &policy, false, &owner));
+        out.ties.extend(tie_of(id, &operator, true, &owner));
+        out.drift
+            .extend(policy_drift(id, own_policy.one(), policy.one(), &owner));
+        let meant_settings: Vec<&Policy> = [own_policy.one(), own_operator.one()]
+            .into_iter()
+            .flatten()
+            .collect();
+        out.drift
+            .extend(operator_drift(id, &meant_settings, operator.one(), &owner));
+        let names = |tied: &[&Policy]| tied.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+        let dependency = Dependency {
+            id: id.clone(),
+            policy: policy.one().map(|p| p.name.clone()),
+            operator_policy: operator.one().map(|p| p.name.clone()),
+            policy_tie: names(policy.tied()),
+            operator_policy_tie: names(operator.tied()),
+        };
         // Objects no policy applies to are left out: the plan stays small, and an
         // object missing here depends on no policy.
-        .filter(|d| d.policy.is_some() || d.operator_policy.is_some())
-        .collect()
+        if policy.is_some() || operator.is_some() {
+            out.dependencies.push(dependency);
+        }
+    }
+    out
 }
 
 /// The first difference between the dependencies planned and those found now.
@@ -144,6 +263,8 @@ pub fn first_difference(planned: &[Dependency], now: &[Dependency]) -> Option<St
         id: id.clone(),
         policy: None,
         operator_policy: None,
+        policy_tie: Vec::new(),
+        operator_policy_tie: Vec::new(),
     };
     planned.keys().chain(now.keys()).find_map(|id| {
         let was = planned.get(id).cloned().unwrap_or_else(|| none(id));
@@ -177,6 +298,9 @@ mod tests {
         );
         desired.insert(id(ObjectKind::Policy, "mine"), policy("^orders$", 0));
         let target = TargetVersion::DEFAULT;
+        let dependencies = |desired: &Objects, live: &Objects, changes: &[Change], target| {
+            applied(desired, live, changes, target, &BTreeMap::new(), "shop").dependencies
+        };
         let before = dependencies(&desired, &Objects::new(), &[], target);
         assert_eq!(before[0].policy.as_deref(), Some("mine"));
         assert_eq!(before.len(), 1, "objects no policy applies to are left out");
@@ -192,5 +316,54 @@ mod tests {
         // A policy the plan deletes does not count.
         let delete = Change::new(Action::Delete, id(ObjectKind::Policy, "theirs"), None, None);
         assert_eq!(dependencies(&desired, &live, &[delete], target), before);
+    }
+
+    #[test]
+    fn a_tie_is_reported_with_owners_and_a_shadowing_policy_is_drift() {
+        let mut desired = Objects::new();
+        desired.insert(
+            id(ObjectKind::Queue, "orders.retry.1"),
+            json!({"durable": true, "auto_delete": false, "arguments": {}}),
+        );
+        desired.insert(
+            id(ObjectKind::Policy, "warren.retry.defaults.1"),
+            policy("retry\\.1$", 100),
+        );
+        let target = TargetVersion::DEFAULT;
+        let mut live = Objects::new();
+        let mut theirs = policy("\\.retry\\.1$", 100);
+        theirs["definition"] = json!({"message-ttl": 3_600_000});
+        live.insert(id(ObjectKind::Policy, "zz-ops"), theirs.clone());
+        let owners = BTreeMap::from([(id(ObjectKind::Policy, "zz-ops"), "ops".to_string())]);
+        let tied = applied(&desired, &live, &[], target, &owners, "shop");
+        assert_eq!(tied.ties.len(), 1);
+        let names: Vec<(&str, Option<&str>)> = tied.ties[0]
+            .policies
+            .iter()
+            .map(|p| (p.name.as_str(), p.owner.as_deref()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("warren.retry.defaults.1", Some("shop")),
+                ("zz-ops", Some("ops"))
+            ]
+        );
+        assert_eq!(tied.dependencies[0].policy, None, "no winner is guessed");
+        assert!(tied.drift.is_empty(), "a tie is a refusal, not drift");
+        // One above: no tie, and what it changes is drift.
+        theirs["priority"] = json!(101);
+        live.insert(id(ObjectKind::Policy, "zz-ops"), theirs);
+        let shadowed = applied(&desired, &live, &[], target, &owners, "shop");
+        assert!(shadowed.ties.is_empty());
+        let drift = &shadowed.drift[0];
+        assert_eq!(drift.policy.name, "zz-ops");
+        assert_eq!(drift.shadows.as_deref(), Some("warren.retry.defaults.1"));
+        assert_eq!(drift.settings[0].key, "message-ttl");
+        assert_eq!(drift.settings[0].spec, json!(5));
+        assert_eq!(drift.settings[0].applied, json!(3_600_000));
+        // A tie is a difference of a saved plan's dependencies.
+        let difference = first_difference(&shadowed.dependencies, &tied.dependencies).unwrap();
+        assert!(difference.contains("is now a tie of"), "{difference}");
     }
 }

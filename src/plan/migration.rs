@@ -194,6 +194,7 @@ fn temporary_declaration(
     let Some(policy) = policies
         .choose(vhost, &queue.name, queue_type, target)
         .winner
+        .one()
     else {
         return value;
     };

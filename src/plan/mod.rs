@@ -10,6 +10,7 @@ mod against;
 mod basis;
 mod capture;
 mod depends;
+mod drift;
 pub mod file;
 mod migration;
 mod recheck;
@@ -20,9 +21,10 @@ pub use against::{PlanError, Planned, against_broker, against_definitions, spec_
 pub use basis::Basis;
 pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
+pub use drift::{Drift, PolicyRef, SettingDrift, Tie};
 pub use migration::{Migration, Stage, is_migration_object};
 pub use recheck::{Mismatch, recheck, replan};
-pub use refusal::{NO_SPEC_MANAGES_IT, Refusal};
+pub use refusal::{NO_SPEC_MANAGES_IT, Refusal, TIE_FIX, tie_sentence, tied_policies};
 pub use strand::{Feed, Strand, StrandRoute};
 
 use crate::diff::{self, Action, Change, Ownership};
@@ -77,6 +79,16 @@ pub struct Plan {
     /// plans that predate the check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependencies: Option<Vec<Dependency>>,
+    /// Managed queues and exchanges that policies (or operator policies) of the same
+    /// highest priority all match: the broker applies one of them and which one is not
+    /// knowable, so the plan cannot be applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ties: Vec<Tie>,
+    /// Managed queues and exchanges where a policy that is not the spec's wins and
+    /// changes a setting the spec gives them (a retry tier's TTL, a dead-letter
+    /// target, a limit). Shown prominently; `--detailed-exitcode` counts it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<Drift>,
     /// Objects in scope that no spec manages (left alone).
     #[serde(default)]
     pub unmanaged: Vec<ObjectId>,
@@ -172,9 +184,10 @@ impl Plan {
     }
 
     /// Why the plan cannot be applied, if it cannot: it takes over another spec's objects,
-    /// its policies would capture queues it does not declare, or overlap another spec's.
+    /// its policies would capture queues it does not declare, or overlap another spec's,
+    /// or policies of equal priority tie on a managed queue or exchange.
     pub fn refusal(&self) -> Option<Refusal> {
-        Refusal::of(&self.conflicts, &self.captured, &self.overlaps)
+        Refusal::of(&self.conflicts, &self.captured, &self.overlaps, &self.ties)
     }
 
     /// Recounts the summary (after message counts were filled in).
@@ -431,7 +444,14 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         .target_version
         .parse()
         .unwrap_or(TargetVersion::DEFAULT);
-    let dependencies = depends::dependencies(&desired, &live, &changes, target);
+    let applied = depends::applied(
+        &desired,
+        &live,
+        &changes,
+        target,
+        &ownership.others,
+        inputs.spec,
+    );
     let migrations = migration::find(&desired, &migration_objects, &changes, target);
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
@@ -452,7 +472,9 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
             .collect(),
         changes,
         adopted,
-        dependencies: Some(dependencies),
+        dependencies: Some(applied.dependencies),
+        ties: applied.ties,
+        drift: applied.drift,
         unmanaged: result.unmanaged,
         conflicts: result
             .conflicts
@@ -508,6 +530,8 @@ impl Plan {
             changes,
             adopted: vec![],
             dependencies: None,
+            ties: vec![],
+            drift: vec![],
             unmanaged: vec![],
             conflicts: vec![],
             captured: vec![],

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::{Captured, Conflict, Overlap, Strand, StrandRoute};
+use super::{Captured, Conflict, Overlap, Strand, StrandRoute, Tie};
 use crate::broker::QueueHeld;
 
 /// The first reason a plan cannot be applied, in the order apply checks them, with the
@@ -19,6 +19,9 @@ pub enum Refusal {
     Captured { first: Captured, others: usize },
     /// A generated policy that selects what another spec's generated policy selects.
     Overlap { first: Overlap, others: usize },
+    /// Policies of the same highest priority that all match a managed queue or
+    /// exchange.
+    Tie { first: Tie, others: usize },
 }
 
 impl Refusal {
@@ -27,6 +30,7 @@ impl Refusal {
         conflicts: &[Conflict],
         captured: &[Captured],
         overlaps: &[Overlap],
+        ties: &[Tie],
     ) -> Option<Refusal> {
         if let Some(first) = conflicts.first() {
             return Some(Refusal::Conflict {
@@ -40,9 +44,15 @@ impl Refusal {
                 others: captured.len() - 1,
             });
         }
-        overlaps.first().map(|first| Refusal::Overlap {
+        if let Some(first) = overlaps.first() {
+            return Some(Refusal::Overlap {
+                first: first.clone(),
+                others: overlaps.len() - 1,
+            });
+        }
+        ties.first().map(|first| Refusal::Tie {
             first: first.clone(),
-            others: overlaps.len() - 1,
+            others: ties.len() - 1,
         })
     }
 }
@@ -72,6 +82,10 @@ impl fmt::Display for Refusal {
                     "generated policy `{}` and policy `{}` of spec `{}` both select {}: rename a ladder or service in one spec",
                     first.policy.name, first.other, first.owner, first.common
                 )?;
+                others
+            }
+            Refusal::Tie { first, others } => {
+                write!(f, "{}", tie_sentence(first))?;
                 others
             }
         };
@@ -157,6 +171,38 @@ pub fn permission_missing(
     )
 }
 
+/// The policies of a tie with their owners: `` `a` (spec `shop`) and `zz-ops` (no spec
+/// manages it) ``.
+pub fn tied_policies(tie: &Tie) -> String {
+    let each: Vec<String> = tie
+        .policies
+        .iter()
+        .map(|p| match &p.owner {
+            Some(owner) => format!("`{}` (spec `{owner}`)", p.name),
+            None => format!("`{}` ({NO_SPEC_MANAGES_IT})", p.name),
+        })
+        .collect();
+    each.join(" and ")
+}
+
+/// What is done about a tie.
+pub const TIE_FIX: &str = "give one of them a priority that decides (for warren's generated policies, the spec's `policy_priority`), or narrow a pattern so they no longer both match";
+
+/// The sentence of one tie: which policies, on what, and the fix.
+pub fn tie_sentence(tie: &Tie) -> String {
+    let kind = if tie.operator {
+        "operator policies"
+    } else {
+        "policies"
+    };
+    format!(
+        "{kind} {} have the same priority {} and both match {}: the broker applies one of them, and which one is not knowable; {TIE_FIX}",
+        tied_policies(tie),
+        tie.priority,
+        tie.id
+    )
+}
+
 /// What a captured queue without an owner is said to be, here and in the plan's list.
 pub const NO_SPEC_MANAGES_IT: &str = "no spec manages it";
 
@@ -190,16 +236,16 @@ mod tests {
             policy: "warren.retry.defaults.1".into(),
             owner: None,
         }];
-        let refusal = Refusal::of(&conflicts, &captured, &[]).unwrap();
+        let refusal = Refusal::of(&conflicts, &captured, &[], &[]).unwrap();
         assert_eq!(
             refusal.to_string(),
             "queue \"a\" in vhost \"shop\" is managed by spec `billing` (and 1 more)"
         );
-        let refusal = Refusal::of(&[], &captured, &[]).unwrap();
+        let refusal = Refusal::of(&[], &captured, &[], &[]).unwrap();
         assert_eq!(
             refusal.to_string(),
             "generated policy `warren.retry.defaults.1` would apply to queue \"x.retry.1\" in vhost \"shop\", which the spec does not declare (no spec manages it): rename or delete that queue"
         );
-        assert!(Refusal::of(&[], &[], &[]).is_none());
+        assert!(Refusal::of(&[], &[], &[], &[]).is_none());
     }
 }

@@ -27,6 +27,18 @@ pub fn render_with(
     diagnostics: &[Diagnostic],
     ending: &str,
 ) -> io::Result<()> {
+    super::visibly(out, |out| {
+        render_all(out, file, sources, diagnostics, ending)
+    })
+}
+
+fn render_all(
+    out: &mut dyn Write,
+    file: &Path,
+    sources: &dyn Sources,
+    diagnostics: &[Diagnostic],
+    ending: &str,
+) -> io::Result<()> {
     // Split each file once: looking lines up from the start for each of thousands of
     // findings made rendering quadratic in the size of the spec.
     let mut split: Vec<(&Path, Option<Vec<&str>>)> = Vec::new();

@@ -42,7 +42,7 @@ pub const SIZE_GOAL: usize = 60_000;
 
 /// Writes the plan as markdown.
 pub fn render_markdown(out: &mut dyn Write, plan: &Plan) -> io::Result<()> {
-    out.write_all(markdown(plan).as_bytes())
+    out.write_all(crate::text::visible(&markdown(plan)).as_bytes())
 }
 
 /// The plan as markdown: what a reviewer must act on (the refusal, passwords not
@@ -58,9 +58,10 @@ pub fn markdown(plan: &Plan) -> String {
             title(&mut out, header, plan);
         }
     }
-    let order: [fn(&Section<'_>) -> bool; 8] = [
+    let order: [fn(&Section<'_>) -> bool; 9] = [
         |s| matches!(s, Section::CannotBeApplied(_)),
         |s| matches!(s, Section::UnknownPasswords(_)),
+        |s| matches!(s, Section::Drift(_)),
         |s| matches!(s, Section::DataLoss(_)),
         |s| matches!(s, Section::Stranded(_)),
         |s| matches!(s, Section::NoChanges { .. } | Section::Changes(_)),
@@ -80,8 +81,9 @@ pub fn markdown(plan: &Plan) -> String {
                         let _ = writeln!(out, "\n> [!CAUTION]\n> **{heading}** {}", inline(&line));
                     }
                 }
-                Section::NoChanges { refused } => {
-                    let (answer, meaning) = sections::no_changes(*refused);
+                Section::Drift(_) => drift(&mut out, plan),
+                Section::NoChanges { differs } => {
+                    let (answer, meaning) = sections::no_changes(*differs);
                     let _ = writeln!(out, "\n**{answer}** {meaning}");
                 }
                 Section::Changes(groups) => {
@@ -145,6 +147,30 @@ fn title(out: &mut String, header: &Header<'_>, plan: &Plan) {
         counts.push(format!("**{loss} {}**", sections::WITH_DATA_LOSS));
     }
     let _ = writeln!(out, "{}.", counts.join(" · "));
+}
+
+/// Managed objects whose settings another's policy overrides, as a warning: a
+/// reviewer must see it before the changes.
+fn drift(out: &mut String, plan: &Plan) {
+    let (heading, fix) = sections::DRIFT;
+    let _ = writeln!(out, "\n> [!WARNING]\n> **{heading}**: {}.", inline(fix));
+    let items = sections::drift_items(plan, &CodeSpans);
+    for item in items.iter().take(ROWS_PER_GROUP) {
+        let _ = writeln!(
+            out,
+            "> - {} ({}): {}",
+            inline(&item.what),
+            item.by,
+            item.settings.join("; ")
+        );
+    }
+    if items.len() > ROWS_PER_GROUP {
+        let _ = writeln!(
+            out,
+            "> - and {}",
+            more(items.len() - ROWS_PER_GROUP, "object", "objects")
+        );
+    }
 }
 
 fn refused(out: &mut String, refusal: &Refusal) {

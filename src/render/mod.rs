@@ -16,3 +16,16 @@ pub mod state;
 pub mod status;
 pub mod stopping;
 pub mod trace;
+
+/// Runs `render` into a buffer and writes what it wrote with every character a reader
+/// cannot see escaped ([`crate::text::visible_colored`]): a name can never hide in, or
+/// reorder, a plan or a diagnostic.
+pub(crate) fn visibly(
+    out: &mut dyn std::io::Write,
+    render: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut buffer: Vec<u8> = Vec::new();
+    render(&mut buffer)?;
+    let text = String::from_utf8_lossy(&buffer);
+    out.write_all(crate::text::visible_colored(&text).as_bytes())
+}

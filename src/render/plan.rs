@@ -97,6 +97,10 @@ const LISTED: usize = 20;
 
 /// Writes the plan for people: each section of [`sections::sections`] in turn.
 pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
+    super::visibly(out, |out| text_sections(out, plan, style))
+}
+
+fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
     for section in sections::sections(plan) {
         match section {
             Section::Header(header) => writeln!(
@@ -110,8 +114,9 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                 header.against
             )?,
             Section::Refusals(refusals) => refused(out, &refusals, style)?,
-            Section::NoChanges { refused } => {
-                let (answer, meaning) = sections::no_changes(refused);
+            Section::Drift(_) => drift(out, plan, style)?,
+            Section::NoChanges { differs } => {
+                let (answer, meaning) = sections::no_changes(differs);
                 writeln!(out)?;
                 writeln!(out, "{} {meaning}", style.paint(Tone::Good, false, answer))?;
             }
@@ -183,6 +188,32 @@ pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result
                     users.join(", ")
                 )?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Managed objects whose settings another's policy overrides: each marked `≠`, with
+/// the policy that wins and every setting it changes.
+fn drift(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
+    let (heading, fix) = sections::DRIFT;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{} {}",
+        style.paint(Tone::Warning, true, &format!("{heading}:")),
+        style.paint(Tone::Dim, false, &format!("({fix})"))
+    )?;
+    for item in sections::drift_items(plan, &Backticks) {
+        let mark = style.paint(Tone::Warning, false, "≠");
+        writeln!(
+            out,
+            "  {mark} {} {}",
+            item.what,
+            style.paint(Tone::Dim, false, &format!("({})", item.by))
+        )?;
+        for setting in &item.settings {
+            writeln!(out, "      {setting}")?;
         }
     }
     Ok(())

@@ -52,6 +52,7 @@ mod name_endings;
 mod ownership;
 mod permissions;
 mod plan_apply;
+mod policy_truth;
 mod progress;
 mod pull_request;
 mod refusals;

@@ -33,7 +33,9 @@ fn check(context: &Context) -> Vec<Finding> {
             .and_then(|v| v.as_str())
             .map(|name| (name, "its `alternate-exchange` argument".to_string()));
         let by_policy = || {
-            let policy = policies.choose_for_exchange(&exchange.vhost, &exchange.name)?;
+            let policy = policies
+                .choose_for_exchange(&exchange.vhost, &exchange.name)
+                .one()?;
             let name = policy.definition.get("alternate-exchange")?.as_str()?;
             Some((name, format!("policy `{}`", policy.name)))
         };

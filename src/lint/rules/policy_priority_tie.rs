@@ -8,8 +8,8 @@ use crate::lint::{Context, Finding, Level, Rule};
 pub const RULE: Rule = Rule {
     id: "policy-priority-tie",
     level: Level::Warn,
-    summary: "two policies with the same priority match the same queue: the broker picks one at random",
-    explanation: "Only one policy applies to a queue: the matching one with the highest priority. When several share the highest priority, the broker's choice is undefined and can change on restart. Give them different priorities, or patterns that do not overlap, or merge them into one policy.",
+    summary: "two policies with the same priority match the same queue: the broker picks one, and which is not knowable",
+    explanation: "Only one policy applies to a queue: the matching one with the highest priority. When several share the highest priority, the broker takes the first in the order its parameter store lists them (neither by name nor by age), so its choice can differ between vhosts, nodes and restarts; `warren plan` refuses such a tie on a queue the spec manages. Give them different priorities, or patterns that do not overlap, or merge them into one policy.",
     bad: "version: 1\nvhosts:\n  v:\n    queues:\n      orders.audit: {}\n    policies:\n      cap: { pattern: '^orders\\.', definition: { max-length: 1000 } }\n      ttl: { pattern: 'audit$', definition: { message-ttl: 60000 } }\n",
     good: "version: 1\nvhosts:\n  v:\n    queues:\n      orders.audit: {}\n    policies:\n      cap-and-ttl: { pattern: '^orders\\.', definition: { max-length: 1000, message-ttl: 60000 } }\n",
     check,
@@ -20,16 +20,13 @@ fn check(context: &Context) -> Vec<Finding> {
     let mut reported = BTreeSet::new();
     let mut findings = Vec::new();
     for fact in &graph.facts {
-        let Some(top) = fact.matching.iter().map(|p| p.priority).max() else {
+        // The tie the broker sees: among the policies it would apply to this queue
+        // (model::effective, the one owner of the rule), not every pattern match.
+        let Some(top) = fact.tied.first().map(|p| p.priority) else {
             continue;
         };
-        let tied: Vec<&str> = fact
-            .matching
-            .iter()
-            .filter(|p| p.priority == top)
-            .map(|p| p.name.as_str())
-            .collect();
-        if tied.len() > 1 && reported.insert(tied.join(",")) {
+        let tied: Vec<&str> = fact.tied.iter().map(|p| p.name.as_str()).collect();
+        if reported.insert(tied.join(",")) {
             findings.push(
                 Finding::on(
                     queue_id(fact),

@@ -21,7 +21,8 @@ mod migrations;
 use crate::diff::Action;
 use crate::model::{ObjectId, ObjectKind};
 use crate::plan::{
-    Captured, Conflict, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, Strand, Summary,
+    Captured, Conflict, Drift, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, Strand, Summary,
+    TIE_FIX, Tie, tied_policies,
 };
 
 pub use changes::{
@@ -128,18 +129,96 @@ pub fn scope_heading(vhost: Option<&str>, quote: &dyn Quote) -> String {
 
 /// Changes to objects outside any vhost (users, global parameters).
 pub const BROKER_WIDE: &str = "broker-wide";
+/// Why a plan without changes does not mean the broker matches the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Differs {
+    /// Nothing: the broker matches the spec.
+    No,
+    /// A refusal section comes before (a conflict, a tie …).
+    Refused,
+    /// Policies that are not the spec's change what it sets (the drift section).
+    Overridden,
+}
+
 /// The answer of a plan without changes, and what it means: the broker matches the
 /// spec only when nothing is refused either (a conflict, for one, is no change warren
-/// may make, and the broker still differs from the spec there).
-pub fn no_changes(refused: bool) -> (&'static str, &'static str) {
-    if refused {
-        (
+/// may make, and the broker still differs from the spec there) and no other policy
+/// overrides what the spec sets.
+pub fn no_changes(differs: Differs) -> (&'static str, &'static str) {
+    match differs {
+        Differs::Refused => (
             "No other changes.",
             "The broker differs from the spec where it is refused above.",
-        )
-    } else {
-        ("No changes.", "The broker matches the spec.")
+        ),
+        Differs::Overridden => (
+            "No changes warren can make.",
+            "The broker differs from the spec where other policies override it above.",
+        ),
+        Differs::No => ("No changes.", "The broker matches the spec."),
     }
+}
+
+/// The drift section's heading and what resolves it (docs/plan-format.md,
+/// "Effective-policy drift").
+pub const DRIFT: (&str, &str) = (
+    "Policies that are not the spec's override what it sets",
+    "raise the spec's `policy_priority` (or its policy's priority) above theirs, narrow the other policy's pattern, or accept the override in the spec by setting the same value",
+);
+
+/// One queue or exchange whose settings another policy overrides, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriftItem {
+    /// The object.
+    pub what: String,
+    /// Which policy wins, over which of the spec's.
+    pub by: String,
+    /// Each setting: `message-ttl 5000 → 3600000`.
+    pub settings: Vec<String>,
+}
+
+fn drift_item(drift: &Drift, quote: &dyn Quote) -> DriftItem {
+    let owner = match &drift.policy.owner {
+        Some(owner) => format!("spec {}", quote.code(owner)),
+        None => NO_SPEC_MANAGES_IT.to_string(),
+    };
+    let kind = if drift.operator {
+        "operator policy"
+    } else {
+        "policy"
+    };
+    let over = match &drift.shadows {
+        Some(mine) => format!(", over the spec's {}", quote.code(mine)),
+        None => String::new(),
+    };
+    let value = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "none".to_string(),
+        serde_json::Value::String(s) => quote.code(s),
+        other => other.to_string(),
+    };
+    DriftItem {
+        what: drift.id.to_string(),
+        by: format!(
+            "{kind} {} ({owner}) wins{over}",
+            quote.code(&drift.policy.name)
+        ),
+        settings: drift
+            .settings
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}: the spec sets {}, the broker applies {}",
+                    s.key,
+                    value(&s.spec),
+                    value(&s.applied)
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The drift of a plan in words, quoted as the layout quotes names.
+pub fn drift_items(plan: &Plan, quote: &dyn Quote) -> Vec<DriftItem> {
+    plan.drift.iter().map(|d| drift_item(d, quote)).collect()
 }
 /// What the refusal sections and the last line say.
 pub const CANNOT_BE_APPLIED: &str = "this plan cannot be applied";
@@ -230,10 +309,12 @@ pub enum Section<'a> {
     Header(Header<'a>),
     /// Conflicts, captured queues, overlapping policies: each kind its own section.
     Refusals(Refusals),
-    /// No changes; `refused` when a refusal section comes before.
+    /// No changes; why the broker still differs from the spec, if it does.
     NoChanges {
-        refused: bool,
+        differs: Differs,
     },
+    /// Managed objects another's policy overrides (the plan's drift).
+    Drift(&'a [Drift]),
     Adopted(&'a [ObjectId]),
     /// Changes that lose messages, and replaced queues (the markdown calls them out;
     /// the text plan marks each change).
@@ -275,8 +356,18 @@ pub fn sections(plan: &Plan) -> Vec<Section<'_>> {
     let refusals = refusals(plan);
     let refused = !refusals.is_empty();
     sections.extend(refusals.into_iter().map(Section::Refusals));
+    if !plan.drift.is_empty() {
+        sections.push(Section::Drift(&plan.drift));
+    }
     if !plan.has_changes() {
-        sections.push(Section::NoChanges { refused });
+        let differs = if refused {
+            Differs::Refused
+        } else if !plan.drift.is_empty() {
+            Differs::Overridden
+        } else {
+            Differs::No
+        };
+        sections.push(Section::NoChanges { differs });
     }
     if !plan.adopted.is_empty() {
         sections.push(Section::Adopted(&plan.adopted));
@@ -357,7 +448,30 @@ fn refusals(plan: &Plan) -> Vec<Refusals> {
             ),
         });
     }
+    if !plan.ties.is_empty() {
+        all.push(Refusals {
+            heading: heading("Policies of the same priority that all match a managed object (the broker applies one of them, and which one is not knowable)"),
+            items: plan.ties.iter().map(tie).collect(),
+            advice: Some(TIE_FIX),
+        });
+    }
     all
+}
+
+fn tie(tie: &Tie) -> Refused {
+    let kind = if tie.operator {
+        "operator policies"
+    } else {
+        "policies"
+    };
+    Refused {
+        what: tie.id.to_string(),
+        aside: Some(format!(
+            "{kind} {}, priority {}",
+            tied_policies(tie),
+            tie.priority
+        )),
+    }
 }
 
 fn conflict(conflict: &Conflict) -> Refused {

@@ -18,6 +18,7 @@ fn kinds(sections: &[Section<'_>]) -> Vec<&'static str> {
             Section::Header(_) => "header",
             Section::Refusals(_) => "refusals",
             Section::NoChanges { .. } => "no changes",
+            Section::Drift(_) => "drift",
             Section::Adopted(_) => "adopted",
             Section::DataLoss(_) => "data loss",
             Section::Changes(_) => "changes",
@@ -90,9 +91,14 @@ fn a_refused_plan_lists_every_reason_and_ends_with_the_first() {
         ]
     );
     // A plan whose only difference is refused does not say the broker matches it.
-    assert!(matches!(all[3], Section::NoChanges { refused: true }));
+    assert!(matches!(
+        all[3],
+        Section::NoChanges {
+            differs: Differs::Refused
+        }
+    ));
     assert_eq!(
-        no_changes(true),
+        no_changes(Differs::Refused),
         (
             "No other changes.",
             "The broker differs from the spec where it is refused above."
