@@ -131,3 +131,25 @@ fn locks_lost(outcome: Result<ApplyReport, ApplyError>) -> Result<ApplyReport, A
         })
     })
 }
+
+/// A saved plan without changes is checked against the broker as it is now, as one
+/// with changes is under its locks: a record written since, or a broker that would no
+/// longer plan "no changes" (a change, a policy tie on a managed queue, drift), makes
+/// it stale. Nothing is written, so no lock is taken.
+pub(super) async fn check_still_current(client: &Client, plan: &Plan) -> Result<(), ApplyError> {
+    let (global_parameters, live) =
+        tokio::try_join!(client.global_parameters(), client.read_live(&plan.vhosts))?;
+    let serial = record::of_spec(&global_parameters, &plan.spec)
+        .map_err(|damaged| ApplyError::from(BrokerError::from(damaged)))?
+        .map_or(Record::default().serial, |record| record.serial);
+    if serial != plan.serial {
+        return Err(ApplyError::Stale(format!(
+            "spec `{}` was applied since: serial {} is now {serial}",
+            plan.spec, plan.serial
+        )));
+    }
+    let mut live = live.definitions;
+    live.global_parameters = global_parameters;
+    recheck(plan, &live, Some(client.user().to_string())).map_err(mismatch_error)?;
+    Ok(())
+}

@@ -126,7 +126,10 @@ pub async fn run(
                     Err(error) => Outcome::Failed(error),
                 }
             } else {
-                Outcome::NothingToApply
+                match super::held::check_still_current(client, &plan).await {
+                    Ok(()) => Outcome::NothingToApply,
+                    Err(error) => Outcome::Failed(error),
+                }
             };
             Ran {
                 plan: Some(plan),

@@ -12,6 +12,7 @@ use crate::spec::Spec;
 per_version!(
     the_broker_breaks_ties_in_no_fixed_order,
     a_tie_on_a_tier_makes_a_saved_plan_stale_and_a_plan_refused,
+    a_saved_plan_without_changes_is_stale_once_a_tie_appears,
     a_shadowed_tier_is_drift_in_the_plan,
     a_policy_priority_without_room_above_is_refused,
     names_the_api_cannot_address_are_refused_and_import_goes_on,
@@ -100,6 +101,42 @@ fn the_broker_breaks_ties_in_no_fixed_order(version: Version) {
         wins.len() == 2 && wins.contains_key("aa-ops") && wins.contains_key("zz-ops"),
         "{version:?}: both tied policies should win in {TIE_RUNS} runs: {wins:?}"
     );
+}
+
+/// Reproduction 1 as a user meets it: the ladder applied, then planned to a file (no
+/// changes), then the operator's tie. `apply p.json` used to answer "Nothing to
+/// apply" without reading the broker; it is refused as stale, and changes nothing.
+fn a_saved_plan_without_changes_is_stale_once_a_tie_appears(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unique_vhost("tie-saved");
+    let spec = Spec::new(&ladder(&format!("tie-{vhost}"), &vhost, None));
+    node.apply(spec.arg()).expect(0);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("p.json");
+    node.cli(&["plan", spec.arg(), "-o", saved.to_str().unwrap()])
+        .expect(0);
+    // Unchanged broker: still nothing to apply.
+    let nothing = node.cli(&["apply", saved.to_str().unwrap()]).expect(0);
+    assert!(
+        nothing.stdout.contains("Nothing to apply"),
+        "{}",
+        nothing.stdout
+    );
+    hand_policy(node, &vhost, "zz-ops", 100);
+    let before = node.get(&format!("/api/definitions/{}", pct(&vhost)));
+    let stale = node.cli(&["apply", saved.to_str().unwrap()]).expect(4);
+    assert!(
+        stale.stderr.contains("have the same priority 100")
+            && stale.stderr.contains("`zz-ops` (no spec manages it)"),
+        "{version:?}: {}",
+        stale.stderr
+    );
+    assert_eq!(
+        node.get(&format!("/api/definitions/{}", pct(&vhost))),
+        before,
+        "{version:?}: a refused saved plan changes nothing"
+    );
+    node.delete(&format!("/api/vhosts/{}", pct(&vhost)));
 }
 
 /// Reproduction 1: a ladder is applied, planned to a file, then an operator adds a
