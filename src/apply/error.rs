@@ -15,14 +15,12 @@ pub enum ApplyError {
     /// Under the locks, before the first write: the broker counted messages (or
     /// consumers) in queues the plan deletes or whose messages it strands.
     #[error(
-        "refusing to apply: the broker counts, now, what the plan would lose: {0}; nothing was changed (re-run with --allow-data-loss to accept, or --migrate to move a replaced queue's messages)"
+        "refusing to apply: the broker counts, now, what the plan would lose: {0} (re-run with --allow-data-loss to accept, or --migrate to move a replaced queue's messages)"
     )]
     HeldNow(String),
     /// Under the locks, before the first write: the user lacks a permission a write
     /// of the plan needs.
-    #[error(
-        "refusing to apply: user `{user}` lacks permissions the plan needs: {missing}; nothing was changed"
-    )]
+    #[error("refusing to apply: user `{user}` lacks permissions the plan needs: {missing}")]
     Permissions {
         /// The user warren logs in as.
         user: String,
@@ -40,7 +38,7 @@ pub enum ApplyError {
     Conflict(String),
     /// A generated policy of the plan would apply to queues the spec does not declare,
     /// or select names another spec's generated policy selects.
-    #[error("refusing to apply: {0}; nothing was changed")]
+    #[error("refusing to apply: {0}")]
     Captures(String),
     /// `--migrate` on a broker without the shovel plugin.
     #[error(

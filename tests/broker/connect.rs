@@ -135,9 +135,10 @@ fn users_with_too_few_tags(version: Version) {
     }
 }
 
-/// An administrator plans and applies without permissions on a vhost, but the check
-/// that a queue is empty before it is replaced connects to that vhost over AMQP: the
-/// refusal names the permission, not `--amqp-url`.
+/// An administrator plans and creates without permissions on a vhost (the definitions
+/// import needs the tag alone), but replacing a queue needs `configure` on it: the
+/// apply is refused before its first write, naming the permission and the fix, not
+/// `--amqp-url`.
 fn an_administrator_without_permissions_on_the_vhost(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unique_vhost("noperm-admin");
@@ -171,13 +172,18 @@ fn an_administrator_without_permissions_on_the_vhost(version: Version) {
         .lines()
         .find(|l| l.starts_with("error: "))
         .unwrap_or_default();
+    // Refused before the first write by the permission check, which names what is
+    // missing and the fix, and says it once that nothing was changed.
     for part in [
-        "cannot check over AMQP",
-        &format!("the user needs permissions on vhost `{vhost}`"),
-        "or --allow-data-loss",
+        &format!(
+            "lacks permissions the plan needs: in vhost \"{vhost}\", `configure` on queue \"audit\""
+        ),
+        "the `administrator` tag grants none",
+        &format!("rabbitmqctl set_permissions -p {vhost}"),
     ] {
         assert!(first.contains(part), "no `{part}` in: {}", run.stderr);
     }
+    assert_eq!(first.matches("nothing was changed").count(), 1, "{first}");
     assert!(!run.stderr.contains(PASSWORD), "{}", run.stderr);
 }
 
