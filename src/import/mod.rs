@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::model::Definitions;
 use crate::model::version::{CheckedVersion, TargetVersion};
-use crate::spec::{Defaults, Spec, Vhost};
+use crate::spec::{Defaults, Environment, Spec, Vhost};
 
 /// What the importer could not carry over, for the user to check.
 #[derive(Debug, Clone, Default)]
@@ -44,7 +44,23 @@ fn leave_out_login_user(definitions: &mut Definitions, user: &str, notes: &mut N
 
 /// Builds a spec named `name` from definitions; `only` restricts it to some vhosts
 /// (users are imported when they have permissions in an imported vhost).
+///
+/// A record's name for one environment of a spec (`billing@staging`) gives a spec
+/// `billing` declaring environment `staging` as the broker has it: planned and applied
+/// with `--env staging`, it keeps that record, and a spec's name never holds the
+/// separator.
 pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mut Notes) -> Spec {
+    let (name, environment) = match name.split_once(crate::model::reserved::ENVIRONMENT_SEPARATOR) {
+        Some((spec, environment)) => (spec, Some(environment)),
+        None => (name, None),
+    };
+    let mut environments = IndexMap::new();
+    if let Some(environment) = environment {
+        notes.0.push(format!(
+            "the spec is `{name}` in environment `{environment}`: plan and apply it with `--env {environment}`"
+        ));
+        environments.insert(environment.to_string(), Environment::default());
+    }
     let mut spec = Spec {
         version: 1,
         lint: None,
@@ -55,7 +71,7 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
         vhosts: IndexMap::new(),
         users: IndexMap::new(),
         global_parameters: IndexMap::new(),
-        environments: IndexMap::new(),
+        environments,
     };
     let mut vhost_names: Vec<&String> = definitions
         .vhosts

@@ -128,10 +128,13 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
         }
         let import = node.cli(&args).envs(SHOP_PASSWORDS).run();
         assert_eq!(import.code, Some(0), "{}", import.stderr);
-        let replanned = node
-            .plan(imported.to_str().unwrap())
-            .envs(SHOP_PASSWORDS)
-            .run();
+        // A record of one environment (`billing@staging`) is imported as spec
+        // `billing` declaring that environment.
+        let mut replan = vec!["plan", imported.to_str().unwrap()];
+        if let Some((_, environment)) = name.split_once('@') {
+            replan.extend(["--env", environment]);
+        }
+        let replanned = node.cli(&replan).envs(SHOP_PASSWORDS).run();
         assert_eq!(
             replanned.code,
             Some(0),

@@ -792,10 +792,12 @@ fn a_full_work_queue_refuses_copies_and_they_stay_parked(version: Version) {
     for queue_type in ["classic", "quorum"] {
         let s = Setup::start(version, &format!("replay-full-{queue_type}"), queue_type);
         let work = s.contract.consumer("by-publish").queue.clone();
+        // Above warren's own policies on the work queue (100 and 101 by default): at an
+        // equal priority the broker's choice is not knowable, and warren refuses to plan.
         s.node.put(
             &format!("/api/policies/{}/cap-work", pct(&s.vhost)),
             &json!({"pattern": format!("^{}$", work.replace('.', "\\.")), "apply-to": "queues",
-                    "priority": 100, "definition": {"max-length": 10, "overflow": "reject-publish"}}),
+                    "priority": 1000, "definition": {"max-length": 10, "overflow": "reject-publish"}}),
         );
         // Declared again under the policy: a live quorum queue on a loaded machine can
         // take minutes to take a policy change, a new one has it from the start.
