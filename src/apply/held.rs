@@ -61,12 +61,7 @@ pub(super) async fn apply_held(
             spec: plan.spec.clone(),
             ..Record::default()
         });
-    if record.serial != plan.serial {
-        return Err(ApplyError::Stale(format!(
-            "spec `{}` was applied since: serial {} is now {}",
-            plan.spec, plan.serial, record.serial
-        )));
-    }
+    applied_since(plan, record.serial)?;
     let fresh;
     let plan = match live {
         Some(mut live) => {
@@ -142,14 +137,21 @@ pub(super) async fn check_still_current(client: &Client, plan: &Plan) -> Result<
     let serial = record::of_spec(&global_parameters, &plan.spec)
         .map_err(|damaged| ApplyError::from(BrokerError::from(damaged)))?
         .map_or(Record::default().serial, |record| record.serial);
-    if serial != plan.serial {
-        return Err(ApplyError::Stale(format!(
-            "spec `{}` was applied since: serial {} is now {serial}",
-            plan.spec, plan.serial
-        )));
-    }
+    applied_since(plan, serial)?;
     let mut live = live.definitions;
     live.global_parameters = global_parameters;
     recheck(plan, &live, Some(client.user().to_string())).map_err(mismatch_error)?;
     Ok(())
+}
+
+/// A plan is stale once its spec was applied since it was made (the record's serial
+/// moved).
+fn applied_since(plan: &Plan, serial: u64) -> Result<(), ApplyError> {
+    if serial == plan.serial {
+        return Ok(());
+    }
+    Err(ApplyError::Stale(format!(
+        "spec `{}` was applied since: serial {} is now {serial}",
+        plan.spec, plan.serial
+    )))
 }

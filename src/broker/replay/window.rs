@@ -230,14 +230,9 @@ impl<'a> Window<'a> {
                     self.requeue(tag).await;
                     self.stop(failure_of(&error));
                 }
-                Waited::Blocked => {
-                    // Queued in warren and not sent: sent only if the alarm clears
-                    // before warren closes the connection.
-                    self.uncertain += 1;
-                    self.requeue(tag).await;
-                    let reason = self.blocked_reason();
-                    self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
-                }
+                // Queued in warren and not sent: sent only if the alarm clears before
+                // warren closes the connection.
+                Waited::Blocked => self.stop_blocked(tag).await,
             }
         }
     }
@@ -281,12 +276,7 @@ impl<'a> Window<'a> {
                 self.requeue(tag).await;
                 self.stop(failure_of(&error));
             }
-            Waited::Blocked => {
-                self.uncertain += 1;
-                self.requeue(tag).await;
-                let reason = self.blocked_reason();
-                self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
-            }
+            Waited::Blocked => self.stop_blocked(tag).await,
         }
     }
 
@@ -357,6 +347,15 @@ impl<'a> Window<'a> {
     /// Rejects an original with `requeue`: the broker puts it back in the parking
     /// queue, in its place where the queue type keeps places. Should the reject not
     /// go out, the connection's close returns it all the same.
+    /// Stops on a blocked connection: the copy of `tag` is not known to be sent (it is
+    /// counted as uncertain) and its original goes back to the parking queue.
+    async fn stop_blocked(&mut self, tag: u64) {
+        self.uncertain += 1;
+        self.requeue(tag).await;
+        let reason = self.blocked_reason();
+        self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+    }
+
     async fn requeue(&mut self, tag: u64) {
         let options = BasicNackOptions {
             multiple: false,
