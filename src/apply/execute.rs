@@ -15,9 +15,11 @@ use std::collections::BTreeSet;
 use super::Options;
 use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe};
 use super::migrate;
-use super::phases::{PhaseChanges, PhaseKind, phases, write_of};
+use super::phases::{PhaseChanges, PhaseKind, binds_into_queue, phases, write_of};
 use super::progress::{ChangeOutcome, Event, Phase, Progress};
-use crate::broker::{BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome, WriteStop};
+use crate::broker::{
+    BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome, WriteStop, removed_binding,
+};
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
 use crate::plan::Plan;
@@ -68,7 +70,7 @@ pub(super) async fn make_changes(
             for later in &phases[number..] {
                 report
                     .not_done
-                    .extend(later.changes.iter().map(|c| not_done(c, later.kind)));
+                    .extend(later.all().map(|c| not_done(c, later.kind)));
             }
             return Err(ApplyError::Interrupted {
                 why: why.to_string(),
@@ -115,7 +117,7 @@ const SIGNALLED: &str = "interrupted by a signal";
 /// refused removal) is not named twice.
 fn not_reached(later: &[PhaseChanges<'_>], report: &mut ApplyReport) {
     for phase in later {
-        for change in &phase.changes {
+        for change in phase.all() {
             report.add_not_done(describe(change));
         }
     }
@@ -171,6 +173,13 @@ fn report_outcomes<'a>(
     let mut failure = None;
     let mut removed = Vec::new();
     let mut failed_or_unsent = 0;
+    for binding in &phase.carried {
+        match carried_out(binding, &phase.changes, &outcomes) {
+            Some(true) => report.done.push(describe(binding)),
+            Some(false) => report.not_done.push(describe(binding)),
+            None => report.unconfirmed.push(describe(binding)),
+        }
+    }
     for (change, outcome) in phase.changes.iter().zip(outcomes) {
         progress(&Event::Outcome {
             change,
@@ -207,6 +216,34 @@ fn report_outcomes<'a>(
         total: phase.changes.len(),
     });
     failure.map(|error| Failed { error, removed })
+}
+
+/// Whether the deletion of a binding into a queue the plan deletes (carried by that
+/// queue's deletion) was made: yes when the queue was deleted, or when it was refused
+/// and the binding, removed for its check, could not be declared again; `None` when
+/// the queue's deletion was not confirmed.
+fn carried_out(binding: &Change, queues: &[&Change], outcomes: &[WriteOutcome]) -> Option<bool> {
+    let Some((_, outcome)) = queues
+        .iter()
+        .zip(outcomes)
+        .find(|(queue, _)| binds_into_queue(binding, &queue.id))
+    else {
+        return Some(false);
+    };
+    match outcome {
+        WriteOutcome::Done => Some(true),
+        WriteOutcome::Refused(BrokerError::BindingsNotRestored { bindings, .. }) => {
+            let before = binding.before.as_ref().unwrap_or(&serde_json::Value::Null);
+            let named = removed_binding(
+                before["source"].as_str().unwrap_or_default(),
+                before["destination"].as_str().unwrap_or_default(),
+                before["routing_key"].as_str().unwrap_or_default(),
+            );
+            Some(bindings.contains(&named))
+        }
+        WriteOutcome::Unconfirmed(_) => None,
+        WriteOutcome::Refused(_) | WriteOutcome::NotSent => Some(false),
+    }
 }
 
 /// Carries out every migration of the plan, one after another; the changes each one

@@ -29,6 +29,27 @@ pub(super) struct PhaseChanges<'a> {
     pub(super) phase: Phase,
     pub(super) kind: PhaseKind,
     pub(super) changes: Vec<&'a Change>,
+    /// Deletions of bindings that the phase's queue deletions carry out: a binding
+    /// into a queue the plan deletes is removed just before that queue's emptiness
+    /// check (see [`crate::broker::Client::delete_queues_if_empty`]), so it is done
+    /// exactly when its queue is deleted, and kept when the queue is refused.
+    pub(super) carried: Vec<&'a Change>,
+}
+
+impl<'a> PhaseChanges<'a> {
+    fn of(phase: Phase, kind: PhaseKind, changes: Vec<&'a Change>) -> Self {
+        PhaseChanges {
+            phase,
+            kind,
+            changes,
+            carried: Vec::new(),
+        }
+    }
+
+    /// Every change of the phase: those it sends, then those they carry out.
+    pub(super) fn all(&self) -> impl Iterator<Item = &'a Change> + '_ {
+        self.changes.iter().chain(&self.carried).copied()
+    }
 }
 
 /// Replaced objects are deleted first, then everything new is imported in one go
@@ -68,9 +89,11 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         .copied()
         .filter(|c| matches!(c.action, Action::Create | Action::Replace))
         .collect();
-    // Inflow first (bindings), then the queues, each checked for messages by the
-    // broker at its deletion, then everything else from the leaves up: a refused
-    // queue stops the apply before its policies or exchanges go.
+    // Inflow first (bindings into queues that stay), then the queues in dead-letter
+    // order, each with the bindings into it removed just before the broker checks it
+    // for messages (so a refused queue keeps its inflow, and a feeder refused before
+    // it keeps its route into the queue it feeds), then everything else from the
+    // leaves up: a refused queue stops the apply before its policies or exchanges go.
     let delete_order = [
         GlobalParameter,
         Parameter,
@@ -89,21 +112,25 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         .filter(|c| c.action == Action::Delete && !matches!(c.id.kind, Binding | Queue))
         .collect();
     deletes.sort_by_key(|c| delete_order.iter().position(|k| *k == c.id.kind));
+    let deleted_queues = of(Action::Delete, &[Queue]);
+    let (carried, unbound): (Vec<&Change>, Vec<&Change>) = of(Action::Delete, &[Binding])
+        .into_iter()
+        .partition(|binding| {
+            deleted_queues
+                .iter()
+                .any(|queue| binds_into_queue(binding, &queue.id))
+        });
     vec![
-        PhaseChanges {
-            phase: Phase::RemoveReplaced,
-            kind: PhaseKind::RemoveReplaced,
-            changes: removals_of_replaced,
-        },
-        PhaseChanges {
-            phase: Phase::Create,
-            kind: PhaseKind::Import,
-            changes: creates,
-        },
-        PhaseChanges {
-            phase: Phase::Update,
-            kind: PhaseKind::OneByOne,
-            changes: of(
+        PhaseChanges::of(
+            Phase::RemoveReplaced,
+            PhaseKind::RemoveReplaced,
+            removals_of_replaced,
+        ),
+        PhaseChanges::of(Phase::Create, PhaseKind::Import, creates),
+        PhaseChanges::of(
+            Phase::Update,
+            PhaseKind::OneByOne,
+            of(
                 Action::Update,
                 &[
                     Vhost,
@@ -117,32 +144,37 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
                     Parameter,
                 ],
             ),
-        },
-        PhaseChanges {
-            phase: Phase::Migrate,
-            kind: PhaseKind::Migrate,
-            changes: if migrating && !plan.migrations.is_empty() {
+        ),
+        PhaseChanges::of(
+            Phase::Migrate,
+            PhaseKind::Migrate,
+            if migrating && !plan.migrations.is_empty() {
                 migrated
             } else {
                 Vec::new()
             },
-        },
-        PhaseChanges {
-            phase: Phase::DeleteBindings,
-            kind: PhaseKind::OneByOne,
-            changes: of(Action::Delete, &[Binding]),
-        },
+        ),
+        PhaseChanges::of(Phase::DeleteBindings, PhaseKind::OneByOne, unbound),
         PhaseChanges {
             phase: Phase::DeleteQueues,
             kind: PhaseKind::OneByOne,
-            changes: strand::delete_order(&of(Action::Delete, &[Queue]), &plan.feeds),
+            changes: strand::delete_order(&deleted_queues, &plan.feeds),
+            carried,
         },
-        PhaseChanges {
-            phase: Phase::DeleteOthers,
-            kind: PhaseKind::OneByOne,
-            changes: deletes,
-        },
+        PhaseChanges::of(Phase::DeleteOthers, PhaseKind::OneByOne, deletes),
     ]
+}
+
+/// Whether `binding` (a binding's change) is a binding into `queue`, by its state
+/// before the change.
+pub(super) fn binds_into_queue(binding: &Change, queue: &crate::model::ObjectId) -> bool {
+    let Some(before) = binding.before.as_ref() else {
+        return false;
+    };
+    binding.id.kind == ObjectKind::Binding
+        && binding.id.vhost == queue.vhost
+        && before["destination_type"] == "queue"
+        && before["destination"].as_str() == Some(queue.name.as_str())
 }
 
 /// The write that carries out an update or delete, or a replace's removal; a queue

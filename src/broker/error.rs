@@ -48,6 +48,11 @@ impl std::fmt::Display for RedactedText {
     }
 }
 
+/// How [`BrokerError::BindingsNotRestored`] names a binding into `queue`.
+pub fn removed_binding(source: &str, queue: &str, routing_key: &str) -> String {
+    format!("{source} -> {queue} [{routing_key}]")
+}
+
 /// What can go wrong talking to the broker. Messages fit on one line and never
 /// contain a password: whatever the broker or the network said is a [`RedactedText`].
 #[derive(Debug, Clone, thiserror::Error)]
@@ -118,6 +123,23 @@ pub enum BrokerError {
         /// Queue.
         queue: String,
         /// What the broker found.
+        reason: RedactedText,
+    },
+    /// The broker refused a queue's deletion (as [`BrokerError::Refused`]) after
+    /// warren had removed the bindings into it for the check, and some of them could
+    /// not be declared again: until they are, nothing is routed to the queue through
+    /// them.
+    #[error(
+        "{refusal}; the {} into it, removed before the check, could not all be declared again ({reason}): {}. Declare them again at once: `warren apply` does, or `rabbitmqadmin declare binding`", crate::text::count(*removed, "binding"), bindings.join(", ")
+    )]
+    BindingsNotRestored {
+        /// The refusal.
+        refusal: Box<BrokerError>,
+        /// How many bindings were removed for the check.
+        removed: usize,
+        /// Those not declared again ([`removed_binding`]).
+        bindings: Vec<String>,
+        /// Why the first of them failed.
         reason: RedactedText,
     },
     /// A quorum queue was empty when checked, but messages arrived before its deletion.

@@ -23,7 +23,8 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties};
 
 use super::amqp::{NoAmqp, reply_of};
-use super::{BrokerError, Client};
+use super::error::{RedactedText, removed_binding};
+use super::{BrokerError, Client, QueueBinding};
 use crate::model::redact::redact_uri;
 use crate::model::{Permission, QueueType};
 
@@ -45,8 +46,18 @@ pub struct GuardedQueue<'a> {
 impl Client {
     /// Deletes each queue if the broker finds it empty and unused at that moment, one
     /// at a time; the result of each, in order, or `None` for a queue not tried
-    /// because `stop` asked for a stop before it. A queue that is already gone counts
-    /// as deleted. `answered` is told of each queue once it is tried.
+    /// because `stop` asked for a stop before it, or because an earlier queue was not
+    /// deleted: a refusal stops the deletions there, so that no queue goes while a
+    /// queue that dead-letters into it stays with its messages (the caller orders
+    /// them feeders first). A queue that is already gone counts as deleted.
+    /// `answered` is told of each queue once it is tried.
+    ///
+    /// Before a queue's check, the bindings into it are removed (read once per vhost
+    /// from the broker): from then on no publish through an exchange, and no dead
+    /// letter, can reach it, so none can arrive in the instant of its deletion and be
+    /// confirmed by the broker and dropped with the queue. Only a publish straight to
+    /// the queue by name (the default exchange) still can. When the broker refuses
+    /// the deletion, those bindings are declared again.
     pub async fn delete_queues_if_empty(
         &self,
         queues: &[GuardedQueue<'_>],
@@ -63,48 +74,152 @@ impl Client {
             if stop() {
                 break;
             }
+            let first = indices[0];
+            let routes = match self.bindings_into_queues(vhost).await {
+                Ok(routes) => routes,
+                Err(error) => {
+                    results[first] = Some(Err(error));
+                    answered(1);
+                    break;
+                }
+            };
             let connection = match self
                 .amqp_connection(vhost, "warren: emptiness checks before deleting queues")
                 .await
             {
                 Ok(connection) => connection,
                 Err(error) => {
-                    answered(indices.len());
-                    for index in indices {
-                        results[index] = Some(Err(error.clone()));
-                    }
-                    continue;
-                }
-            };
-            // One channel serves every check until the broker closes it (a refusal or a
-            // missing queue closes the channel, never the connection).
-            let mut open: Option<Channel> = None;
-            for index in indices {
-                if stop() {
+                    results[first] = Some(Err(error));
+                    answered(1);
                     break;
                 }
-                let queue = &queues[index];
-                let channel = match open.take() {
-                    Some(channel) if channel.status().connected() => channel,
-                    _ => match channel(&connection, queue).await {
-                        Ok(channel) => channel,
-                        Err(error) => {
-                            results[index] = Some(Err(error));
-                            answered(1);
-                            continue;
-                        }
-                    },
-                };
-                results[index] = Some(delete_if_empty(&channel, queue).await);
-                answered(1);
-                open = Some(channel);
-            }
-            if let Some(channel) = open {
-                let _ = channel.close(200, "".into()).await;
-            }
+            };
+            let tried = self
+                .delete_in_vhost(&connection, queues, &indices, &routes, stop, answered)
+                .await;
             let _ = connection.close(200, "warren is done".into()).await;
+            let refused = tried.last().is_some_and(|(_, result)| result.is_err());
+            for (index, result) in tried {
+                results[index] = Some(result);
+            }
+            if refused {
+                break;
+            }
         }
         results
+    }
+
+    /// The deletions of one vhost's queues (`indices` of `queues`), in order, over
+    /// `connection`: the result of each queue tried, up to the first that failed.
+    async fn delete_in_vhost(
+        &self,
+        connection: &Connection,
+        queues: &[GuardedQueue<'_>],
+        indices: &[usize],
+        routes: &BTreeMap<String, Vec<QueueBinding>>,
+        stop: &dyn Fn() -> bool,
+        answered: &mut dyn FnMut(usize),
+    ) -> Vec<(usize, Result<(), BrokerError>)> {
+        let mut tried = Vec::new();
+        // One channel serves every check until the broker closes it (a refusal or a
+        // missing queue closes the channel, never the connection).
+        let mut open: Option<Channel> = None;
+        for &index in indices {
+            if stop() {
+                break;
+            }
+            let queue = &queues[index];
+            let result = match open.take() {
+                Some(channel) if channel.status().connected() => Ok(channel),
+                _ => channel(connection, queue).await,
+            };
+            let result = match result {
+                Ok(channel) => {
+                    let into = routes.get(queue.name).map_or(&[][..], Vec::as_slice);
+                    let result = self.delete_unrouted(&channel, queue, into).await;
+                    open = Some(channel);
+                    result
+                }
+                Err(error) => Err(error),
+            };
+            let failed = result.is_err();
+            tried.push((index, result));
+            answered(1);
+            if failed {
+                break;
+            }
+        }
+        if let Some(channel) = open {
+            let _ = channel.close(200, "".into()).await;
+        }
+        tried
+    }
+
+    /// Removes the bindings `into` the queue, then deletes it if the broker finds it
+    /// empty; declares the bindings again when the queue stays.
+    async fn delete_unrouted(
+        &self,
+        channel: &Channel,
+        queue: &GuardedQueue<'_>,
+        into: &[QueueBinding],
+    ) -> Result<(), BrokerError> {
+        if queue.queue_type == QueueType::Stream {
+            // Refused whatever it holds: nothing to unbind for.
+            return delete_if_empty(channel, queue).await;
+        }
+        let mut removed: Vec<&QueueBinding> = Vec::new();
+        for binding in into {
+            if let Err(error) = self.unbind_queue(queue.vhost, queue.name, binding).await {
+                return Err(self.bind_again(queue, &removed, error).await);
+            }
+            removed.push(binding);
+        }
+        match delete_if_empty(channel, queue).await {
+            Ok(()) => Ok(()),
+            // Deleted, with what arrived in the window: nothing to bind to.
+            Err(error @ BrokerError::LostInWindow { .. }) => Err(error),
+            Err(error) => Err(self.bind_again(queue, &removed, error).await),
+        }
+    }
+
+    /// Declares `removed` bindings into a queue that stays again; `error` (why it
+    /// stays), told with the bindings that could not be declared again, if any.
+    async fn bind_again(
+        &self,
+        queue: &GuardedQueue<'_>,
+        removed: &[&QueueBinding],
+        error: BrokerError,
+    ) -> BrokerError {
+        let mut not_bound: Vec<String> = Vec::new();
+        let mut first_reason: Option<String> = None;
+        for binding in removed {
+            if let Err(failure) = self
+                .bind_queue(
+                    queue.vhost,
+                    &binding.source,
+                    queue.name,
+                    &binding.routing_key,
+                    &binding.arguments,
+                )
+                .await
+            {
+                first_reason.get_or_insert_with(|| failure.to_string());
+                not_bound.push(removed_binding(
+                    &binding.source,
+                    queue.name,
+                    &binding.routing_key,
+                ));
+            }
+        }
+        match first_reason {
+            None => error,
+            Some(reason) => BrokerError::BindingsNotRestored {
+                refusal: Box::new(error),
+                removed: removed.len(),
+                bindings: not_bound,
+                reason: RedactedText::new(&reason),
+            },
+        }
     }
 
     /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP

@@ -9,6 +9,7 @@
 //! exchange bound to the destination queue alone, which keeps each message's routing
 //! key (`dest-queue` would replace it with the queue's name).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
@@ -58,6 +59,24 @@ pub struct QueueBinding {
     pub arguments: Value,
     /// The broker's handle, to delete it.
     pub properties_key: String,
+}
+
+impl QueueBinding {
+    /// A binding as `GET /api/bindings/…` lists it; `None` for the default
+    /// exchange's implicit binding, which follows the queue's name and cannot be
+    /// removed.
+    fn of_listed(listed: &Value) -> Option<QueueBinding> {
+        let source = listed["source"].as_str().filter(|s| !s.is_empty())?;
+        Some(QueueBinding {
+            source: source.to_string(),
+            routing_key: listed["routing_key"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            arguments: listed["arguments"].clone(),
+            properties_key: listed["properties_key"].as_str().unwrap_or("~").to_string(),
+        })
+    }
 }
 
 /// A queue's counts from the broker's statistics.
@@ -165,16 +184,34 @@ impl Client {
             path: path.clone(),
             reason: "not a list".into(),
         })?;
-        Ok(entries
-            .iter()
-            .filter(|b| b["source"].as_str().is_some_and(|s| !s.is_empty()))
-            .map(|b| QueueBinding {
-                source: b["source"].as_str().unwrap_or_default().to_string(),
-                routing_key: b["routing_key"].as_str().unwrap_or_default().to_string(),
-                arguments: b["arguments"].clone(),
-                properties_key: b["properties_key"].as_str().unwrap_or("~").to_string(),
-            })
-            .collect())
+        Ok(entries.iter().filter_map(QueueBinding::of_listed).collect())
+    }
+
+    /// The bindings into each queue of `vhost` from named exchanges, by queue name:
+    /// one listing of the vhost's bindings (`GET /api/bindings/{vhost}`).
+    pub async fn bindings_into_queues(
+        &self,
+        vhost: &str,
+    ) -> Result<BTreeMap<String, Vec<QueueBinding>>, BrokerError> {
+        let path = format!("/api/bindings/{}", segment(vhost));
+        let listed = self.get(&path).await?.unwrap_or(json!([]));
+        let entries = listed.as_array().ok_or_else(|| BrokerError::Decode {
+            path: path.clone(),
+            reason: "not a list".into(),
+        })?;
+        let mut into: BTreeMap<String, Vec<QueueBinding>> = BTreeMap::new();
+        for entry in entries {
+            if entry["destination_type"] != "queue" {
+                continue;
+            }
+            if let (Some(queue), Some(binding)) = (
+                entry["destination"].as_str(),
+                QueueBinding::of_listed(entry),
+            ) {
+                into.entry(queue.to_string()).or_default().push(binding);
+            }
+        }
+        Ok(into)
     }
 
     /// Binds a queue to an exchange; binding it again with the same key and

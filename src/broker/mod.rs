@@ -29,7 +29,7 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 pub use endpoint::{DEFAULT_URL, Endpoint, WHERE_TO_CONFIGURE};
-pub use error::{BrokerError, RedactedText, Tag};
+pub use error::{BrokerError, RedactedText, Tag, removed_binding};
 use error::{missing_tag, reason_of};
 pub use guard::{GuardedQueue, QueueHeld};
 pub use live::{BindingEnds, LiveState, Named};

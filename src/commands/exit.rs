@@ -43,6 +43,7 @@ pub fn of_broker(error: &BrokerError) -> u8 {
         | BrokerError::Amqp { .. }
         | BrokerError::LockUnavailable { .. } => BROKER_UNAVAILABLE,
         BrokerError::Refused { .. }
+        | BrokerError::BindingsNotRestored { .. }
         | BrokerError::Locked { .. }
         | BrokerError::DamagedRecord(_) => REFUSED,
         BrokerError::LostInWindow { .. }

@@ -33,6 +33,7 @@ macro_rules! per_version {
 mod amqp;
 mod background;
 mod node;
+mod report;
 mod spec;
 mod warren;
 

@@ -65,8 +65,7 @@ fn laid_out(plan: &Plan, migrating: bool) -> Vec<(Phase, Vec<String>)> {
         .iter()
         .map(|phase| {
             let changes = phase
-                .changes
-                .iter()
+                .all()
                 .map(|c| format!("{:?} {:?} {}", c.action, c.id.kind, c.id.name))
                 .collect();
             (phase.phase, changes)
@@ -269,13 +268,43 @@ fn deletions_come_after_every_creation_bindings_then_queues_then_the_rest() {
             );
         }
     }
-    // Inflow first: a queue is deleted once nothing routes to it, and a refused
-    // queue stops the apply before its exchange goes.
-    assert!(position(deleted[0]) < position(deleted[1]));
+    // A binding into a deleted queue goes with the queue: removed just before its
+    // emptiness check, kept when the queue is refused. A refused queue stops the
+    // apply before its exchange goes.
     assert!(position(deleted[1]) < position(deleted[2]));
-    assert_eq!(of_phase(&laid_out, Phase::DeleteBindings), [deleted[0]]);
-    assert_eq!(of_phase(&laid_out, Phase::DeleteQueues), [deleted[1]]);
+    assert!(of_phase(&laid_out, Phase::DeleteBindings).is_empty());
+    assert_eq!(
+        of_phase(&laid_out, Phase::DeleteQueues),
+        [deleted[1], deleted[0]]
+    );
+    let phases = phases(&plan, false);
+    let queues = phases
+        .iter()
+        .find(|p| p.phase == Phase::DeleteQueues)
+        .unwrap();
+    assert_eq!(queues.changes.len(), 1, "the queue is the one write sent");
+    assert_eq!(queues.carried[0].id.name, "events -> audit");
     assert_eq!(of_phase(&laid_out, Phase::DeleteOthers), [deleted[2]]);
+}
+
+#[test]
+fn a_binding_into_a_queue_that_stays_is_deleted_before_any_queue() {
+    let plan = Plan::of_changes(
+        vec![
+            change(Action::Delete, Queue, "audit"),
+            binding(Action::Delete, "events", "orders"),
+        ],
+        vec![],
+    );
+    let laid_out = laid_out(&plan, false);
+    assert_eq!(
+        of_phase(&laid_out, Phase::DeleteBindings),
+        ["Delete Binding events -> orders"]
+    );
+    assert_eq!(
+        of_phase(&laid_out, Phase::DeleteQueues),
+        ["Delete Queue audit"]
+    );
 }
 
 #[test]
