@@ -420,7 +420,14 @@ fn binds_into(change: &Change, names: &BTreeSet<(Option<&str>, &str)>) -> bool {
 }
 
 /// After a failure among the removals of replaced objects: declares the removed ones
-/// again, with the bindings their removal took, and reports them.
+/// again as they were, with the bindings their removal took, so that the refused
+/// apply leaves them as it found them (they were empty: the broker checked), and
+/// reports them as not made.
+///
+/// The bindings are the old ones the plan knows: those it would create again
+/// unchanged (the create of a binding whose end is replaced, with its reason) and
+/// those it would delete. A binding into a removed queue that no spec manages went
+/// with the queue, as it would have with the replace.
 async fn declare_again(
     client: &Client,
     plan: &Plan,
@@ -428,29 +435,50 @@ async fn declare_again(
     report: &mut ApplyReport,
 ) {
     let names = replaced_names(removed.iter().copied());
-    let bindings: Vec<&Change> = plan
-        .changes
+    let old_bindings = plan.changes.iter().filter_map(|c| {
+        let old = match c.action {
+            Action::Create if c.reason.is_some() && binds_into(c, &names) => c.after.as_ref(),
+            Action::Delete if binding_ends_in(c, &names) => c.before.as_ref(),
+            _ => None,
+        }?;
+        Some((c, old))
+    });
+    let objects: Vec<(&Change, &serde_json::Value)> = removed
         .iter()
-        .filter(|c| binds_into(c, &names))
+        .filter_map(|c| Some((*c, c.before.as_ref()?)))
+        .chain(old_bindings)
         .collect();
-    let objects: Vec<&Change> = removed.iter().copied().chain(bindings).collect();
     let outcomes = client
         .import_objects(
-            objects
-                .iter()
-                .filter_map(|c| Some((&c.id, c.after.as_ref()?))),
+            objects.iter().map(|(c, old)| (&c.id, *old)),
             WriteStop::NEVER,
             &mut |_| {},
         )
         .await;
-    for (change, outcome) in objects.iter().zip(outcomes) {
-        if outcome.is_done() {
-            report.done.push(describe(change));
+    for ((change, _), outcome) in objects.iter().zip(outcomes) {
+        report.not_done.push(if outcome.is_done() {
+            format!(
+                "{} (removed and declared again as it was)",
+                describe(change)
+            )
         } else {
-            report.not_done.push(format!(
+            format!(
                 "{} (DELETED AND NOT DECLARED AGAIN: run `warren apply` again at once)",
                 describe(change)
-            ));
-        }
+            )
+        });
     }
+}
+
+/// Whether a binding's change (by its state before) is from or to one of `names`.
+fn binding_ends_in(change: &Change, names: &BTreeSet<(Option<&str>, &str)>) -> bool {
+    let Some(before) = change.before.as_ref() else {
+        return false;
+    };
+    let vhost = change.id.vhost.as_deref();
+    change.id.kind == ObjectKind::Binding
+        && ["source", "destination"]
+            .iter()
+            .filter_map(|end| before[*end].as_str())
+            .any(|name| names.contains(&(vhost, name)))
 }

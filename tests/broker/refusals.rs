@@ -365,6 +365,93 @@ fn bindings_into<'a>(snapshot: &'a Snapshot, queue: &str) -> Vec<&'a String> {
         .collect()
 }
 
+/// Queues the replace race test replaces before the one it publishes into: enough
+/// guarded removals (one by one) that the message arrives after the check and before
+/// that queue's removal.
+const RACE_REPLACES: usize = 600;
+
+/// The race in a replace: a ladder goes from classic to quorum and `RACE_REPLACES`
+/// classic queues and `zz-late` gain an argument (both are replaces); once the
+/// removals run (past the check), one message is published into `zz-late`, which the
+/// check found empty. The broker refuses its removal: every queue already removed is
+/// declared again as it was, with its bindings, and the broker's definitions and
+/// messages are exactly as before, the message kept. Nothing was made.
+fn a_message_after_the_check_stops_a_replace_and_the_broker_is_as_before(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("refuse-race-replace");
+    let name = format!("refuse-{vhost}");
+    let spec_of = |queue_type: &str, arguments: &str| {
+        let mut text = format!(
+            "version: 1\nname: {name}\ndefaults:\n  queue_type: {queue_type}\n\
+             ladders:\n  slow:\n    delays: [10m, 20m]\n    on_exhausted: park\n\
+             vhosts:\n  {vhost}:\n    services:\n      aa:\n        exchange:\n          type: topic\n\
+             \x20       consumers:\n          email:\n            routing_keys: [\"a.#\"]\n\
+             \x20           retry:\n              ladder: slow\n    queues:\n"
+        );
+        for n in 0..RACE_REPLACES {
+            text.push_str(&format!("      q{n:05}: {{ type: classic{arguments} }}\n"));
+        }
+        text.push_str(&format!("      zz-late: {{ type: classic{arguments} }}\n"));
+        text
+    };
+    let spec = Spec::new(&spec_of("classic", ""));
+    node.apply(spec.arg()).expect(0);
+    spec.write(&spec_of("quorum", ", arguments: { x-max-priority: 5 }"));
+    let before = snapshot(node, &vhost);
+    let mut child = Background::spawn(node.apply(spec.arg()).with(&["--format", "json"]).command());
+    let started = std::time::Instant::now();
+    while !child.stderr_so_far().contains("removing replaced: ") {
+        assert!(
+            child.exited().is_none() && started.elapsed() < Duration::from_secs(300),
+            "the apply never started removing: {}",
+            child.stderr_so_far()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    fill(node, &vhost, "zz-late", 1);
+    let run = child.finish_within(Duration::from_secs(300)).expect(4);
+    assert!(
+        run.stderr.contains("refusing to delete queue \"zz-late\""),
+        "{}",
+        run.stderr
+    );
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    crate::report::exact(node, &vhost, &document)
+        .unwrap_or_else(|wrong| panic!("{version}: {wrong}\n{}", run.stderr));
+    assert_eq!(
+        document["applied"]["done"].as_array().map(Vec::len),
+        Some(0),
+        "nothing was made: {}",
+        document["applied"]
+    );
+    let declared_again = document["applied"]["not_done"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| {
+            entry
+                .as_str()
+                .unwrap()
+                .ends_with("(removed and declared again as it was)")
+        })
+        .count();
+    assert!(
+        declared_again >= RACE_REPLACES,
+        "the queues before `zz-late` were removed and declared again: {declared_again}"
+    );
+    let after = snapshot(node, &vhost);
+    assert!(
+        after.definitions == before.definitions,
+        "{version}: the definitions are as before"
+    );
+    let mut expected = before.messages.clone();
+    *expected.get_mut("zz-late").unwrap() += 1;
+    assert!(
+        after.messages == expected,
+        "{version}: the messages are as before, and the new one kept"
+    );
+}
+
 /// Queues a trial's plan creates, when it creates any.
 const TRIAL_CREATES: usize = 1_500;
 
@@ -675,5 +762,6 @@ per_version!(
     removing_a_consumer_whose_tiers_hold_messages_changes_nothing,
     a_user_without_vhost_permissions_is_refused_before_any_change,
     a_message_after_the_check_stops_the_apply_at_its_queue_with_an_exact_report,
+    a_message_after_the_check_stops_a_replace_and_the_broker_is_as_before,
     a_random_apply_loses_nothing_or_changes_nothing,
 );
