@@ -67,8 +67,12 @@ pub fn replay(args: &ReplayArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
             let said = stderr.errors();
             render::errors::error_value(code, exit::class(code), &said.messages, &said.diagnostics)
         });
-        let document =
-            render::replay::document(run.prepared.as_ref(), args.dry_run, run.moved, error);
+        let document = render::replay::document(
+            run.prepared.as_ref(),
+            args.dry_run,
+            run.moved.map(|moved| (moved, run.unconfirmed)),
+            error,
+        );
         let _ = writeln!(
             stdout,
             "{}",
@@ -85,6 +89,8 @@ struct Run {
     started: bool,
     prepared: Option<Prepared>,
     moved: Option<u64>,
+    /// Copies the broker neither confirmed nor refused, when the replay stopped.
+    unconfirmed: u64,
 }
 
 impl Run {
@@ -207,6 +213,7 @@ impl Run {
             }
             Err(RunError::Replay(err)) => {
                 self.moved = Some(err.moved);
+                self.unconfirmed = err.unconfirmed;
                 let message = render::replay::stopped(&prepared, &err);
                 fail_with(stderr, exit::of_replay(&err.failure), &message)
             }

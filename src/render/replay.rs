@@ -129,13 +129,23 @@ pub fn stopped(prepared: &Prepared, error: &ReplayError) -> String {
 }
 
 /// The JSON document of `warren replay --format json`: what was to move, what moved
-/// (`null` for a dry run or a replay that never started), and the error, if any.
+/// and did not, and how many copies the broker never answered for (`moved` is
+/// `None` for a dry run or a replay that never started), and the error, if any.
 pub fn document(
     prepared: Option<&Prepared>,
     dry_run: bool,
-    moved: Option<u64>,
+    moved: Option<(u64, u64)>,
     error: Option<Value>,
 ) -> Value {
+    let (moved, not_moved, unconfirmed) = match (moved, prepared) {
+        (Some((moved, unconfirmed)), Some(p)) => (
+            Some(moved),
+            Some(p.to_move.saturating_sub(moved)),
+            Some(unconfirmed),
+        ),
+        (Some((moved, unconfirmed)), None) => (Some(moved), None, Some(unconfirmed)),
+        (None, _) => (None, None, None),
+    };
     json!({
         "format": "warren-replay/1",
         "dry_run": dry_run,
@@ -154,6 +164,8 @@ pub fn document(
             "to_move": p.to_move,
         })),
         "moved": moved,
+        "not_moved": not_moved,
+        "unconfirmed": unconfirmed,
         "error": error,
     })
 }
@@ -246,14 +258,21 @@ mod tests {
     #[test]
     fn the_document_holds_the_counts() {
         let p = prepared(RetryMode::Publish, 2);
-        let doc = document(Some(&p), false, Some(40), None);
+        let doc = document(Some(&p), false, Some((40, 0)), None);
         assert_eq!(doc["format"], "warren-replay/1");
         assert_eq!(doc["replay"]["parking"]["messages"], 100);
         assert_eq!(doc["replay"]["to_move"], 40);
         assert_eq!(doc["replay"]["mode"], "publish");
         assert_eq!(doc["moved"], 40);
+        assert_eq!(doc["not_moved"], 0);
+        assert_eq!(doc["unconfirmed"], 0);
         assert!(doc["error"].is_null());
         let dry = document(Some(&p), true, None, None);
-        assert!(dry["moved"].is_null());
+        assert!(dry["moved"].is_null() && dry["not_moved"].is_null());
+        // A replay stopped after 10 of 40, 3 copies never answered for.
+        let stopped = document(Some(&p), false, Some((10, 3)), Some(json!({})));
+        assert_eq!(stopped["moved"], 10);
+        assert_eq!(stopped["not_moved"], 30);
+        assert_eq!(stopped["unconfirmed"], 3);
     }
 }
