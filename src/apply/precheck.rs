@@ -12,8 +12,9 @@
 //! - **the user's permissions** in each vhost where the plan deletes or replaces,
 //!   against RabbitMQ's rules for the requests apply sends one by one: deleting a
 //!   queue or an exchange needs `configure` on it, deleting (or, by a migration,
-//!   making) a binding `write` on its destination and `read` on its source. The
-//!   `administrator` tag alone grants nothing in a vhost. Creates go through the
+//!   making) a binding `write` on its destination and `read` on its source, and a
+//!   guarded queue removal also unbinds the queue first. The `administrator` tag
+//!   alone grants nothing in a vhost. Creates go through the
 //!   definitions import, which the tag allows.
 //!
 //! What this check cannot see, a message published between it and a deletion, the
@@ -36,7 +37,7 @@ pub(super) async fn check_before_writing(
     plan: &Plan,
     options: &Options,
 ) -> Result<(), ApplyError> {
-    let needs = permission_needs(plan, options.migrate);
+    let needs = permission_needs(plan, options.migrate, !options.allow_data_loss);
     if !needs.is_empty() {
         let granted = client.user_permissions(client.user()).await?;
         let missing = missing_permissions(&needs, &granted);
@@ -157,8 +158,11 @@ struct Need {
     for_change: String,
 }
 
-/// Every permission the writes of `plan` sent one by one need.
-fn permission_needs(plan: &Plan, migrate: bool) -> Vec<Need> {
+/// Every permission the writes of `plan` sent one by one need. With `guarded`
+/// removals (no `--allow-data-loss`), a queue is removed only after the bindings into
+/// it (`src/broker/guard.rs`): that needs `write` on the queue and `read` on each
+/// source the plan knows, those of bindings it deletes or creates again unchanged.
+fn permission_needs(plan: &Plan, migrate: bool, guarded: bool) -> Vec<Need> {
     let mut needs = BTreeSet::new();
     for change in &plan.changes {
         let Some(vhost) = change.id.vhost.clone() else {
@@ -176,13 +180,17 @@ fn permission_needs(plan: &Plan, migrate: bool) -> Vec<Need> {
         match change.id.kind {
             ObjectKind::Queue if removing => {
                 needs.insert(need(Access::Configure, "queue", &change.id.name));
+                if guarded {
+                    needs.insert(need(Access::Write, "queue", &change.id.name));
+                }
             }
             ObjectKind::Exchange if removing => {
                 needs.insert(need(Access::Configure, "exchange", &change.id.name));
             }
             ObjectKind::Binding
                 if change.action == Action::Delete
-                    || (migrate && binds_migrated_queue(plan, change)) =>
+                    || (migrate && binds_migrated_queue(plan, change))
+                    || (guarded && change.action == Action::Create && change.reason.is_some()) =>
             {
                 let value = change.before.as_ref().or(change.after.as_ref());
                 let end = |key: &str| {
@@ -307,5 +315,54 @@ mod tests {
         let missing = missing_permissions(&needs, &narrow);
         assert_eq!(missing.len(), 1);
         assert!(missing[0].contains("orders.parking"), "{}", missing[0]);
+    }
+
+    #[test]
+    fn a_guarded_removal_needs_write_on_the_queue_and_read_on_the_sources_it_unbinds() {
+        let queue = |name: &str| crate::model::ObjectId {
+            kind: ObjectKind::Queue,
+            vhost: Some("shop".into()),
+            name: name.into(),
+        };
+        let value = serde_json::json!({"arguments": {"x-queue-type": "classic"}});
+        let replace = Change::new(
+            Action::Replace,
+            queue("audit"),
+            Some(value.clone()),
+            Some(value),
+        );
+        let mut again = Change::new(
+            Action::Create,
+            crate::model::ObjectId {
+                kind: ObjectKind::Binding,
+                vhost: Some("shop".into()),
+                name: "events -> queue audit []".into(),
+            },
+            None,
+            Some(
+                serde_json::json!({"source": "events", "destination": "audit",
+                "destination_type": "queue", "routing_key": ""}),
+            ),
+        );
+        again.reason = Some("its queue is replaced".into());
+        let plan = Plan::of_changes(vec![replace, again], vec![]);
+        let named = |needs: Vec<Need>| -> Vec<(Access, String)> {
+            needs.into_iter().map(|n| (n.access, n.name)).collect()
+        };
+        let guarded = named(permission_needs(&plan, false, true));
+        assert!(
+            guarded.contains(&(Access::Configure, "audit".into())),
+            "{guarded:?}"
+        );
+        assert!(
+            guarded.contains(&(Access::Write, "audit".into())),
+            "{guarded:?}"
+        );
+        assert!(
+            guarded.contains(&(Access::Read, "events".into())),
+            "{guarded:?}"
+        );
+        let unguarded = named(permission_needs(&plan, false, false));
+        assert_eq!(unguarded, [(Access::Configure, "audit".to_string())]);
     }
 }
