@@ -52,9 +52,9 @@ impl Strand {
     }
 }
 
-/// A dead-letter route between two queues the plan removes: `from` is deleted before
-/// `into`, so that an apply stopped between the two leaves no queue dead-lettering
-/// into a queue already gone.
+/// A route between two queues the plan removes, a dead-letter route or a work queue's
+/// to its parking queue: `from` is deleted before `into`, so that an apply stopped
+/// between the two leaves no queue sending its messages to a queue already gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feed {
     /// The queue that dead-letters.
@@ -137,6 +137,15 @@ pub fn find(
     for work in &removed {
         let vhost = work.vhost.as_deref().unwrap_or_default();
         let parking = queue_id(vhost, &naming::parking_queue(&work.name));
+        if removed.contains(&parking) {
+            // The work queue's consumer parks into it: the parking queue goes after
+            // the work queue, so that a work queue left by a stopped apply still has
+            // somewhere to park.
+            feeds.push(Feed {
+                from: (*work).clone(),
+                into: parking.clone(),
+            });
+        }
         let kept = topology.has_queue(vhost, &parking.name) && !removed.contains(&parking);
         if kept
             && !strands

@@ -85,7 +85,7 @@ fn deleting_a_tier_strands_the_work_queue_that_dead_letters_into_it() {
 }
 
 #[test]
-fn deleting_the_whole_ladder_strands_nothing_and_orders_tiers_first() {
+fn deleting_the_whole_ladder_strands_nothing_and_orders_tiers_first_and_parking_last() {
     let live = ladder();
     let changes: Vec<Change> = [
         "orders.email",
@@ -113,6 +113,9 @@ fn deleting_the_whole_ladder_strands_nothing_and_orders_tiers_first() {
     let at = |name: &str| order.iter().position(|n| *n == name).unwrap();
     assert!(at("orders.email.retry.1") < at("orders.email"), "{order:?}");
     assert!(at("orders.email.retry.2") < at("orders.email"), "{order:?}");
+    // The work queue's consumer parks into the parking queue: it goes last, so that
+    // a work queue the broker refuses to delete still has somewhere to park.
+    assert!(at("orders.email") < at("orders.email.parking"), "{order:?}");
     assert_eq!(order.len(), 4);
 }
 
