@@ -337,9 +337,10 @@ fn multi_file_boots(version: Version) {
 }
 
 per_version!(
-    single_loop_boots,
-    multi_consumer_boots,
-    ladder_boots,
-    multi_file_boots,
-    shop_boots
+    also_on_4_0:
+        single_loop_boots,
+        multi_consumer_boots,
+        ladder_boots,
+        multi_file_boots,
+        shop_boots,
 );
