@@ -1,4 +1,4 @@
-//! Boots real RabbitMQ 3.10 and 4.0 nodes from `warren export` of every example
+//! Boots real RabbitMQ 3.10, 4.0 and 4.3 nodes from `warren export` of every example
 //! (`load_definitions`) and checks through the management API that every object
 //! exists as compiled and that each queue's effective policy is the one warren meant.
 

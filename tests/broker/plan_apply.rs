@@ -1,4 +1,5 @@
-//! `warren plan`, `apply` and `diff` against real RabbitMQ 3.10 and 4.0 nodes.
+//! `warren plan`, `apply` and `diff` against real RabbitMQ nodes (3.10 and 4.3; the
+//! scenarios about policies, arguments and deletion guards on 4.0 too).
 //!
 //! Scenario tests share one node per version and isolate themselves by vhost and spec
 //! name; the examples test gets a fresh node, because two examples use the same vhost.

@@ -1,4 +1,5 @@
-//! `warren replay` on real RabbitMQ 3.10 and 4.0 nodes, with a real AMQP client.
+//! `warren replay` on real RabbitMQ 3.10 and 4.3 nodes (quorum queues on 4.0 too), with a
+//! real AMQP client.
 //!
 //! - In every retry mode, on classic and on quorum queues: 100 messages parked through
 //!   real failures of a consumer that follows the contract; `replay --limit 40` moves
