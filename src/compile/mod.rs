@@ -125,6 +125,7 @@ pub fn compile(file: &SpecFile, options: &Options) -> Result<Compiled, Vec<Diagn
         emit_global_parameters(spec, &mut emitter);
         output_checks::check_references(&mut emitter);
         output_checks::check_addressable(&mut emitter);
+        output_checks::check_permission_lengths(&mut emitter);
         policies::emit_all(spec, file, &mut emitter);
     }
     let Emitter {

@@ -1,7 +1,8 @@
 //! Checks of the compiled output: every name the spec asks the broker to create is one
-//! the broker accepts (not empty, at most 255 bytes, not `amq.`), and every reference
+//! the broker accepts (not empty, at most 255 bytes, not `amq.`), every reference
 //! between objects (a binding's ends, an alternate or dead-letter exchange) names an
-//! object that exists. It generates no name: that is `naming`'s job.
+//! object that exists, and every permission regex is one the target's broker accepts
+//! (its length). It generates no name: that is `naming`'s job.
 
 use rustc_hash::FxHashSet;
 
@@ -277,5 +278,58 @@ pub(crate) fn check_addressable(out: &mut Emitter) {
             path,
         )
         .hint("rename it: any name but `.` and `..` works");
+    }
+}
+
+/// Refuses a permission or topic permission whose regex (written, generated, or both
+/// joined) is longer than the target's broker accepts
+/// ([`TargetVersion::pattern_byte_limit`](crate::model::TargetVersion::pattern_byte_limit)):
+/// the broker would refuse it in the middle of an apply. Unlike a policy's pattern, a
+/// permission cannot be split: a user has one regex per vhost and field.
+pub(crate) fn check_permission_lengths(out: &mut Emitter) {
+    let target = out.options.target;
+    let Some(limit) = target.pattern_byte_limit() else {
+        return;
+    };
+    let d = &out.definitions;
+    let permissions = d.permissions.iter().flat_map(|p| {
+        let id = ObjectId {
+            kind: ObjectKind::Permission,
+            vhost: Some(p.vhost.clone()),
+            name: p.user.clone(),
+        };
+        [
+            ("configure", &p.configure),
+            ("write", &p.write),
+            ("read", &p.read),
+        ]
+        .map(|(field, regex)| (id.clone(), &p.user, field, regex.len()))
+    });
+    let topic_permissions = d.topic_permissions.iter().flat_map(|t| {
+        let id = ObjectId {
+            kind: ObjectKind::TopicPermission,
+            vhost: Some(t.vhost.clone()),
+            name: format!("{} on {}", t.user, t.exchange),
+        };
+        [("write", &t.write), ("read", &t.read)]
+            .map(|(field, regex)| (id.clone(), &t.user, field, regex.len()))
+    });
+    let found: Vec<(ObjectId, String, &'static str, usize)> = permissions
+        .chain(topic_permissions)
+        .filter(|(_, _, _, length)| *length > limit)
+        .map(|(id, user, field, length)| (id, user.clone(), field, length))
+        .collect();
+    for (id, user, field, length) in found {
+        let path = out.origins.get(&id).cloned().unwrap_or_default();
+        out.error(
+            "unsupported-by-target",
+            format!(
+                "the `{field}` regex of {id} is {length} bytes; the target {target} allows {limit} (RabbitMQ 4.3 refuses a longer one, and the whole apply with it)"
+            ),
+            path,
+        )
+        .hint(format!(
+            "give the consumers and publishers of user `{user}` users of their own (each one's regex lists only its queues and exchanges), shorten the written regex, or compile for an older `--target-version`"
+        ));
     }
 }

@@ -290,6 +290,20 @@ fn checked_policy(
         );
         ok = false;
     }
+    if let Some(limit) = target.pattern_byte_limit()
+        && policy.pattern.len() > limit
+    {
+        out.error(
+            "unsupported-by-target",
+            format!(
+                "pattern is {} bytes; the target {target} allows {limit} (RabbitMQ 4.3 refuses a longer one)",
+                policy.pattern.len()
+            ),
+            path.key("pattern"),
+        )
+        .hint("match the queues by a prefix or an ending they share, split the policy in two, or compile for an older `--target-version`");
+        ok = false;
+    }
     let apply_to = policy.apply_to.unwrap_or(ApplyTo::Queues);
     let typed = matches!(
         apply_to,

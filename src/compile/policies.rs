@@ -26,7 +26,9 @@ use std::collections::BTreeMap;
 
 use super::{Emitter, QueueInfo, naming};
 use crate::model::effective::{CompiledPolicies, Winner};
-use crate::model::pattern::{ending_patterns, ends_with, escape, split_patterns};
+use crate::model::pattern::{
+    ending_patterns, ends_with, escape, max_pattern_length, split_patterns,
+};
 use crate::model::{Arguments, ObjectId, ObjectKind, Policy, Queue};
 use crate::spec::{QueueType, Spec, SpecFile, SpecPath};
 
@@ -285,9 +287,10 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
             "queues"
         };
         let names: Vec<&str> = group.queues.iter().map(|(n, _)| *n).collect();
+        let max = max_pattern_length(target);
         let patterns = match &group.ending {
-            Some(ending) => ending_patterns(ending, &names),
-            None => split_patterns(&names),
+            Some(ending) => ending_patterns(ending, &names, max),
+            None => split_patterns(&names, max),
         };
         // A tier's queues that also carry a user policy's keys are matched by the tier's
         // ending too: their merged policy must win over it.

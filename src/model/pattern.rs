@@ -6,23 +6,35 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
-/// The longest policy pattern warren writes. The broker compiles patterns with PCRE,
-/// whose compiled form is limited to 64 KiB: RabbitMQ 3.10 rejects an alternation of
-/// queue names from about 35,000 characters on ("regular expression is too large").
+use super::TargetVersion;
+
+/// The longest policy pattern warren writes for a broker without a length limit of its
+/// own. The broker compiles patterns with PCRE, whose compiled form is limited to
+/// 64 KiB: RabbitMQ 3.10 rejects an alternation of queue names from about 35,000
+/// characters on ("regular expression is too large").
 pub const MAX_PATTERN_LENGTH: usize = 20_000;
 
-/// Patterns that together match exactly `names`, each at most [`MAX_PATTERN_LENGTH`]
-/// long (a single name longer than that still gets its own pattern): the sorted names
-/// are halved until every part's pattern fits, so the split is stable.
-pub fn split_patterns(names: &[&str]) -> Vec<String> {
-    fn split(names: &[&str], out: &mut Vec<String>) {
+/// The longest policy pattern warren writes for `target`, in bytes: the broker's own
+/// limit where it has one ([`TargetVersion::pattern_byte_limit`]), else
+/// [`MAX_PATTERN_LENGTH`].
+pub fn max_pattern_length(target: TargetVersion) -> usize {
+    target
+        .pattern_byte_limit()
+        .map_or(MAX_PATTERN_LENGTH, |limit| limit.min(MAX_PATTERN_LENGTH))
+}
+
+/// Patterns that together match exactly `names`, each at most `max` bytes long (a
+/// single name longer than that still gets its own pattern): the sorted names are
+/// halved until every part's pattern fits, so the split is stable.
+pub fn split_patterns(names: &[&str], max: usize) -> Vec<String> {
+    fn split(names: &[&str], max: usize, out: &mut Vec<String>) {
         let pattern = sorted_names_pattern(names);
-        if pattern.len() <= MAX_PATTERN_LENGTH || names.len() == 1 {
+        if pattern.len() <= max || names.len() == 1 {
             out.push(pattern);
         } else {
             let middle = names.len() / 2;
-            split(&names[..middle], out);
-            split(&names[middle..], out);
+            split(&names[..middle], max, out);
+            split(&names[middle..], max, out);
         }
     }
     let mut names: Vec<&str> = names.to_vec();
@@ -30,7 +42,7 @@ pub fn split_patterns(names: &[&str]) -> Vec<String> {
     names.dedup();
     let mut parts = Vec::new();
     if !names.is_empty() {
-        split(&names, &mut parts);
+        split(&names, max, &mut parts);
     }
     parts
 }
@@ -38,21 +50,29 @@ pub fn split_patterns(names: &[&str]) -> Vec<String> {
 /// Patterns that together match every name ending in `ending` and exactly `names`
 /// besides: `^.*<ending>$`, its length independent of how many names end so, with the
 /// listed names (those that do not end in `ending`) as a tree inside it,
-/// `^(?:.*<ending>|<tree>)$`, split like [`split_patterns`] when the list is long.
-pub fn ending_patterns(ending: &str, names: &[&str]) -> Vec<String> {
+/// `^(?:.*<ending>|<tree>)$`, split like [`split_patterns`] when the list is long. When
+/// the first part of the list has no room left for the ending within `max`, the
+/// ending is a part of its own, first.
+pub fn ending_patterns(ending: &str, names: &[&str], max: usize) -> Vec<String> {
     let listed: Vec<&str> = names
         .iter()
         .copied()
         .filter(|name| !ends_with(name, ending))
         .collect();
-    let mut parts = split_patterns(&listed);
+    let mut parts = split_patterns(&listed, max);
     let selecting = format!(".*{}", escape(ending));
+    let alone = format!("^{selecting}$");
     match parts.first_mut() {
-        None => parts.push(format!("^{selecting}$")),
         Some(first) => {
             let body = &first[1..first.len() - 1];
-            *first = format!("^(?:{selecting}|{body})$");
+            let both = format!("^(?:{selecting}|{body})$");
+            if both.len() <= max {
+                *first = both;
+            } else {
+                parts.insert(0, alone);
+            }
         }
+        None => parts.push(alone),
     }
     parts
 }
@@ -526,27 +546,57 @@ mod tests {
             .map(|i| format!("{:016x}.retry.1", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
             .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let parts = split_patterns(&names);
-        assert!(parts.len() > 1, "{} parts", parts.len());
-        assert!(parts.iter().all(|p| p.len() <= MAX_PATTERN_LENGTH));
-        // Every name is matched by exactly one part, and nothing else is.
+        for target in [TargetVersion::V3_10, TargetVersion::V4_1] {
+            let max = max_pattern_length(target);
+            let parts = split_patterns(&names, max);
+            assert!(parts.len() > 1, "{target}: {} parts", parts.len());
+            assert!(parts.iter().all(|p| p.len() <= max), "{target}");
+            // Every name is matched by exactly one part, and nothing else is.
+            let matchers: Vec<_> = parts.iter().map(|p| PatternMatcher::new(p)).collect();
+            for name in &names {
+                assert_eq!(
+                    matchers.iter().filter(|m| m.is_match(name)).count(),
+                    1,
+                    "{target}: {name}"
+                );
+            }
+            assert!(
+                !matchers
+                    .iter()
+                    .any(|m| m.is_match("0000000000000000.retry.2"))
+            );
+        }
+        assert_eq!(max_pattern_length(TargetVersion::V4_0), MAX_PATTERN_LENGTH);
+        assert_eq!(max_pattern_length(TargetVersion::V4_1), 1024);
+        assert_eq!(
+            split_patterns(&["a.retry.1"], MAX_PATTERN_LENGTH),
+            vec![r"^a\.retry\.1$".to_string()]
+        );
+    }
+
+    /// A tier whose listed names fill the first part leaves no room for its ending in
+    /// it: the ending is a part of its own, and still every name is matched once.
+    #[test]
+    fn an_ending_without_room_in_the_first_part_is_a_part_of_its_own() {
+        let names: Vec<String> = (0..200u64)
+            .map(|i| format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let max = 1024;
+        let parts = ending_patterns(".retry.1", &names, max);
+        assert!(parts.iter().all(|p| p.len() <= max), "{parts:?}");
         let matchers: Vec<_> = parts.iter().map(|p| PatternMatcher::new(p)).collect();
-        for name in &names {
+        for name in names.iter().copied().chain(["other.retry.1"]) {
             assert_eq!(
                 matchers.iter().filter(|m| m.is_match(name)).count(),
                 1,
                 "{name}"
             );
         }
-        assert!(
-            !matchers
-                .iter()
-                .any(|m| m.is_match("0000000000000000.retry.2"))
-        );
-        assert_eq!(
-            split_patterns(&["a.retry.1"]),
-            vec![r"^a\.retry\.1$".to_string()]
-        );
+        // Parts that fit keep the ending and the first names together.
+        let few = ending_patterns(".retry.1", &names[..3], max);
+        assert_eq!(few.len(), 1);
+        assert_eq!(PatternMatcher::new(&few[0]).ending(), Some(".retry.1"));
     }
 
     #[test]
@@ -594,8 +644,13 @@ mod tests {
                 "orders.sms.urgent.retry.1",
             ]),
             "^(?:a|b)(?:.x|y)$".to_string(),
-            ending_patterns(".retry.1", &[]).remove(0),
-            ending_patterns(".retry-x.1", &["q.1", "orders.email", "a.retry.1"]).remove(0),
+            ending_patterns(".retry.1", &[], MAX_PATTERN_LENGTH).remove(0),
+            ending_patterns(
+                ".retry-x.1",
+                &["q.1", "orders.email", "a.retry.1"],
+                MAX_PATTERN_LENGTH,
+            )
+            .remove(0),
             "^.*\\.retry\\.1|x$".to_string(),
             "^(?:.*\\.retry\\.1|x)y$".to_string(),
             "^.*$".to_string(),
@@ -654,7 +709,8 @@ mod tests {
         ));
         assert!(!PatternMatcher::new("(unclosed").is_match("(unclosed"));
         assert_eq!(
-            PatternMatcher::new(&ending_patterns(".retry.1", &["q"])[0]).ending(),
+            PatternMatcher::new(&ending_patterns(".retry.1", &["q"], MAX_PATTERN_LENGTH)[0])
+                .ending(),
             Some(".retry.1")
         );
         assert_eq!(PatternMatcher::new("^.*$").ending(), None);

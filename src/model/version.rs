@@ -48,6 +48,17 @@ impl TargetVersion {
         self >= TargetVersion::V4_0
     }
 
+    /// The longest regex the broker accepts as a policy's (or operator policy's) pattern
+    /// or in a permission, in bytes, when it has a limit of its own: 1,024 from 4.1 on.
+    /// RabbitMQ 4.3.6 refuses a longer one (`400 … pattern must not exceed 1024 bytes`;
+    /// for a permission, `invalid_regexp`): `rabbit_re`, hard-coded, not configurable.
+    /// The 4.1 target stands for every broker from 4.1 on (4.3 maps to it), so it gets
+    /// the limit; the lines before 4.1 accept longer patterns, up to PCRE's 64 KiB
+    /// compiled form (see `model::pattern::MAX_PATTERN_LENGTH`).
+    pub fn pattern_byte_limit(self) -> Option<usize> {
+        (self >= TargetVersion::V4_1).then_some(1024)
+    }
+
     /// The broker interprets an `x-death` header that a client re-publishes (3.x lines
     /// except 3.13.0–3.13.2; never on 4.x).
     pub fn interprets_published_x_death(self) -> bool {

@@ -476,12 +476,25 @@ pub async fn reject(delivery: &Delivery) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// `basic.nack` with requeue. RabbitMQ 4.3 counts it as a *returned* delivery
+/// (`x-acquired-count`), which a quorum queue's delivery limit does not count; 3.10 and
+/// 4.0 count it as a failed one, like [`requeue_failed`].
 pub async fn requeue(delivery: &Delivery) -> Result<(), String> {
     delivery
         .nack(BasicNackOptions {
             multiple: false,
             requeue: true,
         })
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// `basic.reject` with requeue: a *failed* delivery on every version, which a quorum
+/// queue counts in `x-delivery-count` and against its delivery limit.
+pub async fn requeue_failed(delivery: &Delivery) -> Result<(), String> {
+    delivery
+        .reject(BasicRejectOptions { requeue: true })
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())

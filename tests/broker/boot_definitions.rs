@@ -1,4 +1,4 @@
-//! Boots real RabbitMQ 3.10 and 4.0 nodes from `warren export` of every example
+//! Boots real RabbitMQ 3.10, 4.0 and 4.3 nodes from `warren export` of every example
 //! (`load_definitions`) and checks through the management API that every object
 //! exists as compiled and that each queue's effective policy is the one warren meant.
 
@@ -337,9 +337,10 @@ fn multi_file_boots(version: Version) {
 }
 
 per_version!(
-    single_loop_boots,
-    multi_consumer_boots,
-    ladder_boots,
-    multi_file_boots,
-    shop_boots
+    also_on_4_0:
+        single_loop_boots,
+        multi_consumer_boots,
+        ladder_boots,
+        multi_file_boots,
+        shop_boots,
 );

@@ -62,12 +62,12 @@ fn https_against_the_management_port(version: Version) {
 }
 
 /// What the AMQP listener answers a request that is not AMQP with: 3.10 its AMQP
-/// 0-9-1 header, 4.0 (where AMQP 1.0 is built in) AMQP 1.0's SASL header.
+/// 0-9-1 header, 4.0 and later (where AMQP 1.0 is built in) AMQP 1.0's SASL header.
 fn the_amqp_port_as_url(version: Version) {
     let node = Node::shared(version);
     let header = match version {
         Version::V3_10 => "AMQP\\x00\\x00\\x09\\x01",
-        Version::V4_0 => "AMQP\\x03\\x01\\x00\\x00",
+        Version::V4_0 | Version::V4_3 => "AMQP\\x03\\x01\\x00\\x00",
     };
     let url = format!("http://127.0.0.1:{}", node.amqp_port);
     let (run, waited) = warren(&["plan", "examples/ladder.yaml"], &url, &node.user);

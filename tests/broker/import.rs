@@ -199,7 +199,8 @@ fn node_user(node: &Node) -> String {
 }
 
 per_version!(
-    objects_of_another_spec_are_left_out_unless_its_name_is_given,
-    permissions_of_users_the_spec_does_not_hold,
-    a_vhost_scoped_export_round_trips,
+    also_on_4_0:
+        objects_of_another_spec_are_left_out_unless_its_name_is_given,
+        permissions_of_users_the_spec_does_not_hold,
+        a_vhost_scoped_export_round_trips,
 );

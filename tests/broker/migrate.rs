@@ -742,10 +742,11 @@ per_version!(
     a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing,
     a_queue_refilled_by_name_stops_the_migration_with_the_reason,
     without_the_shovel_plugin_a_migration_changes_nothing,
-    a_classic_queue_becomes_quorum_under_load_losing_nothing,
     the_plan_shows_a_migration_and_apply_without_migrate_refuses,
     a_migration_killed_at_any_step_is_finished_by_the_next_apply,
-    a_ladder_migrates_while_messages_wait_in_its_tier,
+    a_ladder_migrates_while_messages_wait_in_its_tier;
+    also_on_4_0:
+        a_classic_queue_becomes_quorum_under_load_losing_nothing,
 );
 
 fn ladder_spec(name: &str, vhost: &str, queue_type: &str) -> String {

@@ -230,7 +230,7 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on(version: Versi
         );
     }
     let spec = Spec::new(&spec_text(&name, &vhost, "orders", true));
-    let with_limit = version == Version::V4_0;
+    let with_limit = version >= Version::V4_0;
     if with_limit {
         let planned = node.plan_json(spec.arg()).expect(4);
         let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
@@ -280,8 +280,9 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on(version: Versi
 }
 
 per_version!(
-    quorum_parking_queues_are_selected_by_their_ending_from_4_0_on,
     an_undeclared_queue_with_a_tier_ending_stops_the_plan,
     two_specs_whose_tiers_select_the_same_names_are_refused,
-    an_upgrade_renames_tiers_behind_the_data_loss_gate,
+    an_upgrade_renames_tiers_behind_the_data_loss_gate;
+    also_on_4_0:
+        quorum_parking_queues_are_selected_by_their_ending_from_4_0_on,
 );

@@ -1,15 +1,18 @@
 //! Throwaway RabbitMQ nodes for integration tests.
 //!
-//! Two broker versions are supported, both installed by
+//! Three broker versions are supported, all installed by
 //! `scripts/install-brokers`:
 //!
 //! * [`Version::V3_10`]: the host's Debian bookworm `rabbitmq-server` (3.10.x);
 //! * [`Version::V4_0`]: Debian trixie's `rabbitmq-server` (4.0.x) inside a
-//!   debootstrapped root (`$WARREN_RABBITMQ_4_ROOT`, default
-//!   `/var/cache/warren/trixie-rootfs`), started through `chroot` in a mount
-//!   namespace of its own (see [`chroot_command`]): the root's `/proc` and `/dev`
-//!   are mounted there only, and vanish with the node, so nothing stays mounted
-//!   on the host under the root.
+//!   debootstrapped root (`$WARREN_RABBITMQ_4_0_ROOT`, default
+//!   `$WARREN_CACHE/trixie-rootfs`, the cache being `/var/cache/warren`);
+//! * [`Version::V4_3`]: Debian sid's `rabbitmq-server` (4.3.x) the same way
+//!   (`$WARREN_RABBITMQ_4_3_ROOT`, default `$WARREN_CACHE/sid-rootfs`).
+//!
+//! A rooted broker is started through `chroot` in a mount namespace of its own
+//! (see [`chroot_command`]): the root's `/proc` and `/dev` are mounted there only,
+//! and vanish with the node, so nothing stays mounted on the host under the root.
 //!
 //! Each node gets free ports, a unique node name and its own data directory,
 //! so several test binaries can run at once. Nodes never outlive the test
@@ -46,27 +49,44 @@ const START_ATTEMPTS: usize = 3;
 const SERVER_SCRIPT: &str = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 const UNSHARE: &str = "/usr/bin/unshare";
 const CHROOT: &str = "/usr/sbin/chroot";
-const DEFAULT_V4_ROOT: &str = "/var/cache/warren/trixie-rootfs";
+const DEFAULT_CACHE: &str = "/var/cache/warren";
 const DIR_PREFIX: &str = "warren-node-";
 const INSTALL_HINT: &str = "run `sudo scripts/install-brokers` to install the test brokers";
 
-/// A RabbitMQ version the tests run against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A RabbitMQ version the tests run against, ordered oldest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
     V3_10,
     V4_0,
+    V4_3,
 }
 
+/// How many [`Version`]s there are.
+const VERSIONS: usize = 3;
+
 impl Version {
-    pub fn all() -> [Version; 2] {
-        [Version::V3_10, Version::V4_0]
+    /// Every version, oldest first.
+    pub fn all() -> [Version; VERSIONS] {
+        [Version::V3_10, Version::V4_0, Version::V4_3]
     }
 
-    /// The version as warren spells a broker target: `"3.10"` or `"4.0"`.
+    /// The broker's release line: `"3.10"`, `"4.0"` or `"4.3"`.
+    pub fn line(self) -> &'static str {
+        match self {
+            Version::V3_10 => "3.10",
+            Version::V4_0 => "4.0",
+            Version::V4_3 => "4.3",
+        }
+    }
+
+    /// The version as warren spells a broker target (`--target-version`): the
+    /// newest line warren targets that is not newer than the broker's, so `"4.1"`
+    /// for a 4.3 broker.
     pub fn target(self) -> &'static str {
         match self {
             Version::V3_10 => "3.10",
             Version::V4_0 => "4.0",
+            Version::V4_3 => "4.1",
         }
     }
 
@@ -74,25 +94,32 @@ impl Version {
         match self {
             Version::V3_10 => 0,
             Version::V4_0 => 1,
+            Version::V4_3 => 2,
         }
     }
 
-    /// The root the broker runs in: `None` for the host.
+    /// The root the broker runs in: `None` for the host. The same names and
+    /// defaults as `scripts/install-brokers --roots`.
     pub fn root(self) -> Option<PathBuf> {
-        match self {
-            Version::V3_10 => None,
-            Version::V4_0 => Some(
-                std::env::var_os("WARREN_RABBITMQ_4_ROOT")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| PathBuf::from(DEFAULT_V4_ROOT)),
-            ),
-        }
+        let (variable, default) = match self {
+            Version::V3_10 => return None,
+            Version::V4_0 => ("WARREN_RABBITMQ_4_0_ROOT", "trixie-rootfs"),
+            Version::V4_3 => ("WARREN_RABBITMQ_4_3_ROOT", "sid-rootfs"),
+        };
+        Some(std::env::var_os(variable).map_or_else(
+            || {
+                std::env::var_os("WARREN_CACHE")
+                    .map_or_else(|| PathBuf::from(DEFAULT_CACHE), PathBuf::from)
+                    .join(default)
+            },
+            PathBuf::from,
+        ))
     }
 }
 
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RabbitMQ {}", self.target())
+        write!(f, "RabbitMQ {}", self.line())
     }
 }
 
@@ -254,7 +281,8 @@ impl Node {
     /// (see [`Node::unique_vhost`]).
     #[track_caller]
     pub fn shared(version: Version) -> &'static Node {
-        static SHARED: [OnceLock<Result<Node, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+        static SHARED: [OnceLock<Result<Node, String>>; VERSIONS] =
+            [const { OnceLock::new() }; VERSIONS];
         let result = SHARED[version.index()].get_or_init(|| {
             register_exit_cleanup(&SHARED);
             Node::try_start(version, &NodeOptions::default())
@@ -888,9 +916,9 @@ fn spawn_tied_to_process(mut cmd: Command) -> std::io::Result<Child> {
 
 /// Kills the shared nodes and removes their directories when the test
 /// process exits normally (their statics are never dropped).
-fn register_exit_cleanup(shared: &'static [OnceLock<Result<Node, String>>; 2]) {
+fn register_exit_cleanup(shared: &'static [OnceLock<Result<Node, String>>; VERSIONS]) {
     static REGISTERED: OnceLock<()> = OnceLock::new();
-    static SHARED: OnceLock<&'static [OnceLock<Result<Node, String>>; 2]> = OnceLock::new();
+    static SHARED: OnceLock<&'static [OnceLock<Result<Node, String>>; VERSIONS]> = OnceLock::new();
     let _ = SHARED.set(shared);
     REGISTERED.get_or_init(|| {
         extern "C" fn cleanup() {

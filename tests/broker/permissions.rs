@@ -1,5 +1,5 @@
 //! The permissions warren generates from the topology, proved on real RabbitMQ 3.10 and
-//! 4.0 nodes: a spec with two services (a topic exchange with a publisher limited to
+//! 4.3 nodes: a spec with two services (a topic exchange with a publisher limited to
 //! some routing keys, a direct one) and a consumer in each retry mode, each consumer
 //! with a user of its own, is applied to a fresh vhost; then a real AMQP client logs in
 //! as each generated user and does what the consumer contract says (allowed), and what

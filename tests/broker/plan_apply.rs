@@ -1,4 +1,5 @@
-//! `warren plan`, `apply` and `diff` against real RabbitMQ 3.10 and 4.0 nodes.
+//! `warren plan`, `apply` and `diff` against real RabbitMQ nodes (3.10 and 4.3; the
+//! scenarios about policies, arguments and deletion guards on 4.0 too).
 //!
 //! Scenario tests share one node per version and isolate themselves by vhost and spec
 //! name; the examples test gets a fresh node, because two examples use the same vhost.
@@ -531,15 +532,16 @@ fn connection_problems_are_one_line_errors(version: Version) {
 }
 
 per_version!(
-    examples_apply_and_then_plan_no_changes,
-    a_delay_change_is_one_policy_update_and_leaves_queues_alone,
     removing_a_consumer_deletes_only_what_warren_made,
-    replacing_a_queue_with_messages_needs_allow_data_loss,
     stale_plans_are_refused,
     another_specs_objects_are_not_taken_over,
     connection_problems_are_one_line_errors,
-    user_limits_and_global_parameters_converge,
-    runtime_parameters_keep_their_credentials_out_of_plans,
+    runtime_parameters_keep_their_credentials_out_of_plans;
+    also_on_4_0:
+        examples_apply_and_then_plan_no_changes,
+        a_delay_change_is_one_policy_update_and_leaves_queues_alone,
+        replacing_a_queue_with_messages_needs_allow_data_loss,
+        user_limits_and_global_parameters_converge,
 );
 
 fn user_limits_and_global_parameters_converge(version: Version) {

@@ -10,12 +10,13 @@ use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
 
 per_version!(
-    the_broker_breaks_ties_in_no_fixed_order,
-    a_tie_on_a_tier_makes_a_saved_plan_stale_and_a_plan_refused,
-    a_saved_plan_without_changes_is_stale_once_a_tie_appears,
-    a_shadowed_tier_is_drift_in_the_plan,
-    a_policy_priority_without_room_above_is_refused,
-    names_the_api_cannot_address_are_refused_and_import_goes_on,
+    also_on_4_0:
+        the_broker_breaks_ties_in_no_fixed_order,
+        a_tie_on_a_tier_makes_a_saved_plan_stale_and_a_plan_refused,
+        a_saved_plan_without_changes_is_stale_once_a_tie_appears,
+        a_shadowed_tier_is_drift_in_the_plan,
+        a_policy_priority_without_room_above_is_refused,
+        names_the_api_cannot_address_are_refused_and_import_goes_on,
 );
 
 /// A one-consumer spec whose tier 1 delays 5 s: queue `orders.email.retry.1` under

@@ -1,4 +1,5 @@
-//! `warren replay` on real RabbitMQ 3.10 and 4.0 nodes, with a real AMQP client.
+//! `warren replay` on real RabbitMQ 3.10 and 4.3 nodes (quorum queues on 4.0 too), with a
+//! real AMQP client.
 //!
 //! - In every retry mode, on classic and on quorum queues: 100 messages parked through
 //!   real failures of a consumer that follows the contract; `replay --limit 40` moves
@@ -30,14 +31,15 @@ use crate::support::Capture;
 
 per_version!(
     every_mode_on_classic_queues,
-    every_mode_on_quorum_queues,
     a_killed_replay_loses_nothing_and_doubles_at_most_a_batch,
     two_replays_at_once_move_what_both_asked_for,
     a_work_queue_deleted_during_a_replay_stops_it_with_an_exact_count,
     bad_input_changes_nothing,
     two_thousand_move_each_once_in_a_timed_run,
     a_full_work_queue_refuses_copies_and_they_stay_parked,
-    a_broker_killed_mid_replay_loses_nothing,
+    a_broker_killed_mid_replay_loses_nothing;
+    also_on_4_0:
+        every_mode_on_quorum_queues,
 );
 
 /// Copies in flight in the kill trials (`--batch`): at most this many messages are

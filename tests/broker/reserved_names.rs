@@ -232,6 +232,7 @@ fn import_leaves_the_lock_vhost_out(version: Version) {
 per_version!(
     a_queue_named_like_a_migration_is_refused_before_anything_changes,
     a_file_named_like_another_specs_environment_is_refused,
-    the_lock_vhost_cannot_be_declared,
-    import_leaves_the_lock_vhost_out,
+    the_lock_vhost_cannot_be_declared;
+    also_on_4_0:
+        import_leaves_the_lock_vhost_out,
 );

@@ -617,35 +617,52 @@ fn quorum_work_queues_count_retries_in_x_death_not_x_delivery_count(version: Ver
 
     s.publish("service_a_inner_exch", "", b"q", message("q1"));
 
-    // Requeue 25 times: more than 4.0's default delivery limit of 20. warren sets
-    // the limit of work queues to unlimited, so the message is never dead-lettered.
-    let mut seen: Vec<(Option<u64>, u64)> = Vec::new();
+    // Requeue 26 times with basic.nack, then 25 times with basic.reject: each more
+    // than 4.0's default delivery limit of 20. warren sets the limit of work queues to
+    // unlimited, so the message is never dead-lettered.
+    let mut seen: Vec<(Option<u64>, Option<u64>, u64)> = Vec::new();
     s.rt.block_on(async {
-        for _ in 0..=25 {
+        for n in 0..=51 {
             let d = take(&s.client, &a.queue).await;
             seen.push((
                 amqp::header_u64(&d, "x-delivery-count"),
+                amqp::header_u64(&d, "x-acquired-count"),
                 amqp::x_death_count(&d, &a.queue, "rejected"),
             ));
-            amqp::requeue(&d).await.unwrap();
+            match n {
+                0..26 => amqp::requeue(&d).await.unwrap(),
+                26..51 => amqp::requeue_failed(&d).await.unwrap(),
+                _ => amqp::ack(&d).await.unwrap(),
+            }
         }
     });
-    eprintln!("{version}: (x-delivery-count, x-death count) per delivery: {seen:?}");
-    assert_eq!(
-        seen[0].0.unwrap_or(0),
-        0,
-        "a first delivery counts 0: {seen:?}"
+    eprintln!(
+        "{version}: (x-delivery-count, x-acquired-count, x-death count) per delivery: {seen:?}"
     );
-    assert_eq!(seen[25].0, Some(25), "each requeue counts: {seen:?}");
+    let delivery_counts: Vec<u64> = seen.iter().map(|s| s.0.unwrap_or(0)).collect();
+    let expected: Vec<u64> = match version {
+        // Every requeue counts, nack or reject.
+        Version::V3_10 | Version::V4_0 => (0..=51).collect(),
+        // A nack is a return, not a failed delivery: only the rejects count (and
+        // x-acquired-count counts every delivery before).
+        Version::V4_3 => {
+            let acquired: Vec<u64> = seen.iter().map(|s| s.1.unwrap_or(0)).collect();
+            assert_eq!(acquired, (0..=51).collect::<Vec<u64>>(), "{seen:?}");
+            std::iter::repeat_n(0, 27).chain(1..=25).collect()
+        }
+    };
+    assert_eq!(delivery_counts, expected, "{seen:?}");
     assert!(
-        seen.iter().all(|s| s.1 == 0),
+        seen.iter().all(|s| s.2 == 0),
         "requeues are not deaths: {seen:?}"
     );
     assert_eq!(s.ready(&a.retry().schedule[0].queue), 0);
 
-    // Each rejection goes through the delay tier and comes back: x-death counts the
-    // retries on every version; x-delivery-count is reset (3.10) or counts what the
-    // queue saw as failed deliveries (4.0), so it is no retry counter either way.
+    // Each rejection of another message goes through the delay tier and comes back:
+    // x-death counts the retries on every version; x-delivery-count is reset (3.10) or
+    // counts what the queue saw as failed deliveries (4.0, 4.3), so it is no retry
+    // counter either way.
+    s.publish("service_a_inner_exch", "", b"q", message("q2"));
     let returns: Vec<(u64, Option<u64>)> = s.rt.block_on(async {
         let mut returns = Vec::new();
         let mut d = take(&s.client, &a.queue).await;
@@ -669,7 +686,7 @@ fn quorum_work_queues_count_retries_in_x_death_not_x_delivery_count(version: Ver
         Version::V3_10 => assert_eq!(delivery_counts, [0, 0, 0]),
         // The count travels with the dead-lettered message and grows with each
         // rejection, but not with the requeues before it: still no retry count.
-        Version::V4_0 => assert_eq!(delivery_counts, [1, 2, 3]),
+        Version::V4_0 | Version::V4_3 => assert_eq!(delivery_counts, [1, 2, 3]),
     }
 }
 
@@ -826,7 +843,9 @@ fn an_unroutable_dead_letter_is_dropped_silently(version: Version) {
 /// With a numeric delivery limit, a message requeued past it is dead-lettered into
 /// the ladder (reason `delivery_limit`), and when it expires back into the work queue
 /// the broker sees a cycle without a rejection and drops it: the reason warren makes
-/// the limit of work queues unlimited.
+/// the limit of work queues unlimited. On 4.3 only failed deliveries (`basic.reject`
+/// with requeue) count toward the limit: a message requeued with `basic.nack` passes
+/// it without end.
 fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) {
     let s = Scenario::start(version, "cycle", |vhost| {
         Spec::new(&worker_yaml(
@@ -838,6 +857,39 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
     let tier = worker.retry().schedule[0].queue.clone();
 
     s.publish("jobs", "job", b"job", message("j1"));
+    let counting = version != Version::V4_3;
+    if !counting {
+        // Well past the limit of 2 with nacks, once the limit's policy is on the
+        // queue: still in the work queue, never in the tier.
+        let limited = || {
+            s.node.get(&format!(
+                "/api/queues/{}/{}",
+                pct(&s.vhost),
+                pct(&worker.queue)
+            ))["effective_policy_definition"]["delivery-limit"]
+                == 2
+        };
+        assert!(
+            s.node.wait_until(SOON, limited),
+            "the limit's policy applies"
+        );
+        let returned = s.rt.block_on(async {
+            let mut returned = 0;
+            while returned < 10 {
+                let d = take(&s.client, &worker.queue).await;
+                amqp::requeue(&d).await.unwrap();
+                returned += 1;
+            }
+            returned
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            s.ready(&tier),
+            0,
+            "{returned} nacks are no failed deliveries"
+        );
+        assert_eq!(s.ready(&worker.queue), 1, "still in the work queue");
+    }
     // Requeue until the queue gives up on it (the limit's policy may need a moment).
     let requeues = s.rt.block_on(async {
         let channel = s.client.connection.create_channel().await.unwrap();
@@ -853,7 +905,11 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
                 .unwrap()
             {
                 Some(m) => {
-                    amqp::requeue(&m.delivery).await.unwrap();
+                    if counting {
+                        amqp::requeue(&m.delivery).await.unwrap();
+                    } else {
+                        amqp::requeue_failed(&m.delivery).await.unwrap();
+                    }
                     requeues += 1;
                 }
                 None if s.client.ready(&tier).await > 0 || requeues > 0 => break,
@@ -883,8 +939,9 @@ per_version!(
     the_ladder_in_publish_mode,
     the_ladder_with_a_consumer_that_only_rejects,
     no_message_is_lost_or_duplicated_under_load,
-    quorum_work_queues_count_retries_in_x_death_not_x_delivery_count,
     a_delay_change_applies_to_new_retries_and_loses_nothing,
-    an_unroutable_dead_letter_is_dropped_silently,
-    a_delivery_limit_dead_letter_is_dropped_by_cycle_detection,
+    an_unroutable_dead_letter_is_dropped_silently;
+    also_on_4_0:
+        quorum_work_queues_count_retries_in_x_death_not_x_delivery_count,
+        a_delivery_limit_dead_letter_is_dropped_by_cycle_detection,
 );

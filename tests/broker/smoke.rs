@@ -1,9 +1,11 @@
-//! Proves the broker test harness: nodes of both supported RabbitMQ versions
+//! Proves the broker test harness: nodes of every RabbitMQ version the tests install
 //! start, answer the management API, and boot from definitions.
 
 use std::time::Instant;
 
 use serde_json::json;
+
+use warren::model::TargetVersion;
 
 use crate::node::{Node, NodeOptions, Version, host_mounts_under, pct, rabbit_password_hash};
 
@@ -19,7 +21,7 @@ fn shared_node_reports_its_version(version: Version) {
     let overview = node.get("/api/overview");
     let reported = overview["rabbitmq_version"].as_str().unwrap_or_default();
     assert!(
-        reported.starts_with(&format!("{}.", version.target())),
+        reported.starts_with(&format!("{}.", version.line())),
         "{version} node reports rabbitmq_version {reported:?}"
     );
 
@@ -67,7 +69,7 @@ fn node_boots_from_definitions(version: Version) {
     );
     assert!(
         node.rabbitmq_version()
-            .starts_with(&format!("{}.", version.target()))
+            .starts_with(&format!("{}.", version.line()))
     );
     let queue = node.get("/api/queues/smoke/orders");
     assert_eq!(queue["name"], "orders");
@@ -93,13 +95,16 @@ fn node_boots_from_definitions(version: Version) {
     assert_eq!(wrong.status, 401);
 }
 
-/// The broker compiles policy patterns with PCRE, whose compiled form is limited: a
-/// flat alternation of thousands of queue names is refused. warren writes the names as
-/// a tree of shared prefixes and splits a group that is still too large into parts
-/// (`model::pattern::split_patterns`): every part is accepted. The names share
-/// little, as random names would, so the tree saves little and the split is needed.
+/// The broker limits policy patterns: before 4.1 by PCRE's compiled size (a flat
+/// alternation of thousands of queue names is refused), 4.3 to 1,024 bytes. warren
+/// writes the names as a tree of shared prefixes and splits a group that is still too
+/// large into parts (`model::pattern::split_patterns`) no longer than the target's
+/// limit (`max_pattern_length`): every part is accepted. The names share little, as
+/// random names would, so the tree saves little and the split is needed.
 fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
-    use warren::model::pattern::{MAX_PATTERN_LENGTH, escape, split_patterns};
+    use warren::model::pattern::{escape, max_pattern_length, split_patterns};
+    let target: TargetVersion = version.target().parse().unwrap();
+    let max = max_pattern_length(target);
     let node = Node::shared(version);
     let vhost = node.unique_vhost("patterns");
     let names: Vec<String> = (0..4000u64)
@@ -128,10 +133,25 @@ fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
         "{version} refuses a {}-character alternation",
         flat.len()
     );
-    let parts = split_patterns(&names);
+    // Where the broker has a limit of its own, it is exact, in bytes (a 2-byte `é`).
+    if let Some(limit) = target.pattern_byte_limit() {
+        let at_limit = format!("^{}é$", "a".repeat(limit - 4));
+        assert_eq!(at_limit.len(), limit);
+        let answer = put("at-limit", &at_limit);
+        assert!(answer.is_success(), "{version}: {}", answer.body);
+        let over = put("over-limit", &format!("^a{}", &at_limit[1..]));
+        assert_eq!(over.status, 400, "{version}: {}", over.body);
+        assert!(
+            over.body
+                .contains(&format!("must not exceed {limit} bytes")),
+            "{version}: {}",
+            over.body
+        );
+    }
+    let parts = split_patterns(&names, max);
     assert!(parts.len() > 1);
     for (index, part) in parts.iter().enumerate() {
-        assert!(part.len() <= MAX_PATTERN_LENGTH);
+        assert!(part.len() <= max);
         let answer = put(&format!("part-{index}"), part);
         assert!(
             answer.is_success(),
@@ -146,7 +166,7 @@ fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
         .map(|i| format!("svc{:05}.c{:03}.retry.1", i / 10, i % 10))
         .collect();
     let dense: Vec<&str> = dense.iter().map(String::as_str).collect();
-    for (index, part) in split_patterns(&dense).iter().enumerate() {
+    for (index, part) in split_patterns(&dense, max).iter().enumerate() {
         let answer = put(&format!("dense-{index}"), part);
         assert!(
             answer.is_success(),
@@ -159,29 +179,51 @@ fn generated_patterns_fit_the_brokers_regex_limit(version: Version) {
 }
 
 per_version!(
-    shared_node_reports_its_version,
-    node_boots_from_definitions,
-    generated_patterns_fit_the_brokers_regex_limit,
+    also_on_4_0:
+        shared_node_reports_its_version,
+        node_boots_from_definitions,
+        generated_patterns_fit_the_brokers_regex_limit,
 );
 
 /// A check of the harness itself, which needs no broker: it stays here, with the
 /// harness it checks, which is only compiled into this binary.
 #[test]
 fn versions_have_targets() {
-    assert_eq!(Version::all().map(Version::target), ["3.10", "4.0"]);
-    assert_eq!(Version::V4_0.to_string(), "RabbitMQ 4.0");
+    assert_eq!(
+        Version::all().map(Version::line),
+        crate::support::BROKER_LINES
+    );
+    // The target is the one warren picks for a broker of that line.
+    for version in Version::all() {
+        assert_eq!(
+            version.target(),
+            TargetVersion::of_broker(&format!("{}.0", version.line())).to_string(),
+            "{version}"
+        );
+    }
+    assert_eq!(Version::V4_3.to_string(), "RabbitMQ 4.3");
     assert_eq!(pct("/"), "%2F");
 }
 
-/// A chrooted node (4.0) gets its `/proc` and `/dev` in a mount namespace of its own:
-/// they are mounted for the node and for `rabbitmqctl`, never on the host, so the
+/// A chrooted node (4.0, 4.3) gets its `/proc` and `/dev` in a mount namespace of its
+/// own: they are mounted for the node and for `rabbitmqctl`, never on the host, so the
 /// root holds no mount while the node runs nor after it is gone (deleting the root
-/// must not walk into the host's `/dev`). Other tests may run 4.0 nodes at the same
-/// time: none of them may add a mount on the host either.
+/// must not walk into the host's `/dev`). Other tests may run chrooted nodes at the
+/// same time: none of them may add a mount on the host either.
 #[test]
-fn chrooted_node_leaves_nothing_mounted_on_the_host() {
-    let version = Version::V4_0;
-    let root = version.root().expect("4.0 runs in a root");
+fn chrooted_nodes_leave_nothing_mounted_on_the_host() {
+    let rooted: Vec<Version> = Version::all()
+        .into_iter()
+        .filter(|v| v.root().is_some())
+        .collect();
+    assert_eq!(rooted, [Version::V4_0, Version::V4_3]);
+    for version in rooted {
+        chrooted_node_leaves_nothing_mounted_on_the_host(version);
+    }
+}
+
+fn chrooted_node_leaves_nothing_mounted_on_the_host(version: Version) {
+    let root = version.root().expect("a chrooted version has a root");
     let node = Node::start(version, NodeOptions::default());
     assert_eq!(
         host_mounts_under(&root),

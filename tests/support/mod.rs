@@ -117,6 +117,10 @@ pub const CORPUS_DIR: &str = "tests/definitions/corpus";
 /// Where the corpus's vhost-scoped files (`GET /api/definitions/{vhost}`) live.
 pub const VHOST_SCOPED_DIR: &str = "tests/definitions/vhost-scoped";
 
+/// The RabbitMQ lines the broker tests run (`tests/broker/node.rs`'s `Version`s),
+/// oldest first: what the corpus manifest's `accepted_by` may name.
+pub const BROKER_LINES: &[&str] = &["3.10", "4.0", "4.3"];
+
 /// One definitions file of the corpus, as its manifest
 /// (`tests/definitions/corpus/expected.json`) describes it.
 #[derive(Debug, Clone)]
@@ -129,7 +133,7 @@ pub struct CorpusFile {
     /// Its path from the repository root: in [`CORPUS_DIR`], or in
     /// [`VHOST_SCOPED_DIR`] for a vhost-scoped file.
     pub path: String,
-    /// The broker versions (`"3.10"`, `"4.0"`) seen accepting it with
+    /// The broker lines (of [`BROKER_LINES`]) seen accepting it with
     /// `POST /api/definitions` (`POST /api/definitions/{vhost}` for a scoped file).
     pub accepted_by: Vec<String>,
     /// For a vhost-scoped file, the vhost it belongs to.
@@ -181,8 +185,8 @@ pub fn corpus() -> Vec<CorpusFile> {
         let accepted_by = strings(name, fields.get("accepted_by"));
         for version in &accepted_by {
             assert!(
-                version == "3.10" || version == "4.0",
-                "{manifest_path}: {name}: accepted_by names `{version}`, not 3.10 or 4.0"
+                BROKER_LINES.contains(&version.as_str()),
+                "{manifest_path}: {name}: accepted_by names `{version}`, not one of {BROKER_LINES:?}"
             );
         }
         let vhost = fields.get("vhost").map(|v| {

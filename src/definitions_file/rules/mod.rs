@@ -133,14 +133,28 @@ fn shown(value: &Value) -> String {
     crate::model::shorten::value(&value.to_string())
 }
 
-fn is_regex(value: &Value) -> Result<(), String> {
+/// Whether a value is a regular expression the broker of `target` accepts: a string
+/// that compiles, no longer than the target's limit
+/// ([`TargetVersion::pattern_byte_limit`]). Policy patterns and permission regexes.
+fn is_regex(value: &Value, target: TargetVersion) -> Result<(), String> {
     match value {
-        Value::String(text) => fancy_regex::Regex::new(text).map(drop).map_err(|err| {
-            format!(
-                "`{}` is not a valid regular expression: {err}",
-                crate::model::shorten::value(text)
-            )
-        }),
+        Value::String(text) => {
+            if let Some(limit) = target.pattern_byte_limit()
+                && text.len() > limit
+            {
+                return Err(format!(
+                    "`{}` is {} bytes long; RabbitMQ {target} allows {limit}",
+                    crate::model::shorten::value(text),
+                    text.len()
+                ));
+            }
+            fancy_regex::Regex::new(text).map(drop).map_err(|err| {
+                format!(
+                    "`{}` is not a valid regular expression: {err}",
+                    crate::model::shorten::value(text)
+                )
+            })
+        }
         other => Err(format!(
             "{} is {}, not a regular expression",
             shown(other),
@@ -200,6 +214,35 @@ mod tests {
                 "/bindings/2/destination_type".to_string(),
                 "binding-destination-type"
             )]
+        );
+    }
+
+    /// RabbitMQ 4.3 refuses a policy pattern or permission regex over 1,024 bytes; the
+    /// lines before 4.1 have no such limit.
+    #[test]
+    fn regexes_longer_than_the_target_allows_are_refused() {
+        let long = format!("^{}$", "a".repeat(1023));
+        let document = json!({
+            "vhosts": [{"name": "v"}],
+            "policies": [{"vhost": "v", "name": "p", "pattern": long, "apply-to": "queues",
+                          "definition": {"message-ttl": 1}, "priority": 0}],
+            "permissions": [{"user": "u", "vhost": "v", "configure": "^$", "write": long, "read": "^q$"}],
+            "topic_permissions": [{"user": "u", "vhost": "v", "exchange": "x", "write": "^$", "read": long}],
+        });
+        let broken = |target| -> Vec<String> {
+            check(&document, target)
+                .into_iter()
+                .map(|b| format!("{} {}", b.path, b.rule))
+                .collect()
+        };
+        assert_eq!(broken(TargetVersion::V4_0), Vec::<String>::new());
+        assert_eq!(
+            broken(TargetVersion::V4_1),
+            [
+                "/permissions/0/write permission-regex",
+                "/topic_permissions/0/read permission-regex",
+                "/policies/0/pattern policy",
+            ]
         );
     }
 

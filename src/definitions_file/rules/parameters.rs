@@ -47,7 +47,7 @@ fn operator_policy(document: &Value, found: &mut Found) {
             }
         }
         if let Some(pattern) = value.get("pattern")
-            && let Err(what) = is_regex(pattern)
+            && let Err(what) = is_regex(pattern, found.target)
         {
             found.push(
                 value_path.then("pattern"),

@@ -6,7 +6,7 @@ use super::{Found, Rule, is_regex, objects};
 
 pub(super) const PERMISSION_REGEX: Rule = Rule {
     id: "permission-regex",
-    summary: "a permission's `configure`, `write` and `read` (and a topic permission's `write` and `read`) are regular expressions",
+    summary: "a permission's `configure`, `write` and `read` (and a topic permission's `write` and `read`) are regular expressions no longer than the version accepts",
     check: permission_regex,
 };
 
@@ -19,7 +19,7 @@ fn permission_regex(document: &Value, found: &mut Found) {
             for field in fields {
                 let problem = match permission.get(*field) {
                     None => Err(format!("`{field}` is missing")),
-                    Some(value) => is_regex(value),
+                    Some(value) => is_regex(value, found.target),
                 };
                 if let Err(problem) = problem {
                     found.push(

@@ -8,7 +8,7 @@ use super::{Found, JsonPointer, Rule, is_regex, kind_of, name_of, objects, shown
 
 pub(super) const POLICY_SHAPE: Rule = Rule {
     id: "policy",
-    summary: "a policy has a `pattern` that is a regular expression, a numeric `priority`, an `apply-to` the version knows and a non-empty `definition`",
+    summary: "a policy has a `pattern` that is a regular expression no longer than the version accepts, a numeric `priority`, an `apply-to` the version knows and a non-empty `definition`",
     check: policy_shape,
 };
 
@@ -71,7 +71,7 @@ fn policy_shape(document: &Value, found: &mut Found) {
         match policy.get("pattern") {
             None => problem("pattern", "`pattern` is missing".to_string()),
             Some(pattern) => {
-                if let Err(what) = is_regex(pattern) {
+                if let Err(what) = is_regex(pattern, target) {
                     problem("pattern", what);
                 }
             }
