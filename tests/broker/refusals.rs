@@ -307,16 +307,7 @@ fn a_message_after_the_check_stops_the_apply_at_its_queue_with_an_exact_report(v
     }
     spec.write(&next);
     let before = snapshot(node, &vhost);
-    let mut child = Background::spawn(node.apply(spec.arg()).with(&["--format", "json"]).command());
-    let started = std::time::Instant::now();
-    while !child.stderr_so_far().contains("creating: ") {
-        assert!(
-            child.exited().is_none() && started.elapsed() < Duration::from_secs(300),
-            "the apply never started creating: {}",
-            child.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let child = apply_until(node, &spec, "creating: ");
     fill(node, &vhost, &tiers[0], 1);
     let run = child.finish_within(Duration::from_secs(300)).expect(4);
     assert!(
@@ -355,6 +346,22 @@ fn a_message_after_the_check_stops_the_apply_at_its_queue_with_an_exact_report(v
         bindings_into(&before, &work),
         "the work queue keeps its routes in"
     );
+}
+
+/// Starts `apply SPEC --format json` in the background and waits until its progress
+/// on stderr says `phase` has started (past the check before the first write).
+fn apply_until(node: &Node, spec: &Spec, phase: &str) -> Background {
+    let mut child = Background::spawn(node.apply(spec.arg()).with(&["--format", "json"]).command());
+    let started = std::time::Instant::now();
+    while !child.stderr_so_far().contains(phase) {
+        assert!(
+            child.exited().is_none() && started.elapsed() < Duration::from_secs(300),
+            "the apply never started `{phase}`: {}",
+            child.stderr_so_far()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
 }
 
 /// The bindings into `queue` in a snapshot.
@@ -398,16 +405,7 @@ fn a_message_after_the_check_stops_a_replace_and_the_broker_is_as_before(version
     node.apply(spec.arg()).expect(0);
     spec.write(&spec_of("quorum", ", arguments: { x-max-priority: 5 }"));
     let before = snapshot(node, &vhost);
-    let mut child = Background::spawn(node.apply(spec.arg()).with(&["--format", "json"]).command());
-    let started = std::time::Instant::now();
-    while !child.stderr_so_far().contains("removing replaced: ") {
-        assert!(
-            child.exited().is_none() && started.elapsed() < Duration::from_secs(300),
-            "the apply never started removing: {}",
-            child.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let child = apply_until(node, &spec, "removing replaced: ");
     fill(node, &vhost, "zz-late", 1);
     let run = child.finish_within(Duration::from_secs(300)).expect(4);
     assert!(
