@@ -82,7 +82,7 @@ pub struct PlanOptions {
     #[command(flatten)]
     pub env: EnvArg,
     /// RabbitMQ version to compile for (default: the broker's own version; for `diff`,
-    /// the `rabbitmq_version` of the definitions file, else 4.1).
+    /// the `rabbitmq_version` of the definitions file, else 4.3).
     #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
     /// Also delete objects in the spec's vhosts that no spec manages.

@@ -242,6 +242,9 @@ fn check_queue_argument(
             )
             .hint("the broker refuses to declare the queue (406 PRECONDITION_FAILED): remove the argument or change the queue type");
         }
+        if let Some(refusal) = known.refusal_on(value, target) {
+            out.error("invalid-value", refusal, path.clone());
+        }
         if let Err(expected) = known.check_value(value) {
             let diagnostic = out.error(
                 "invalid-value",

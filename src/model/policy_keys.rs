@@ -142,6 +142,24 @@ pub const POLICY_KEYS: &[PolicyKey] = &[
         false,
     ),
     key(
+        "delayed-retry-type",
+        ValueKind::OneOf(&["disabled", "all", "failed", "returned"]),
+        QUORUM,
+        false,
+    ),
+    key(
+        "delayed-retry-min",
+        ValueKind::NonNegativeInteger,
+        QUORUM,
+        false,
+    ),
+    key(
+        "delayed-retry-max",
+        ValueKind::NonNegativeInteger,
+        QUORUM,
+        false,
+    ),
+    key(
         "ha-mode",
         ValueKind::OneOf(&["all", "exactly", "nodes"]),
         CLASSIC,
@@ -217,16 +235,41 @@ impl PolicyKey {
         by_type && !(self.name.starts_with("ha-") && target >= TargetVersion::V4_0)
     }
 
-    /// Whether RabbitMQ `target` knows the key at all: mirroring's `ha-*` keys are gone
-    /// in 4.0, and 3.10 does not know `consumer-timeout`, `target-group-size` and
-    /// `stream-filter-size-bytes` (both refuse a policy with a key they do not know).
+    /// Whether RabbitMQ `target` takes the key at all: mirroring's `ha-*` keys are gone
+    /// in 4.0, 3.10 does not know `consumer-timeout`, `target-group-size` and
+    /// `stream-filter-size-bytes`, 4.3 denies `queue-master-locator` (a deprecated
+    /// feature) and only 4.3 knows the `delayed-retry-*` keys (each refuses a policy with
+    /// a key it does not take; measured on 3.10.8, 4.0.5 and 4.3.6).
     pub fn known_on(&self, target: TargetVersion) -> bool {
         match self.name {
             name if name.starts_with("ha-") => target < TargetVersion::V4_0,
             "consumer-timeout" | "target-group-size" | "stream-filter-size-bytes" => {
                 target > TargetVersion::V3_10
             }
+            "queue-master-locator" => target.permits_queue_master_locator(),
+            name if name.starts_with("delayed-retry-") => target.has_native_delayed_retry(),
             _ => true,
+        }
+    }
+
+    /// Why RabbitMQ `target` takes this key with this value and does nothing with it
+    /// (for some queues), when it does: what lint's `setting-without-effect` reports.
+    pub fn ignored_on(&self, value: &Value, target: TargetVersion) -> Option<String> {
+        match self.name {
+            "queue-version"
+                if value.as_u64() == Some(1) && !target.has_classic_queue_version_1() =>
+            {
+                Some(format!(
+                    "RabbitMQ {target} accepts `queue-version: 1` and ignores it: classic queues of version 1 are gone, every classic queue is version 2"
+                ))
+            }
+            "queue-mode" if target >= TargetVersion::V3_12 => Some(format!(
+                "RabbitMQ {target} ignores `queue-mode`: since 3.12 every classic queue keeps its messages on disk as lazy queues did"
+            )),
+            "consumer-timeout" if !target.times_out_classic_consumers() => Some(format!(
+                "RabbitMQ {target} evaluates consumer timeouts for quorum queues only: for classic queues and streams `consumer-timeout` has no effect"
+            )),
+            _ => None,
         }
     }
 

@@ -134,6 +134,20 @@ pub const QUEUE_ARGUMENTS: &[QueueArgument] = &[
         EVERY_TYPE,
     ),
     argument("x-queue-master-locator", ArgumentValue::Unchecked, CLASSIC),
+    // From 4.3 only quorum queues evaluate consumer timeouts, and a classic queue
+    // refuses the argument (measured on 4.3.6; 4.0.5 accepts it).
+    argument("x-consumer-timeout", ArgumentValue::NonNegative, EVERY_TYPE),
+    // Native delayed retry (4.3 on), quorum queues only: 4.3.6 refuses it on a classic
+    // queue. Before 4.3 every type stores it and nothing delays (measured on 4.0.5), and
+    // 4.3.6 stores any value as given (`bogus`, a min above the max): warren checks the
+    // values itself.
+    argument(
+        "x-delayed-retry-type",
+        ArgumentValue::OneOf(&["disabled", "all", "failed", "returned"]),
+        QUORUM,
+    ),
+    argument("x-delayed-retry-min", ArgumentValue::NonNegative, QUORUM),
+    argument("x-delayed-retry-max", ArgumentValue::NonNegative, QUORUM),
     argument("x-max-age", ArgumentValue::Age, STREAM),
     argument(
         "x-stream-max-segment-size-bytes",
@@ -165,6 +179,12 @@ impl QueueArgument {
             // Classic queues take a leader locator from 4.0 on (3.10 refuses it).
             QueueType::Classic if self.name == "x-queue-leader-locator" => {
                 target >= TargetVersion::V4_0
+            }
+            QueueType::Classic if self.name == "x-consumer-timeout" => {
+                target.times_out_classic_consumers()
+            }
+            _ if self.name.starts_with("x-delayed-retry-") => {
+                queue_type == QueueType::Quorum || !target.has_native_delayed_retry()
             }
             QueueType::Classic => self.classic,
             QueueType::Quorum => self.quorum,
@@ -222,6 +242,40 @@ impl QueueArgument {
         })
     }
 
+    /// Why RabbitMQ `target` refuses this argument with this value whatever the queue's
+    /// type: what it removed or denies by default. `None` when it takes it.
+    pub fn refusal_on(&self, value: &Value, target: TargetVersion) -> Option<String> {
+        match self.name {
+            "x-queue-version"
+                if value.as_u64() == Some(1) && !target.has_classic_queue_version_1() =>
+            {
+                Some(format!(
+                    "RabbitMQ {target} removed classic queues of version 1 (CQv1) and refuses `x-queue-version: 1`: use 2 (the default) or leave it out"
+                ))
+            }
+            "x-queue-master-locator" if !target.permits_queue_master_locator() => Some(format!(
+                "RabbitMQ {target} denies the deprecated feature `queue_master_locator` by default and refuses `x-queue-master-locator`: use `x-queue-leader-locator` (`client-local`, or `balanced` for `min-masters`)"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Why RabbitMQ `target` takes this argument and does nothing with it, when it does
+    /// (what lint's `setting-without-effect` reports).
+    pub fn ignored_on(&self, target: TargetVersion) -> Option<String> {
+        match self.name {
+            name if name.starts_with("x-delayed-retry-") && !target.has_native_delayed_retry() => {
+                Some(format!(
+                    "RabbitMQ {target} stores `{name}` and ignores it: quorum queues delay redeliveries themselves from 4.3 on"
+                ))
+            }
+            "x-queue-mode" if target >= TargetVersion::V3_12 => Some(format!(
+                "RabbitMQ {target} ignores `x-queue-mode`: since 3.12 every classic queue keeps its messages on disk as lazy queues did"
+            )),
+            _ => None,
+        }
+    }
+
     /// Whether the broker itself refuses a value that [`check_value`] refuses (it
     /// stores `x-delivery-limit` and the locators as given): a definitions file is
     /// refused only for those, while a spec is held to every check.
@@ -273,6 +327,52 @@ mod tests {
         assert!(check("x-delivery-limit", json!(-1)));
         assert!(!find("x-delivery-limit").unwrap().broker_checks_value());
         assert!(!check("x-queue-version", json!(3)));
+    }
+
+    #[test]
+    fn removed_and_denied_arguments_are_refused_from_4_3() {
+        let refused = |name: &str, value: Value, target| {
+            find(name).unwrap().refusal_on(&value, target).is_some()
+        };
+        assert!(refused("x-queue-version", json!(1), TargetVersion::V4_3));
+        assert!(!refused("x-queue-version", json!(2), TargetVersion::V4_3));
+        assert!(!refused("x-queue-version", json!(1), TargetVersion::V4_2));
+        assert!(refused(
+            "x-queue-master-locator",
+            json!("min-masters"),
+            TargetVersion::V4_3
+        ));
+        assert!(!refused(
+            "x-queue-master-locator",
+            json!("min-masters"),
+            TargetVersion::V4_0
+        ));
+        let accepted = |name: &str, kind, target| find(name).unwrap().accepted_by(kind, target);
+        assert!(accepted(
+            "x-delayed-retry-type",
+            QueueType::Quorum,
+            TargetVersion::V4_3
+        ));
+        assert!(!accepted(
+            "x-delayed-retry-type",
+            QueueType::Classic,
+            TargetVersion::V4_3
+        ));
+        assert!(accepted(
+            "x-delayed-retry-min",
+            QueueType::Classic,
+            TargetVersion::V4_2
+        ));
+        assert!(!accepted(
+            "x-consumer-timeout",
+            QueueType::Classic,
+            TargetVersion::V4_3
+        ));
+        assert!(accepted(
+            "x-consumer-timeout",
+            QueueType::Quorum,
+            TargetVersion::V4_3
+        ));
     }
 
     #[test]

@@ -16,20 +16,31 @@ pub enum TargetVersion {
     V4_0,
     /// 4.1.
     V4_1,
+    /// 4.2 (Khepri is the default metadata store; classic queues of version 2 are the
+    /// default).
+    V4_2,
+    /// 4.3 (Debian sid ships 4.3.6): Khepri only, classic queues of version 1 removed,
+    /// quorum queues count only failed deliveries toward the delivery limit.
+    V4_3,
 }
 
 impl TargetVersion {
     /// Every supported version, oldest first.
-    pub const ALL: [TargetVersion; 5] = [
+    pub const ALL: [TargetVersion; 7] = [
         TargetVersion::V3_10,
         TargetVersion::V3_12,
         TargetVersion::V3_13,
         TargetVersion::V4_0,
         TargetVersion::V4_1,
+        TargetVersion::V4_2,
+        TargetVersion::V4_3,
     ];
 
-    /// The default target: a recent 4.x.
-    pub const DEFAULT: TargetVersion = TargetVersion::V4_1;
+    /// The default target: the newest supported line.
+    pub const DEFAULT: TargetVersion = TargetVersion::V4_3;
+
+    /// The newest supported line.
+    pub const NEWEST: TargetVersion = TargetVersion::ALL[TargetVersion::ALL.len() - 1];
 
     /// Policy `apply-to` accepts `classic_queues`, `quorum_queues` and `streams`
     /// (3.12+; 3.10 answers 400 "apply-to 'quorum_queues' unrecognised").
@@ -52,11 +63,46 @@ impl TargetVersion {
     /// or in a permission, in bytes, when it has a limit of its own: 1,024 from 4.1 on.
     /// RabbitMQ 4.3.6 refuses a longer one (`400 … pattern must not exceed 1024 bytes`;
     /// for a permission, `invalid_regexp`): `rabbit_re`, hard-coded, not configurable.
-    /// The 4.1 target stands for every broker from 4.1 on (4.3 maps to it), so it gets
-    /// the limit; the lines before 4.1 accept longer patterns, up to PCRE's 64 KiB
-    /// compiled form (see `model::pattern::MAX_PATTERN_LENGTH`).
+    /// 4.0.5 accepts longer patterns, up to PCRE's 64 KiB compiled form (see
+    /// `model::pattern::MAX_PATTERN_LENGTH`); warren keeps to the limit from 4.1 on, the
+    /// first line after the last one measured without it.
     pub fn pattern_byte_limit(self) -> Option<usize> {
         (self >= TargetVersion::V4_1).then_some(1024)
+    }
+
+    /// Classic queues of version 1 (CQv1) exist: 4.3 removed them and refuses
+    /// `x-queue-version: 1` at declare (`406 … unsupported queue version '1'`, measured on
+    /// 4.3.6); a `queue-version: 1` policy is still accepted there, and has no effect.
+    pub fn has_classic_queue_version_1(self) -> bool {
+        self < TargetVersion::V4_3
+    }
+
+    /// The deprecated feature `queue_master_locator` is permitted: 4.3 denies it by
+    /// default and refuses both the `x-queue-master-locator` argument and the
+    /// `queue-master-locator` policy key (measured on 4.3.6; 4.0.5 permits both).
+    pub fn permits_queue_master_locator(self) -> bool {
+        self < TargetVersion::V4_3
+    }
+
+    /// A quorum queue counts a `basic.nack` with requeue toward its delivery limit. From
+    /// 4.3 only a *failed* delivery (`basic.reject` with requeue) counts: a nacked message
+    /// is *returned* and redelivered without end (measured: `x-delivery-limit: 2`, nine
+    /// deliveries and never dead-lettered on 4.3.6; three then dead-lettered on 3.10.8
+    /// and 4.0.5).
+    pub fn counts_nack_toward_delivery_limit(self) -> bool {
+        self < TargetVersion::V4_3
+    }
+
+    /// Quorum queues can delay redeliveries themselves (`x-delayed-retry-*` arguments,
+    /// `delayed-retry-*` policy keys): 4.3 on (4.0.5 refuses the policy keys).
+    pub fn has_native_delayed_retry(self) -> bool {
+        self >= TargetVersion::V4_3
+    }
+
+    /// The broker evaluates consumer timeouts for classic queues and streams (`4.3.0`
+    /// release notes: from 4.3 only queue types that support it, i.e. quorum queues, do).
+    pub fn times_out_classic_consumers(self) -> bool {
+        self < TargetVersion::V4_3
     }
 
     /// The broker interprets an `x-death` header that a client re-publishes (3.x lines
@@ -92,6 +138,8 @@ impl TargetVersion {
             TargetVersion::V3_13 => (3, 13),
             TargetVersion::V4_0 => (4, 0),
             TargetVersion::V4_1 => (4, 1),
+            TargetVersion::V4_2 => (4, 2),
+            TargetVersion::V4_3 => (4, 3),
         }
     }
 }
@@ -223,7 +271,15 @@ mod tests {
         );
         assert_eq!(
             TargetVersion::for_broker("4.2.1"),
-            Some(TargetVersion::V4_1)
+            Some(TargetVersion::V4_2)
+        );
+        assert_eq!(
+            TargetVersion::for_broker("4.3.6"),
+            Some(TargetVersion::V4_3)
+        );
+        assert_eq!(
+            TargetVersion::for_broker("4.4.0"),
+            Some(TargetVersion::V4_3)
         );
         assert_eq!(TargetVersion::for_broker("3.8.0"), None);
     }
@@ -234,7 +290,7 @@ mod tests {
         assert_eq!(chosen(None, Some("3.8.6.gad0c0bd")), TargetVersion::V3_10);
         assert_eq!(chosen(None, Some("3.13.0-rc.1")), TargetVersion::V3_13);
         assert_eq!(chosen(None, Some("3.12.4")), TargetVersion::V3_12);
-        assert_eq!(chosen(None, Some("4.2.1")), TargetVersion::V4_1);
+        assert_eq!(chosen(None, Some("4.2.1")), TargetVersion::V4_2);
         assert_eq!(chosen(None, Some("2.8.7")), TargetVersion::V3_10);
         assert_eq!(chosen(None, Some("not a version")), TargetVersion::DEFAULT);
         assert_eq!(chosen(None, None), TargetVersion::DEFAULT);

@@ -80,13 +80,12 @@ impl Version {
     }
 
     /// The version as warren spells a broker target (`--target-version`): the
-    /// newest line warren targets that is not newer than the broker's, so `"4.1"`
-    /// for a 4.3 broker.
+    /// broker's own line.
     pub fn target(self) -> &'static str {
         match self {
             Version::V3_10 => "3.10",
             Version::V4_0 => "4.0",
-            Version::V4_3 => "4.1",
+            Version::V4_3 => "4.3",
         }
     }
 

@@ -15,7 +15,7 @@ fn warren(args: &[&str]) -> Run {
 fn every_example_validates_for_every_target_version() {
     for name in EXAMPLES {
         let example = &example(name);
-        for target in ["3.10", "3.12", "3.13", "4.0", "4.1"] {
+        for target in ["3.10", "3.12", "3.13", "4.0", "4.1", "4.2", "4.3"] {
             let output = warren(&["validate", example, "--target-version", target]);
             assert_eq!(
                 output.code,

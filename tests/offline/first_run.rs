@@ -115,7 +115,7 @@ fn validate_fails_what_lint_fails_and_points_at_lint_for_warnings() {
     let run = support::warren(&["validate", path]).run().expect(0);
     assert!(
         run.stdout.contains(&format!(
-            "valid (40 objects for RabbitMQ 4.1); `warren lint {path}` shows 1 warning"
+            "valid (40 objects for RabbitMQ 4.3); `warren lint {path}` shows 1 warning"
         )),
         "{}",
         run.stdout
@@ -282,7 +282,10 @@ fn diff_help_names_its_own_default_target_version() {
     let run = support::warren(&["diff", "--help"]).run().expect(0);
     let words = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        words.contains("for `diff`, the `rabbitmq_version` of the definitions file, else 4.1"),
+        words.contains(&format!(
+            "for `diff`, the `rabbitmq_version` of the definitions file, else {}",
+            warren::model::TargetVersion::DEFAULT
+        )),
         "{}",
         run.stdout
     );

@@ -61,6 +61,7 @@ pub const RULES: &[Rule] = &[
     exchanges::EXCHANGE_TYPE,
     queues::QUEUE_ARGUMENT_VALUE,
     queues::QUEUE_ARGUMENT_FOR_TYPE,
+    queues::QUEUE_ARGUMENT_ON_VERSION,
     queues::DEAD_LETTER_ROUTING_KEY_WITHOUT_EXCHANGE,
     policies::POLICY_SHAPE,
     policies::POLICY_KEYS_KNOWN,

@@ -1,4 +1,4 @@
-//! Queues: their arguments' values, the arguments their type takes, dead-lettering's pair of arguments.
+//! Queues: their arguments' values, the arguments their type and version take, dead-lettering's pair of arguments.
 
 use serde_json::Value;
 
@@ -16,6 +16,12 @@ pub(super) const QUEUE_ARGUMENT_FOR_TYPE: Rule = Rule {
     id: "queue-argument-for-type",
     summary: "a queue argument is one its queue type takes (e.g. no `x-max-priority` on a quorum queue)",
     check: queue_argument_for_type,
+};
+
+pub(super) const QUEUE_ARGUMENT_ON_VERSION: Rule = Rule {
+    id: "queue-argument-on-version",
+    summary: "a queue argument is not one the version removed or denies by default (4.3: `x-queue-version: 1`, `x-queue-master-locator`)",
+    check: queue_argument_on_version,
 };
 
 pub(super) const DEAD_LETTER_ROUTING_KEY_WITHOUT_EXCHANGE: Rule = Rule {
@@ -79,6 +85,22 @@ fn queue_argument_value(document: &Value, found: &mut Found) {
                         "argument `{key}` of queue `{}` is {problem}",
                         name_of(queue)
                     ),
+                );
+            }
+        }
+    }
+}
+
+fn queue_argument_on_version(document: &Value, found: &mut Found) {
+    for (path, queue, _) in declared_queues(document, found.target) {
+        for (key, value) in arguments(queue) {
+            let refusal =
+                queue_arguments::find(key).and_then(|known| known.refusal_on(value, found.target));
+            if let Some(refusal) = refusal {
+                found.push(
+                    path.then("arguments").then(key.as_str()),
+                    "queue-argument-on-version",
+                    format!("queue `{}`: {refusal}", name_of(queue)),
                 );
             }
         }
