@@ -9,8 +9,9 @@ use super::consumer::ConsumerContext;
 use super::naming::{PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::retry::RetryObjects;
+use crate::model::TargetVersion;
 use crate::model::headers::{DEATH_HEADERS, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER};
-use crate::spec::{OnExhausted, RetryMode, SpecPath};
+use crate::spec::{OnExhausted, QueueType, RetryMode, SpecPath};
 
 /// The contract of every consumer in a spec.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -41,6 +42,68 @@ pub struct ConsumerContract {
     /// The retry ladder, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryContract>,
+    /// How to hand a message back for an immediate redelivery, when the work queue is
+    /// a quorum queue (whose delivery limit counts some requeues and not others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requeue: Option<Requeue>,
+}
+
+/// How a consumer of a quorum queue requeues a message (requeue=true): the method that
+/// counts toward the queue's delivery limit on the target version. Only the version is
+/// kept; the words are written out when the contract is serialized.
+#[derive(Debug, Clone, Copy)]
+pub struct Requeue {
+    /// The version the contract is for.
+    pub target: TargetVersion,
+}
+
+impl Requeue {
+    /// The requeue instructions for a consumer of a `work_type` queue on `target`.
+    fn of(work_type: QueueType, target: TargetVersion) -> Option<Requeue> {
+        (work_type == QueueType::Quorum).then_some(Requeue { target })
+    }
+
+    /// The method to use: `basic.reject` counts on every version.
+    pub fn with(self) -> &'static str {
+        "basic.reject"
+    }
+
+    /// The method never to use on this version, when there is one.
+    pub fn never_with(self) -> Option<&'static str> {
+        (!self.target.counts_nack_toward_delivery_limit()).then_some("basic.nack")
+    }
+
+    /// Why.
+    pub fn why(self) -> String {
+        let target = self.target;
+        if target.counts_nack_toward_delivery_limit() {
+            format!(
+                "on RabbitMQ {target} basic.reject and basic.nack with requeue=true both count toward the queue's delivery limit; from 4.3 only basic.reject does, so a consumer that rejects stays right after an upgrade"
+            )
+        } else {
+            format!(
+                "on RabbitMQ {target} a basic.nack with requeue=true returns the message without counting it toward the queue's delivery limit, so a message every delivery nacks is redelivered without end; basic.reject with requeue=true counts"
+            )
+        }
+    }
+}
+
+impl Serialize for Requeue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Document {
+            with: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            never_with: Option<&'static str>,
+            why: String,
+        }
+        Document {
+            with: self.with(),
+            never_with: self.never_with(),
+            why: self.why(),
+        }
+        .serialize(serializer)
+    }
 }
 
 /// How a consumer retries. The instructions (`count_from`, `on_failure`,
@@ -210,7 +273,7 @@ pub struct Exhausted {
 }
 
 impl Contract {
-    pub(crate) fn add_plain(&mut self, context: &ConsumerContext) {
+    pub(crate) fn add_plain(&mut self, context: &ConsumerContext, target: TargetVersion) {
         self.version = 1;
         self.consumers.push(ConsumerContract {
             vhost: context.vhost.to_string(),
@@ -220,6 +283,7 @@ impl Contract {
             queue: context.work_queue.clone(),
             consume_from: vec![context.work_queue.clone()],
             retry: None,
+            requeue: Requeue::of(context.work_type, target),
         });
     }
 
@@ -228,6 +292,7 @@ impl Contract {
         context: &ConsumerContext,
         ladder: &Ladder,
         objects: &RetryObjects,
+        target: TargetVersion,
     ) {
         self.version = 1;
         let schedule: Vec<RetryStep> = ladder
@@ -273,6 +338,7 @@ impl Contract {
                     queue: objects.parking.clone(),
                 },
             }),
+            requeue: Requeue::of(context.work_type, target),
         });
     }
 }

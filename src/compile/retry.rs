@@ -200,7 +200,8 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             &retry_path,
         );
     }
-    out.contract.add_ladder(context, ladder, &objects);
+    let target = out.options.target;
+    out.contract.add_ladder(context, ladder, &objects, target);
 }
 
 /// What a delay queue of `tier` needs from its tier's generated policy: the tier's

@@ -269,7 +269,10 @@ fn emit_service(
         emit_work_queue(&context, consumer, dead_letter, ladder.is_some(), out);
         match ladder {
             Some(ladder) => retry::emit(&context, &ladder, out),
-            None => out.contract.add_plain(&context),
+            None => {
+                let target = out.options.target;
+                out.contract.add_plain(&context, target);
+            }
         }
     }
 }

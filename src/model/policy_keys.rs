@@ -260,7 +260,7 @@ impl PolicyKey {
                 if value.as_u64() == Some(1) && !target.has_classic_queue_version_1() =>
             {
                 Some(format!(
-                    "RabbitMQ {target} accepts `queue-version: 1` and ignores it: classic queues of version 1 are gone, every classic queue is version 2"
+                    "RabbitMQ {target} accepts `queue-version: 1` and ignores it: classic queues of version 1 are gone since 4.0, every classic queue is stored as version 2"
                 ))
             }
             "queue-mode" if target >= TargetVersion::V3_12 => Some(format!(

@@ -247,7 +247,7 @@ impl QueueArgument {
     pub fn refusal_on(&self, value: &Value, target: TargetVersion) -> Option<String> {
         match self.name {
             "x-queue-version"
-                if value.as_u64() == Some(1) && !target.has_classic_queue_version_1() =>
+                if value.as_u64() == Some(1) && !target.accepts_queue_version_1_argument() =>
             {
                 Some(format!(
                     "RabbitMQ {target} removed classic queues of version 1 (CQv1) and refuses `x-queue-version: 1`: use 2 (the default) or leave it out"
@@ -262,8 +262,15 @@ impl QueueArgument {
 
     /// Why RabbitMQ `target` takes this argument and does nothing with it, when it does
     /// (what lint's `setting-without-effect` reports).
-    pub fn ignored_on(&self, target: TargetVersion) -> Option<String> {
+    pub fn ignored_on(&self, value: &Value, target: TargetVersion) -> Option<String> {
         match self.name {
+            "x-queue-version"
+                if value.as_u64() == Some(1) && !target.has_classic_queue_version_1() =>
+            {
+                Some(format!(
+                    "RabbitMQ {target} takes `x-queue-version: 1` and stores the queue as version 2: classic queues of version 1 are gone since 4.0 (4.3 refuses the argument)"
+                ))
+            }
             name if name.starts_with("x-delayed-retry-") && !target.has_native_delayed_retry() => {
                 Some(format!(
                     "RabbitMQ {target} stores `{name}` and ignores it: quorum queues delay redeliveries themselves from 4.3 on"

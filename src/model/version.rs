@@ -70,10 +70,18 @@ impl TargetVersion {
         (self >= TargetVersion::V4_1).then_some(1024)
     }
 
-    /// Classic queues of version 1 (CQv1) exist: 4.3 removed them and refuses
-    /// `x-queue-version: 1` at declare (`406 … unsupported queue version '1'`, measured on
-    /// 4.3.6); a `queue-version: 1` policy is still accepted there, and has no effect.
+    /// Classic queues of version 1 (CQv1) exist: from 4.0 every classic queue is stored
+    /// as version 2, whatever `x-queue-version` or a `queue-version` policy says
+    /// (measured on 4.0.5: a queue declared with `x-queue-version: 1` reports
+    /// `storage_version: 2`).
     pub fn has_classic_queue_version_1(self) -> bool {
+        self < TargetVersion::V4_0
+    }
+
+    /// A declare with `x-queue-version: 1` is accepted (and, from 4.0, ignored): 4.3
+    /// refuses it (`406 … unsupported queue version '1'`, measured on 4.3.6); a
+    /// `queue-version: 1` policy is still accepted there.
+    pub fn accepts_queue_version_1_argument(self) -> bool {
         self < TargetVersion::V4_3
     }
 

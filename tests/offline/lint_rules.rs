@@ -48,7 +48,7 @@ fn target_for(id: &str) -> &'static str {
     match id {
         "cycle-on-3-13" => "3.13",
         "quorum-without-delivery-limit" => "3.10",
-        _ => "4.1",
+        _ => "4.3",
     }
 }
 

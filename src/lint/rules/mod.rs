@@ -10,6 +10,7 @@ mod dead_letter_hot_loop;
 mod dead_letter_unroutable;
 mod delay_queue_expires;
 mod delayed_message_exchange;
+mod delivery_limit_ignores_nack;
 mod delivery_limit_into_own_loop;
 pub(crate) mod graph;
 mod guest_user;
@@ -25,6 +26,7 @@ mod policy_ttl_shortens_queue;
 mod queue_captured_by_retry_tier;
 mod quorum_without_delivery_limit;
 mod retry_returns_to_several_queues;
+mod setting_without_effect;
 mod work_queue_overflow_into_own_loop;
 
 use super::Rule;
@@ -54,6 +56,8 @@ pub static RULES: &[Rule] = &[
     classic_queue_in_retry_loop::RULE,
     quorum_without_delivery_limit::RULE,
     delayed_message_exchange::RULE,
+    delivery_limit_ignores_nack::RULE,
+    setting_without_effect::RULE,
     name_differs_only_by_case::RULE,
     guest_user::RULE,
     permission_crosses_services::RULE,

@@ -1,0 +1,74 @@
+//! Queue arguments and policy keys the target accepts and does nothing with.
+
+use serde_json::Value;
+
+use crate::lint::{Context, Finding, Level, Rule};
+use crate::model::{ObjectId, ObjectKind, Policy, policy_keys, queue_arguments};
+
+pub const RULE: Rule = Rule {
+    id: "setting-without-effect",
+    level: Level::Warn,
+    summary: "a queue argument or policy key that the target version accepts and ignores",
+    explanation: "Some settings outlive what they did: the broker still accepts them and does nothing. `x-queue-mode`/`queue-mode: lazy` since 3.12 (every classic queue keeps its messages on disk); `queue-version: 1` and `x-queue-version: 1` from 4.0 (every classic queue is stored as version 2; 4.3 refuses the argument); `consumer-timeout` for classic queues and streams from 4.3 (only quorum queues evaluate it); the `x-delayed-retry-*` arguments before 4.3. A reader of the topology believes the setting works. Remove it, or replace it with what does the job on the target (`warren upgrade-check` says what, per version).",
+    bad: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: classic, arguments: { x-queue-mode: lazy } }\n",
+    good: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: classic }\n",
+    check,
+};
+
+fn check(context: &Context) -> Vec<Finding> {
+    let target = context.target;
+    let mut findings = Vec::new();
+    for queue in &context.definitions.queues {
+        for (key, value) in queue.arguments.iter() {
+            if let Some(why) =
+                queue_arguments::find(key).and_then(|known| known.ignored_on(value, target))
+            {
+                let id = ObjectId {
+                    kind: ObjectKind::Queue,
+                    vhost: Some(queue.vhost.clone()),
+                    name: queue.name.clone(),
+                };
+                findings.push(
+                    Finding::on(id, format!("queue `{}`: {why}", queue.name))
+                        .help(format!("remove `{key}` from the queue's arguments")),
+                );
+            }
+        }
+    }
+    let operator: Vec<&Policy> = context
+        .operator_policies
+        .iter()
+        .map(|p| p.as_ref())
+        .collect();
+    let policies = context.definitions.policies.iter().map(|p| (p, false));
+    for (policy, is_operator) in policies.chain(operator.into_iter().map(|p| (p, true))) {
+        for (key, value) in policy.definition.iter() {
+            if let Some(why) = ignored_policy_key(key, value, context) {
+                let kind = if is_operator {
+                    "operator policy"
+                } else {
+                    "policy"
+                };
+                let finding = Finding::on(
+                    ObjectId {
+                        kind: if is_operator {
+                            ObjectKind::OperatorPolicy
+                        } else {
+                            ObjectKind::Policy
+                        },
+                        vhost: Some(policy.vhost.clone()),
+                        name: policy.name.clone(),
+                    },
+                    format!("{kind} `{}`: {why}", policy.name),
+                )
+                .help(format!("remove `{key}` from the {kind}'s definition"));
+                findings.push(finding);
+            }
+        }
+    }
+    findings
+}
+
+fn ignored_policy_key(key: &str, value: &Value, context: &Context) -> Option<String> {
+    policy_keys::find(key).and_then(|known| known.ignored_on(value, context.target))
+}
