@@ -377,6 +377,8 @@ fn checked_policy(
                     );
                     if known.name.starts_with("ha-") {
                         diagnostic.hint("`ha-*` keys configured classic queue mirroring, which RabbitMQ 4.0 removed: use quorum queues for replicated queues");
+                    } else if known.name == "queue-master-locator" {
+                        diagnostic.hint("RabbitMQ 4.3 denies the deprecated feature `queue_master_locator` by default: use `queue-leader-locator` (`client-local`, or `balanced` for `min-masters`)");
                     } else {
                         diagnostic
                             .hint("compile for a newer `--target-version`, or remove the key");

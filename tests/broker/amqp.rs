@@ -52,6 +52,17 @@ pub struct ConsumerContract {
     pub queue: String,
     pub consume_from: Vec<String>,
     pub retry: Option<RetryContract>,
+    /// How to requeue, for a quorum work queue.
+    #[serde(default)]
+    pub requeue: Option<Requeue>,
+}
+
+/// The contract's requeue instructions: the method to use and the one never to use.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Requeue {
+    pub with: String,
+    #[serde(default)]
+    pub never_with: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -857,7 +857,20 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
     let tier = worker.retry().schedule[0].queue.clone();
 
     s.publish("jobs", "job", b"job", message("j1"));
-    let counting = version != Version::V4_3;
+    // What the contract says about requeueing, which this test proves on each
+    // version: `basic.reject` counts toward the limit, and where the contract forbids
+    // `basic.nack` (4.3), a nack does not count.
+    let requeue = worker
+        .requeue
+        .as_ref()
+        .expect("a quorum work queue's contract says how to requeue");
+    assert_eq!(requeue.with, "basic.reject");
+    let counting = requeue.never_with.is_none();
+    assert_eq!(
+        counting,
+        version != Version::V4_3,
+        "the contract forbids nacks exactly on 4.3: {requeue:?}"
+    );
     if !counting {
         // Well past the limit of 2 with nacks, once the limit's policy is on the
         // queue: still in the work queue, never in the tier.
