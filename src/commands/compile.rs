@@ -155,10 +155,15 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
     };
     let text = definitions_file::to_json(&compiled.definitions, args.target_version);
     let what = format!(
-        "{}, RabbitMQ {}",
+        "{}, for RabbitMQ {}; --target-version chooses another",
         crate::text::count(compiled.definitions.object_count(), "object"),
         args.target_version
     );
+    if output == Path::new("-") {
+        // The file goes to standard output: the version it is for goes to standard
+        // error, so a pipeline still learns which broker takes it.
+        let _ = writeln!(stderr, "wrote definitions to standard output ({what})");
+    }
     write_output(output, &text, &what, stdout, stderr)
 }
 
