@@ -237,6 +237,7 @@ fn predicted(
                 queue: queue.clone(),
                 consume_from: vec![queue.clone()],
                 retry: None,
+                requeue: None,
             })
             .collect(),
     };
