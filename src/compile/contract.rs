@@ -10,7 +10,9 @@ use super::naming::{PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::retry::RetryObjects;
 use crate::model::TargetVersion;
-use crate::model::headers::{DEATH_HEADERS, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER};
+use crate::model::headers::{
+    DEATH_HEADERS, DELIVERY_COUNT_HEADER, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER,
+};
 use crate::spec::{OnExhausted, QueueType, RetryMode, SpecPath};
 
 /// The contract of every consumer in a spec.
@@ -140,6 +142,9 @@ impl RetryContract {
                 "the queue the message was consumed from: `consume_from[n]` is attempt n + 1"
                     .to_string()
             }
+            RetryMode::Native => format!(
+                "header `{DELIVERY_COUNT_HEADER}`: the broker's count of failed deliveries (absent on the first delivery = 0); the broker counts and parks, the consumer need not read it"
+            ),
         }
     }
 
@@ -172,6 +177,22 @@ impl RetryContract {
             RetryMode::RejectChain => vec![
                 "reject with requeue=false; the broker moves the message to the next tier, and after the last retry to the parking queue (or drops it with `on_exhausted: drop`)".to_string(),
             ],
+            RetryMode::Native => vec![
+                format!(
+                    "reject with requeue=true (basic.reject): the broker keeps the message in the work queue and redelivers it after schedule[n].delay (retry n + 1), and after {max} retries {}",
+                    if self.on_exhausted.action == "park" {
+                        "moves it to the parking queue"
+                    } else {
+                        "drops it"
+                    }
+                ),
+                "never basic.nack with requeue=true: the broker counts a nack as a returned delivery, which never reaches the delivery limit, so the message would wait the first delay again and again and never leave the queue".to_string(),
+                if self.on_exhausted.action == "park" {
+                    "to give up on a message at once, reject it with requeue=false: the broker moves it to the parking queue".to_string()
+                } else {
+                    "to give up on a message at once, ack it: it is dropped".to_string()
+                },
+            ],
         }
     }
 
@@ -182,7 +203,7 @@ impl RetryContract {
         match self.mode {
             RetryMode::Publish => true,
             RetryMode::Reject => self.on_exhausted.action == "park",
-            RetryMode::RejectChain => false,
+            RetryMode::RejectChain | RetryMode::Native => false,
         }
     }
 
@@ -221,6 +242,7 @@ impl Serialize for RetryContract {
                 RetryMode::Publish => "publish",
                 RetryMode::Reject => "reject",
                 RetryMode::RejectChain => "reject-chain",
+                RetryMode::Native => "native",
             },
             exchange: &self.exchange,
             max_retries: self.max_retries,
@@ -246,7 +268,9 @@ pub struct RetryStep {
     pub delay_ms: u64,
     /// Delay as written.
     pub delay: String,
-    /// Routing key on the retry exchange that reaches this step's delay queue.
+    /// Routing key on the retry exchange that reaches this step's delay queue (none in
+    /// `native` mode, where the message waits in the work queue).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub routing_key: String,
     /// The delay queue.
     pub queue: String,
@@ -300,6 +324,20 @@ impl Contract {
             .iter()
             .enumerate()
             .map(|(index, &tier)| {
+                if ladder.mode == RetryMode::Native {
+                    let first = ladder.delays[0];
+                    let last = ladder.delays[ladder.delays.len() - 1];
+                    let delay = super::resolve::native::wait(first, last, index + 1);
+                    return RetryStep {
+                        retry: index + 1,
+                        tier: tier + 1,
+                        delay_ms: delay.as_millis(),
+                        delay: delay.to_string(),
+                        routing_key: String::new(),
+                        queue: context.work_queue.clone(),
+                        delay_path: ladder.delays_path.index(tier),
+                    };
+                }
                 let delay_index = match ladder.mode {
                     RetryMode::RejectChain => index,
                     _ => tier,

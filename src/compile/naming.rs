@@ -150,6 +150,7 @@ const RETRY_GROUP: &str = "retry.";
 const PARKING_GROUP: &str = "parking";
 const DELIVERY_LIMIT_GROUP: &str = "delivery-limit.";
 const UNLIMITED: &str = "unlimited";
+const NATIVE_RETRY_GROUP: &str = "delayed-retry.";
 
 /// Policy group of a tier's TTL: queues with the same origin and tier share it.
 pub fn retry_group(origin: &str, tier: usize) -> String {
@@ -164,6 +165,12 @@ pub fn delivery_limit_group(limit: u32) -> String {
 /// Policy group of an unlimited quorum delivery limit (4.0 and later).
 pub fn unlimited_delivery_group() -> String {
     format!("{DELIVERY_LIMIT_GROUP}{UNLIMITED}")
+}
+
+/// Policy group of a native retry's waits (RabbitMQ 4.3+): work queues whose first and
+/// last delays are the same share it, named by those delays as written.
+pub fn native_retry_group(first: &str, last: &str) -> String {
+    format!("{NATIVE_RETRY_GROUP}{first}.{last}")
 }
 
 /// Policy group of the quorum parking queues of a vhost: a parking queue must never

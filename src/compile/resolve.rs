@@ -1,5 +1,8 @@
 //! Settings inheritance: top-level defaults → vhost → service → consumer.
 
+pub mod native;
+
+use crate::model::TargetVersion;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{
     Defaults, DeliveryLimit, Duration, ExchangeType, OnExhausted, QueueType, Retry, RetryMode,
@@ -219,6 +222,7 @@ impl Report<'_> {
 pub fn ladder(
     layered: &Layered,
     work_queue_type: QueueType,
+    target: TargetVersion,
     retry_path: &SpecPath,
     consumer: Option<&str>,
     diagnostics: &mut Vec<Diagnostic>,
@@ -277,6 +281,19 @@ pub fn ladder(
             .help("a rejected message always goes to the same tier: use `mode: publish` or `mode: reject-chain` for a ladder"),
         ));
     }
+    if mode == RetryMode::Native {
+        let fine = native::check(
+            &report,
+            retry,
+            &delays,
+            work_queue_type,
+            target,
+            diagnostics,
+        );
+        if !fine {
+            return None;
+        }
+    }
     let per_tier = retry.attempts_per_tier.unwrap_or(1);
     if per_tier == 0 {
         diagnostics.push(
@@ -302,7 +319,8 @@ pub fn ladder(
         return None;
     }
     let reachable_tiers = (max_retries as usize).div_ceil(per_tier as usize);
-    if mode != RetryMode::RejectChain && reachable_tiers < delays.len() {
+    if !matches!(mode, RetryMode::RejectChain | RetryMode::Native) && reachable_tiers < delays.len()
+    {
         diagnostics.push(
             report.about(
                 "max_retries",

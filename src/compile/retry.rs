@@ -29,9 +29,12 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
     let work = &context.work_queue;
     let delay_count = match ladder.mode {
         RetryMode::RejectChain => ladder.schedule.len(),
+        // The work queue waits: no delay queues.
+        RetryMode::Native => 0,
         _ => ladder.delays.len(),
     };
     let delay_queues = match &ladder.names.tiers {
+        _ if delay_count == 0 => Vec::new(),
         Some(tiers) if tiers.len() == delay_count => tiers.clone(),
         _ => naming::delay_queues(work, &ladder.origin, &schedule(ladder)),
     };
@@ -78,10 +81,66 @@ fn dead_letter_to(exchange: &str, routing_key: Option<&str>) -> Arguments {
     arguments
 }
 
-/// The work queue's dead-letter arguments: a rejected message enters the first tier.
+/// The work queue's dead-letter arguments: a rejected message enters the first tier; in
+/// `native` mode, a message past its delivery limit (or rejected without requeue) goes to
+/// the parking queue, or nowhere when the ladder drops it.
 pub(crate) fn work_queue_dead_letter(context: &ConsumerContext, ladder: &Ladder) -> Arguments {
     let objects = names(context, ladder);
-    dead_letter_to(&objects.exchange, Some(&delay_routing_key(0)))
+    match ladder.mode {
+        RetryMode::Native => match objects.parking {
+            Some(_) => dead_letter_to(&objects.exchange, Some(PARKING_ROUTING_KEY)),
+            None => Arguments::new(),
+        },
+        _ => dead_letter_to(&objects.exchange, Some(&delay_routing_key(0))),
+    }
+}
+
+/// What a `native` ladder's work queue needs from generated policies: its delivery
+/// limit (the number of retries: a message is delivered once, then retried that many
+/// times) and its waits (`delayed-retry-*`). Both are tunables, so both live in
+/// policies; each is a group of its own, merged into the queue's one policy. The type is
+/// `all`: a rejected (failed) delivery waits and counts, and a `basic.nack` the contract
+/// forbids at least waits the first delay instead of coming back at once.
+pub(crate) fn native_needs(
+    context: &ConsumerContext,
+    ladder: &Ladder,
+    out: &mut Emitter,
+) -> Vec<Arc<PolicyNeed>> {
+    let retry_path = context.path.key("retry");
+    if context.delivery_limit.is_some() {
+        out.error(
+            "invalid-value",
+            "`mode: native` sets the work queue's delivery limit itself: it is the number of retries",
+            context.path.key("delivery_limit"),
+        )
+        .hint("remove `delivery_limit` and set `max_retries` in the retry block");
+    }
+    let retries = ladder.schedule.len() as u32;
+    let mut limit = Arguments::new();
+    limit.insert("delivery-limit".into(), Value::from(retries));
+    let first = ladder.delays[0];
+    let last = ladder.delays[ladder.delays.len() - 1];
+    let mut waits = Arguments::new();
+    waits.insert("delayed-retry-type".into(), Value::from("all"));
+    waits.insert("delayed-retry-min".into(), Value::from(first.as_millis()));
+    waits.insert(
+        "delayed-retry-max".into(),
+        Value::from(last.as_millis().max(first.as_millis())),
+    );
+    vec![
+        Arc::new(PolicyNeed {
+            group: naming::delivery_limit_group(retries),
+            ending: None,
+            definition: limit,
+            path: retry_path.key("max_retries"),
+        }),
+        Arc::new(PolicyNeed {
+            group: naming::native_retry_group(&first.to_string(), &last.to_string()),
+            ending: None,
+            definition: waits,
+            path: ladder.delays_path.clone(),
+        }),
+    ]
 }
 
 /// Emits the retry exchange, delay queues, parking queue and their bindings.

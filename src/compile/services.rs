@@ -10,7 +10,9 @@ use crate::model::{
     Arguments, Exchange, ObjectId, ObjectKind, Parameter, Tags, VHOST_LIMITS_COMPONENT,
     VHOST_LIMITS_NAME, Vhost,
 };
-use crate::spec::{Consumer, ExchangeType, HeaderMatchMode, QueueType, Service, Spec, SpecPath};
+use crate::spec::{
+    Consumer, ExchangeType, HeaderMatchMode, QueueType, RetryMode, Service, Spec, SpecPath,
+};
 
 /// Emits every vhost with its services.
 pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
@@ -78,7 +80,10 @@ fn check_named_ladders(spec: &Spec, out: &mut Emitter) {
         };
         let mut found = Vec::new();
         // Consumers re-check with their own paths; keep only what is wrong in the ladder itself.
-        resolve::ladder(&layered, QueueType::Quorum, &path, None, &mut found);
+        // A named ladder is checked as a quorum consumer's would be; each consumer that
+        // uses it is checked again with its own queue type.
+        let target = out.options.target;
+        resolve::ladder(&layered, QueueType::Quorum, target, &path, None, &mut found);
         out.diagnostics.extend(found);
     }
 }
@@ -248,6 +253,7 @@ fn emit_service(
         let ladder = resolve::ladder(
             &layered,
             work_type,
+            out.options.target,
             &consumer_path.key("retry"),
             Some(&format!("{service_name}.{consumer_name}")),
             &mut out.diagnostics,
@@ -266,7 +272,7 @@ fn emit_service(
             .as_ref()
             .map(|ladder| retry::work_queue_dead_letter(&context, ladder))
             .unwrap_or_default();
-        emit_work_queue(&context, consumer, dead_letter, ladder.is_some(), out);
+        emit_work_queue(&context, consumer, dead_letter, ladder.as_ref(), out);
         match ladder {
             Some(ladder) => retry::emit(&context, &ladder, out),
             None => {
@@ -281,15 +287,19 @@ fn emit_work_queue(
     context: &ConsumerContext,
     consumer: &Consumer,
     dead_letter: Arguments,
-    has_retry: bool,
+    ladder: Option<&resolve::Ladder>,
     out: &mut Emitter,
 ) {
+    let has_retry = ladder.is_some();
     let path = &context.path;
     let mut arguments = queue_arguments(context.work_type);
     // Where rejected messages go never changes, so it lives in queue arguments, where no
     // user policy can shadow it.
     arguments.extend(dead_letter);
-    let needs = if context.work_type == QueueType::Quorum {
+    let native = ladder.filter(|ladder| ladder.mode == RetryMode::Native);
+    let needs = if let Some(ladder) = native {
+        retry::native_needs(context, ladder, out)
+    } else if context.work_type == QueueType::Quorum {
         delivery_limit_need(
             out,
             context.delivery_limit,

@@ -16,6 +16,7 @@ fn mode_name(mode: RetryMode) -> &'static str {
         RetryMode::Publish => "publish",
         RetryMode::Reject => "reject",
         RetryMode::RejectChain => "reject-chain",
+        RetryMode::Native => "native",
     }
 }
 
@@ -26,6 +27,9 @@ fn restart(mode: RetryMode) -> &'static str {
         RetryMode::Reject => "its `x-death` (the broker's rejection count) is removed",
         RetryMode::RejectChain => {
             "it enters the first work queue, and its `x-death` is removed so the broker's cycle check sees only the new path"
+        }
+        RetryMode::Native => {
+            "it enters the work queue afresh: the queue's count of failed deliveries (`x-delivery-count`) belongs to the queue that delivered it, and its `x-death` is removed"
         }
     }
 }

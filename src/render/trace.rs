@@ -140,6 +140,13 @@ fn event_line(event: &Event) -> String {
             "the consumer fails with no retries left: publishes to `{exchange}` with key `{routing_key}` → {}, then acks",
             reached(queues)
         ),
+        Event::Requeued {
+            retry,
+            delay,
+            queue,
+        } => format!(
+            "the consumer fails and rejects it with requeue: retry {retry} waits {delay} in `{queue}` (the queue's own delayed retry)"
+        ),
         Event::Acked { because } => format!("the consumer fails and acks it: {because}"),
         Event::Waits {
             queue, delay, tier, ..

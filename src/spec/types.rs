@@ -452,6 +452,12 @@ pub enum RetryMode {
     /// to the next tier, so consumers need no retry code. Consumers read from every
     /// attempt queue.
     RejectChain,
+    /// The broker waits (RabbitMQ 4.3+, quorum work queues): the consumer rejects with
+    /// requeue, and the queue redelivers the message after the first delay times the
+    /// failed deliveries so far, capped at the last delay, then parks it at the delivery
+    /// limit. Delays must be linear multiples of the first, capped at the last (`[10s,
+    /// 20s, 30s, 30s]`). No delay queues.
+    Native,
 }
 
 /// Where a message goes after its delay.

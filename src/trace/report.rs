@@ -156,6 +156,16 @@ pub enum Event {
         /// Queues reached.
         queues: Vec<String>,
     },
+    /// The consumer rejected it with `requeue=true` and the queue holds it back for the
+    /// delay before it delivers it again (`mode: native`, RabbitMQ 4.3).
+    Requeued {
+        /// Retry number, from 1.
+        retry: usize,
+        /// The wait, as the contract's schedule writes it.
+        delay: String,
+        /// The queue that waits (the work queue).
+        queue: String,
+    },
     /// Retries are used up: the consumer publishes it to be parked, then acks.
     ParkPublished {
         /// The exchange.

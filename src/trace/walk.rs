@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::compile::contract::{ConsumerContract, RetryContract};
 use crate::model::TargetVersion;
 use crate::model::dead_letter::{Death, DeathReason, Letter};
-use crate::model::headers::{DEATH_HEADERS, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER};
+use crate::model::headers::{
+    DEATH_HEADERS, DELIVERY_COUNT_HEADER, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER,
+};
 use crate::model::queue_facts::QueueFacts;
 use crate::model::routing::{Route, Topology};
 use crate::spec::RetryMode;
@@ -52,6 +54,8 @@ pub(super) struct Pending {
 /// What the consumer does with a failed delivery.
 enum Action<'c> {
     Reject(u64),
+    /// `mode: native`: reject with requeue; the failed deliveries so far.
+    Requeue(&'c RetryContract, usize),
     Retry(&'c RetryContract, usize),
     Park(&'c RetryContract),
     Drop,
@@ -168,6 +172,37 @@ impl<'w, 'a> Walk<'w, 'a> {
                             letter,
                             facts,
                             DeathReason::Rejected,
+                            number,
+                            &deliveries,
+                            events,
+                        ) {
+                            Ok((next_letter, next_queue)) => {
+                                *letter = next_letter;
+                                queue = next_queue;
+                            }
+                            Err(outcome) => return outcome,
+                        }
+                    }
+                    Action::Requeue(retry, failed_before) => {
+                        let failed = failed_before + 1;
+                        letter.headers.insert(
+                            DELIVERY_COUNT_HEADER.to_string(),
+                            Value::from(failed as u64),
+                        );
+                        if failed <= retry.max_retries {
+                            let step = &retry.schedule[failed_before];
+                            events.push(Event::Requeued {
+                                retry: step.retry,
+                                delay: step.delay.clone(),
+                                queue: queue.clone(),
+                            });
+                            continue;
+                        }
+                        // Past the delivery limit: the queue dead-letters it.
+                        match self.dead_letter(
+                            letter,
+                            facts,
+                            DeathReason::DeliveryLimit,
                             number,
                             &deliveries,
                             events,
@@ -479,6 +514,15 @@ fn action<'c>(consumer: &'c ConsumerContract, letter: &Letter) -> Action<'c> {
                 exhausted()
             }
         }
+        // The queue counts the failed deliveries and parks at its limit.
+        RetryMode::Native => Action::Requeue(
+            retry,
+            letter
+                .headers
+                .get(DELIVERY_COUNT_HEADER)
+                .and_then(Value::as_u64)
+                .unwrap_or(0) as usize,
+        ),
         // Every attempt queue rejects once: the rejections so far are the retries.
         RetryMode::RejectChain => Action::Reject(
             letter

@@ -82,6 +82,8 @@ pub struct RetryContract {
 #[derive(Debug, Clone, Deserialize)]
 pub struct RetryStep {
     pub delay_ms: u64,
+    /// None in `native` mode, where the message waits in the work queue.
+    #[serde(default)]
     pub routing_key: String,
     pub queue: String,
 }

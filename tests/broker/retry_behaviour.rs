@@ -945,6 +945,149 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
 }
 
 // ---------------------------------------------------------------------------
+// 8. `mode: native`: the work queue waits (RabbitMQ 4.3).
+
+/// A consumer that follows only the contract of a `native` ladder (reject with requeue,
+/// `on_failure[0]`) sees each wait of the schedule in turn, and after `max_retries` the
+/// message is in the parking queue once, with its body and properties as published.
+/// Before 4.3 the same spec is refused and nothing is created.
+fn a_native_ladder_waits_in_the_work_queue_then_parks(version: Version) {
+    let settings = "            retry:\n              mode: native\n              delays: [500ms, 1s, 1500ms]\n              max_retries: 4\n";
+    if version != Version::V4_3 {
+        a_native_ladder_is_refused(version, settings);
+        return;
+    }
+    let s = Scenario::start(version, "native", |vhost| {
+        Spec::new(&worker_yaml(vhost, settings))
+    });
+    let worker = s.consumer("worker");
+    let retry = worker.retry().clone();
+    assert_eq!(retry.mode, "native");
+    assert_eq!(retry.max_retries, 4);
+    let waits: Vec<u64> = retry.schedule.iter().map(|step| step.delay_ms).collect();
+    assert_eq!(waits, [500, 1000, 1500, 1500], "the contract's schedule");
+    let parking = retry.on_exhausted.queue.clone().expect("a parking queue");
+
+    let mut headers = FieldTable::default();
+    headers.insert(
+        "app-trace".into(),
+        AMQPValue::LongString(LongString::from("t-42")),
+    );
+    let properties = message("native-1")
+        .with_content_type("text/plain".into())
+        .with_headers(headers);
+    s.publish("jobs", "job", b"native body", properties);
+
+    // Consume as the contract says, timing each delivery, until well after the last
+    // wait: anything delivered after the parking would be a duplicate.
+    let total: u64 = waits.iter().sum();
+    let seen = s.rt.block_on(async {
+        use lapin::options::BasicGetOptions;
+        let channel = s.client.connection.create_channel().await.unwrap();
+        let started = Instant::now();
+        let stop = started + Duration::from_millis(total) + Duration::from_secs(6);
+        let mut seen: Vec<(Duration, Option<u64>)> = Vec::new();
+        while Instant::now() < stop {
+            match channel
+                .basic_get(
+                    worker.queue.as_str().into(),
+                    BasicGetOptions { no_ack: false },
+                )
+                .await
+                .unwrap()
+            {
+                Some(m) => {
+                    seen.push((
+                        started.elapsed(),
+                        amqp::header_u64(&m.delivery, "x-delivery-count"),
+                    ));
+                    amqp::requeue_failed(&m.delivery).await.unwrap();
+                }
+                None => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+        seen
+    });
+    assert_eq!(
+        seen.len(),
+        retry.max_retries as usize + 1,
+        "one first delivery and one per retry, no more: {seen:?}"
+    );
+    for (index, pair) in seen.windows(2).enumerate() {
+        let gap = pair[1].0 - pair[0].0;
+        let want = Duration::from_millis(waits[index]);
+        assert!(
+            gap + Duration::from_millis(50) >= want && gap <= want + Duration::from_millis(1500),
+            "retry {} came after {gap:?}, the contract says {want:?}: {seen:?}",
+            index + 1
+        );
+    }
+    // `count_from`: the failed deliveries so far, absent on the first delivery.
+    let counts: Vec<u64> = seen.iter().map(|(_, count)| count.unwrap_or(0)).collect();
+    assert_eq!(
+        counts,
+        [0, 1, 2, 3, 4],
+        "x-delivery-count as the contract reads it"
+    );
+
+    assert!(
+        s.node.wait_until(SOON, || s.ready(&parking) == 1),
+        "parked once: {:?}",
+        s.depths()
+    );
+    assert_eq!(s.ready(&worker.queue), 0, "nothing left in the work queue");
+    let parked =
+        s.rt.block_on(s.client.get(&parking))
+            .expect("the parked message");
+    assert_eq!(parked.data, b"native body");
+    assert_eq!(
+        parked
+            .properties
+            .message_id()
+            .as_ref()
+            .map(|id| id.to_string()),
+        Some("native-1".to_string())
+    );
+    assert_eq!(
+        parked
+            .properties
+            .content_type()
+            .as_ref()
+            .map(|t| t.to_string()),
+        Some("text/plain".to_string())
+    );
+    assert_eq!(
+        amqp::header_string(&parked, "app-trace").as_deref(),
+        Some("t-42")
+    );
+    assert_eq!(
+        amqp::x_death_count(&parked, &worker.queue, "delivery_limit"),
+        1,
+        "{:?}",
+        amqp::x_death(&parked)
+    );
+}
+
+/// Before 4.3 a `native` ladder is refused at apply, before anything is created.
+fn a_native_ladder_is_refused(version: Version, settings: &str) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("native");
+    let spec = Spec::new(&worker_yaml(&vhost, settings));
+    let out = node.apply(spec.arg()).run();
+    assert_eq!(out.code, Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("`mode: native` needs RabbitMQ 4.3"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        node.get_opt(&format!("/api/vhosts/{}", pct(&vhost)))
+            .is_none(),
+        "nothing is created on {version}"
+    );
+}
+
+// ---------------------------------------------------------------------------
 
 per_version!(
     the_articles_single_loop,
@@ -955,6 +1098,7 @@ per_version!(
     a_delay_change_applies_to_new_retries_and_loses_nothing,
     an_unroutable_dead_letter_is_dropped_silently;
     also_on_4_0:
+        a_native_ladder_waits_in_the_work_queue_then_parks,
         quorum_work_queues_count_retries_in_x_death_not_x_delivery_count,
         a_delivery_limit_dead_letter_is_dropped_by_cycle_detection,
 );

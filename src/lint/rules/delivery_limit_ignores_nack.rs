@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::graph::queue_id;
 use crate::lint::{Context, Finding, Level, Rule};
 use crate::model::queue_facts::QueueFacts;
-use crate::spec::QueueType;
+use crate::spec::{QueueType, RetryMode};
 
 pub const RULE: Rule = Rule {
     id: "delivery-limit-ignores-nack",
@@ -22,11 +22,29 @@ fn check(context: &Context) -> Vec<Finding> {
         return Vec::new();
     }
     let target = context.target;
+    // A `native` consumer's limit is its retry count, and its contract already says to
+    // reject, never nack: the rule is about limits a spec sets as a poison guard.
+    let native: Vec<&str> = context
+        .contract
+        .map(|contract| {
+            contract
+                .consumers
+                .iter()
+                .filter(|c| {
+                    c.retry
+                        .as_ref()
+                        .is_some_and(|r| r.mode == RetryMode::Native)
+                })
+                .map(|c| c.queue.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
     context
         .graph()
         .facts
         .iter()
         .filter(|fact| fact.queue_type == QueueType::Quorum)
+        .filter(|fact| !native.contains(&fact.queue.name.as_str()))
         .filter_map(|fact| explicit_limit(fact).map(|limit| (fact, limit)))
         .map(|(fact, limit)| {
             Finding::on(
