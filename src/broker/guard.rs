@@ -17,6 +17,7 @@
 //!   keeps its log after it is read: deleting one always needs `--allow-data-loss`.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
@@ -25,8 +26,10 @@ use lapin::{Channel, Connection, ConnectionProperties};
 use super::amqp::{NoAmqp, reply_of};
 use super::error::{RedactedText, removed_binding};
 use super::{BrokerError, Client, QueueBinding};
+use crate::model::effective::CompiledPolicies;
 use crate::model::redact::redact_uri;
-use crate::model::{Permission, QueueType};
+use crate::model::{Permission, Policy, QueueType, TargetVersion};
+use serde_json::Value;
 
 /// AMQP reply codes the checks expect.
 const NOT_FOUND: u16 = 404;
@@ -42,6 +45,15 @@ pub struct GuardedQueue<'a> {
     /// Its type, which decides how emptiness is checked.
     pub queue_type: QueueType,
 }
+
+/// The longest delayed-retry wait warren sits out before it counts a quorum queue it
+/// deletes (see `Client::wait_out_delayed_retries`): a minute, so that removing a
+/// consumer with short native retries needs no flag, and an apply never stalls for long.
+pub const LONGEST_DELAY_WAITED: Duration = Duration::from_secs(60);
+
+/// Added to a wait: the broker delivers a waiting message again at the end of its wait,
+/// give or take its timer.
+const DELAY_MARGIN: Duration = Duration::from_secs(1);
 
 impl Client {
     /// Deletes each queue if the broker finds it empty and unused at that moment, one
@@ -174,12 +186,120 @@ impl Client {
             }
             removed.push(binding);
         }
-        match delete_if_empty(channel, queue).await {
+        let waited = match queue.queue_type {
+            QueueType::Quorum => self.wait_out_delayed_retries(channel, queue).await,
+            _ => Ok(()),
+        };
+        let checked = match waited {
+            Ok(()) => delete_if_empty(channel, queue).await,
+            Err(error) => Err(error),
+        };
+        match checked {
             Ok(()) => Ok(()),
             // Deleted, with what arrived in the window: nothing to bind to.
             Err(error @ BrokerError::LostInWindow { .. }) => Err(error),
             Err(error) => Err(self.bind_again(queue, &removed, error).await),
         }
+    }
+
+    /// Sits out the longest wait of a quorum queue that holds returned messages back
+    /// before it delivers them again (RabbitMQ 4.3's delayed retry, `mode: native`):
+    /// while a message waits, the queue counts it nowhere a client can read at once (a
+    /// passive `queue.declare` says 0 and `queue.delete` would drop it; measured on
+    /// 4.3.6), but once the wait is over it is ready and counted. Called with the
+    /// bindings into the queue removed: with no consumer, nothing new can start to
+    /// wait. A queue whose wait is longer than [`LONGEST_DELAY_WAITED`], or unknown, is
+    /// refused.
+    async fn wait_out_delayed_retries(
+        &self,
+        channel: &Channel,
+        queue: &GuardedQueue<'_>,
+    ) -> Result<(), BrokerError> {
+        let Some(longest) = self.delayed_retry_max(queue).await? else {
+            return Ok(());
+        };
+        match declare_passive(channel, queue).await? {
+            // Gone, or refused on its count or consumers by the check that follows.
+            None => return Ok(()),
+            Some(held) if held.ready > 0 || held.consumers > 0 => return Ok(()),
+            Some(_) => {}
+        }
+        match longest {
+            Some(wait) if wait <= LONGEST_DELAY_WAITED => {
+                tokio::time::sleep(wait + DELAY_MARGIN).await;
+                Ok(())
+            }
+            _ => Err(refused(
+                queue,
+                format!(
+                    "it holds failed messages back for a delayed retry ({}, RabbitMQ 4.3) and the broker counts no message while it waits, so warren cannot see whether it is empty; stop its consumers, wait that long, and check it shows no messages before deleting it with --allow-data-loss",
+                    longest.map_or_else(
+                        || "for a time its policy does not say".to_string(),
+                        |wait| format!("up to {} s", wait.as_secs())
+                    )
+                ),
+            )),
+        }
+    }
+
+    /// Whether a quorum queue delays redeliveries and for how long at most: `None` when
+    /// it does not; `Some(None)` when it does without a maximum. Read from what the
+    /// broker holds exactly, the queue's arguments and the vhost's policies, never from
+    /// the statistics (`effective_policy_definition` lags by seconds on 4.3.6): every
+    /// policy that matches the queue counts, so a tie or a shadowed policy errs on the
+    /// side of waiting.
+    async fn delayed_retry_max(
+        &self,
+        queue: &GuardedQueue<'_>,
+    ) -> Result<Option<Option<Duration>>, BrokerError> {
+        let path = format!(
+            "/api/queues/{}/{}?columns=arguments&disable_stats=true",
+            super::segment(queue.vhost),
+            super::segment(queue.name)
+        );
+        let Some(live) = self.get(&path).await? else {
+            return Ok(None);
+        };
+        let policies: Vec<Policy> = match self
+            .get(&format!("/api/policies/{}", super::segment(queue.vhost)))
+            .await?
+        {
+            Some(listed) => serde_json::from_value(listed).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let matching = CompiledPolicies::new(&policies)
+            .choose(
+                queue.vhost,
+                queue.name,
+                QueueType::Quorum,
+                TargetVersion::NEWEST,
+            )
+            .matching;
+        let arguments = &live["arguments"];
+        let settings: Vec<(Option<&Value>, Option<&Value>)> = std::iter::once((
+            arguments.get("x-delayed-retry-type"),
+            arguments.get("x-delayed-retry-max"),
+        ))
+        .chain(matching.iter().map(|policy| {
+            (
+                policy.definition.get("delayed-retry-type"),
+                policy.definition.get("delayed-retry-max"),
+            )
+        }))
+        .collect();
+        let delays = settings.iter().any(|(kind, _)| {
+            kind.and_then(Value::as_str)
+                .is_some_and(|kind| kind != "disabled")
+        });
+        if !delays {
+            return Ok(None);
+        }
+        let longest = settings
+            .iter()
+            .filter_map(|(_, max)| max.and_then(Value::as_u64))
+            .max()
+            .map(Duration::from_millis);
+        Ok(Some(longest))
     }
 
     /// Declares `removed` bindings into a queue that stays again; `error` (why it
@@ -386,12 +506,16 @@ pub struct QueueHeld {
     /// that shows messages taken by `basic.get` and not acknowledged (no consumer
     /// holds them); it lags by up to a statistics interval.
     pub unacknowledged: u64,
+    /// Messages a quorum queue holds back for a delayed retry (RabbitMQ 4.3), as the
+    /// statistics last counted them: the queue's own count leaves them out while they
+    /// wait. Lags like `unacknowledged`; the deletion itself waits them out.
+    pub delayed: u64,
 }
 
 impl QueueHeld {
     /// Whether deleting the queue now would lose a message, or cut off a consumer.
     pub fn holds_anything(&self) -> bool {
-        self.ready > 0 || self.consumers > 0 || self.unacknowledged > 0
+        self.ready > 0 || self.consumers > 0 || self.unacknowledged > 0 || self.delayed > 0
     }
 }
 
@@ -435,25 +559,29 @@ impl Client {
         }
         for (index, (vhost, name)) in queues.iter().enumerate() {
             if let Some(queue) = held[index].as_mut() {
-                queue.unacknowledged = self.unacknowledged(vhost, name).await?;
+                (queue.unacknowledged, queue.delayed) = self.held_back(vhost, name).await?;
             }
         }
         Ok(held)
     }
 
-    /// The statistics' count of a queue's unacknowledged messages (0 before the first
-    /// count, or for a queue gone since).
-    async fn unacknowledged(&self, vhost: &str, name: &str) -> Result<u64, BrokerError> {
+    /// The statistics' counts of a queue's unacknowledged messages and of those it holds
+    /// back for a delayed retry (0 before the first count, on a broker without delayed
+    /// retry, or for a queue gone since).
+    async fn held_back(&self, vhost: &str, name: &str) -> Result<(u64, u64), BrokerError> {
         let path = format!(
-            "/api/queues/{}/{}?columns=messages_unacknowledged",
+            "/api/queues/{}/{}?columns=messages_unacknowledged,messages_delayed",
             super::segment(vhost),
             super::segment(name)
         );
-        Ok(self
-            .get(&path)
-            .await?
-            .and_then(|queue| queue["messages_unacknowledged"].as_u64())
-            .unwrap_or(0))
+        let queue = self.get(&path).await?;
+        let count = |key: &str| {
+            queue
+                .as_ref()
+                .and_then(|queue| queue[key].as_u64())
+                .unwrap_or(0)
+        };
+        Ok((count("messages_unacknowledged"), count("messages_delayed")))
     }
 
     /// The permissions `user` has, vhost by vhost (`GET /api/users/{user}/permissions`).
@@ -486,6 +614,7 @@ async fn declare_passive(
             ready: state.message_count(),
             consumers: state.consumer_count(),
             unacknowledged: 0,
+            delayed: 0,
         })),
         Err(error) => match reply_of(&error) {
             Some((NOT_FOUND, _)) => Ok(None),

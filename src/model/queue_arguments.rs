@@ -260,6 +260,17 @@ impl QueueArgument {
         }
     }
 
+    /// Whether an import of a definitions file into RabbitMQ `target` refuses the file
+    /// for what [`refusal_on`] names, rather than skipping the queue: 4.3.6 answers 204
+    /// to a file with `x-queue-master-locator` and silently does not create that queue
+    /// (its log names the denied deprecated feature), while a declare is refused
+    /// (`tests/definitions/refused/`).
+    ///
+    /// [`refusal_on`]: QueueArgument::refusal_on
+    pub fn import_refuses_on(&self, _target: TargetVersion) -> bool {
+        self.name != "x-queue-master-locator"
+    }
+
     /// Why RabbitMQ `target` takes this argument and does nothing with it, when it does
     /// (what lint's `setting-without-effect` reports).
     pub fn ignored_on(&self, value: &Value, target: TargetVersion) -> Option<String> {
@@ -293,6 +304,15 @@ impl QueueArgument {
             self.value,
             ArgumentValue::Integer | ArgumentValue::Unchecked
         )
+    }
+
+    /// [`broker_checks_value`] on RabbitMQ `target`: 4.3.6 stores any `x-queue-mode`
+    /// (`eager` too; 3.10.8 and 4.0.5 refuse it), as the argument has no effect there.
+    ///
+    /// [`broker_checks_value`]: QueueArgument::broker_checks_value
+    pub fn broker_checks_value_on(&self, target: TargetVersion) -> bool {
+        self.broker_checks_value()
+            && !(self.name == "x-queue-mode" && target >= TargetVersion::V4_3)
     }
 }
 

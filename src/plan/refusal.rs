@@ -128,6 +128,12 @@ pub fn held_now(held: &QueueHeld, strand: Option<&Strand>) -> String {
             crate::text::count(held.unacknowledged, "unacknowledged message")
         ));
     }
+    if held.delayed > 0 {
+        parts.push(format!(
+            "holds {} back for a delayed retry",
+            crate::text::count(held.delayed, "message")
+        ));
+    }
     if held.consumers > 0 {
         parts.push(format!(
             "has {} (in use: what it has not acknowledged would be lost)",

@@ -256,6 +256,9 @@ fn label_lines(node: &Node) -> (String, String) {
             let kind = kind.as_str();
             match role {
                 Role::WorkQueue => format!("{kind} · work queue"),
+                Role::WaitingWorkQueue { waits } => {
+                    format!("{kind} · work queue · waits {waits} (delayed retry)")
+                }
                 Role::Delay { tier, written, .. } => format!("{kind} · tier {tier} · {written}"),
                 Role::Attempt { attempt } => format!("{kind} · attempt {attempt}"),
                 Role::Parking => format!("{kind} · parking"),
@@ -353,7 +356,9 @@ fn dot_node(topology: &Topology, index: usize) -> String {
     let (shape, fill, border) = match (&node.kind, &node.role) {
         (NodeKind::Exchange(None) | NodeKind::Queue(None), _) => ("box", "#ffffff", "#8c959f"),
         (NodeKind::Exchange(_), _) => ("hexagon, ordering=out", "#ddf4ff", "#0969da"),
-        (_, Role::WorkQueue | Role::Attempt { .. }) => ("box", "#dafbe1", "#1a7f37"),
+        (_, Role::WorkQueue | Role::WaitingWorkQueue { .. } | Role::Attempt { .. }) => {
+            ("box", "#dafbe1", "#1a7f37")
+        }
         (_, Role::Delay { .. }) => ("box", "#fff8c5", "#9a6700"),
         (_, Role::Parking) => ("cylinder", "#ffebe9", "#cf222e"),
         _ => ("box", "#f6f8fa", "#57606a"),
@@ -378,7 +383,7 @@ fn role_class(node: &Node) -> &'static str {
     match (&node.kind, &node.role) {
         (NodeKind::Exchange(None) | NodeKind::Queue(None), _) => "undeclared",
         (NodeKind::Exchange(_), _) => "exchange",
-        (_, Role::WorkQueue | Role::Attempt { .. }) => "work",
+        (_, Role::WorkQueue | Role::WaitingWorkQueue { .. } | Role::Attempt { .. }) => "work",
         (_, Role::Delay { .. }) => "delay",
         (_, Role::Parking) => "parking",
         _ => "plain",

@@ -192,7 +192,7 @@ fn rank(role: &Role) -> (usize, usize) {
     match role {
         Role::ServiceExchange => (0, 0),
         Role::Plain => (1, 0),
-        Role::WorkQueue => (2, 0),
+        Role::WorkQueue | Role::WaitingWorkQueue { .. } => (2, 0),
         Role::Attempt { attempt } => (3, *attempt),
         Role::RetryExchange => (4, 0),
         Role::Delay { tier, .. } => (5, *tier),

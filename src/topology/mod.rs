@@ -68,6 +68,13 @@ pub enum Role {
     ServiceExchange,
     /// A consumer's work queue.
     WorkQueue,
+    /// The work queue of a `native` ladder, which holds a failed message back itself
+    /// before each redelivery (RabbitMQ 4.3).
+    WaitingWorkQueue {
+        /// The waits of its retries, as the contract's schedule writes them, e.g.
+        /// `1s, 2s, 3s`.
+        waits: String,
+    },
     /// A consumer's retry exchange.
     RetryExchange,
     /// A delay queue of ladder tier `tier` (from 1).

@@ -7,7 +7,7 @@ use super::{Owner, Owners, Role};
 use crate::compile::Compiled;
 use crate::model::{ObjectId, ObjectKind};
 use crate::spec::source_map::Segment;
-use crate::spec::{Duration, Sources, SpecFile, SpecPath};
+use crate::spec::{Duration, RetryMode, Sources, SpecFile, SpecPath};
 
 /// The owners of every exchange and queue a spec compiled to.
 pub(super) fn of_compiled(file: &SpecFile, compiled: &Compiled) -> Owners {
@@ -50,7 +50,25 @@ pub(super) fn of_compiled(file: &SpecFile, compiled: &Compiled) -> Owners {
             continue;
         };
         set(false, &retry.exchange, Role::RetryExchange);
-        for step in &retry.schedule {
+        if retry.mode == RetryMode::Native {
+            let waits: Vec<&str> = retry
+                .schedule
+                .iter()
+                .map(|step| step.delay.as_str())
+                .collect();
+            set(
+                true,
+                &consumer.queue,
+                Role::WaitingWorkQueue {
+                    waits: waits.join(", "),
+                },
+            );
+        }
+        for step in retry
+            .schedule
+            .iter()
+            .filter(|_| retry.mode != RetryMode::Native)
+        {
             let written = written_at(file, &step.delay_path)
                 .filter(|text| Duration::parse(text).is_ok_and(|d| d.as_millis() == step.delay_ms))
                 .unwrap_or_else(|| step.delay.clone());

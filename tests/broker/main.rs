@@ -102,6 +102,7 @@ mod import;
 mod locks;
 mod migrate;
 mod name_endings;
+mod native_retry;
 mod ownership;
 mod permissions;
 mod plan_apply;

@@ -1,5 +1,5 @@
 //! Definitions files RabbitMQ refuses (`tests/definitions/refused/`, each POSTed to
-//! real 3.10.8 and 4.0.5 nodes; `expected.json` holds what each version answered):
+//! real 3.10.8, 4.0.5 and 4.3.6 nodes; `expected.json` holds what each version answered):
 //! warren refuses each for the versions that refuse it, in one line that names the
 //! place of the broken value and the rule, and reads it for the versions that accept
 //! it.
@@ -51,7 +51,7 @@ fn every_file_the_broker_refuses_is_refused_at_its_place_for_the_versions_that_r
         // tell, and a plan against the broker checks it.
         let conditional =
             facts.get("condition").is_some() || name == "permission-user-unknown.json";
-        for version in ["3.10", "4.0"] {
+        for version in ["3.10", "4.0", "4.3"] {
             let Run { code, stderr, .. } = support::run_with_shop_passwords(&[
                 "lint",
                 "--definitions",

@@ -20,7 +20,7 @@ pub(super) const QUEUE_ARGUMENT_FOR_TYPE: Rule = Rule {
 
 pub(super) const QUEUE_ARGUMENT_ON_VERSION: Rule = Rule {
     id: "queue-argument-on-version",
-    summary: "a queue argument is not one the version removed or denies by default (4.3: `x-queue-version: 1`, `x-queue-master-locator`)",
+    summary: "a queue argument is not one the version removed (4.3: `x-queue-version: 1`)",
     check: queue_argument_on_version,
 };
 
@@ -73,7 +73,7 @@ fn queue_argument_value(document: &Value, found: &mut Found) {
                 Some("`null`: the broker takes no null argument".to_string())
             } else {
                 queue_arguments::find(key)
-                    .filter(|known| known.broker_checks_value())
+                    .filter(|known| known.broker_checks_value_on(found.target))
                     .and_then(|known| known.check_value(value).err())
                     .map(|expected| format!("{}, and it takes {expected}", shown(value)))
             };
@@ -94,8 +94,9 @@ fn queue_argument_value(document: &Value, found: &mut Found) {
 fn queue_argument_on_version(document: &Value, found: &mut Found) {
     for (path, queue, _) in declared_queues(document, found.target) {
         for (key, value) in arguments(queue) {
-            let refusal =
-                queue_arguments::find(key).and_then(|known| known.refusal_on(value, found.target));
+            let refusal = queue_arguments::find(key)
+                .filter(|known| known.import_refuses_on(found.target))
+                .and_then(|known| known.refusal_on(value, found.target));
             if let Some(refusal) = refusal {
                 found.push(
                     path.then("arguments").then(key.as_str()),
