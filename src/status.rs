@@ -27,7 +27,7 @@ use crate::compile::{self, Options};
 use crate::model::effective::{CompiledPolicies, Winner};
 use crate::model::{Definitions, Policy, Queue, QueueType, TargetVersion};
 use crate::spec::diagnostic::Diagnostic;
-use crate::spec::{SpecFile, not_in_spec};
+use crate::spec::{RetryMode, SpecFile, not_in_spec};
 
 /// The `format` of the JSON document: bumped when a field changes meaning or goes.
 pub const FORMAT: &str = "warren-status/1";
@@ -81,6 +81,10 @@ pub struct WorkQueue {
     pub ready: Option<u64>,
     /// Unacknowledged messages.
     pub unacked: Option<u64>,
+    /// Messages held back for a delayed retry (a `native` ladder's waiting retries;
+    /// RabbitMQ 4.3): absent where the broker does not count them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<u64>,
     /// Consumers.
     pub consumers: Option<u64>,
     /// Messages published per second.
@@ -411,6 +415,7 @@ impl<'a> Lookup<'a> {
             messages: live.and_then(|l| l.messages),
             ready: live.and_then(|l| l.messages_ready),
             unacked: live.and_then(|l| l.messages_unacknowledged),
+            waiting: live.and_then(|l| l.messages_delayed),
             consumers,
             publish_rate: live.and_then(QueueStatistics::publish_rate),
             deliver_rate: live.and_then(QueueStatistics::deliver_rate),
@@ -469,8 +474,13 @@ fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> Co
     let mut tiers: Vec<Tier> = Vec::new();
     let mut parking = None;
     if let Some(retry) = &consumer.retry {
-        // In `publish` mode several retries can wait in one tier's queue.
-        for step in &retry.schedule {
+        // In `publish` mode several retries can wait in one tier's queue; in `native`
+        // mode they wait in the work queue itself (its `waiting` count).
+        let tiers_of = retry
+            .schedule
+            .iter()
+            .filter(|_| retry.mode != RetryMode::Native);
+        for step in tiers_of {
             if tiers.iter().any(|tier| tier.queue == step.queue) {
                 continue;
             }

@@ -13,7 +13,7 @@ use crate::model::Policy;
 /// has no `message_stats`; a queue whose statistics have not been emitted yet, in its
 /// first seconds, has no `messages`). `head_message_timestamp` is there for classic
 /// queues only, and `null` unless the oldest message carries a timestamp property.
-const STATISTICS_LISTING: &str = "columns=name,messages,messages_ready,messages_unacknowledged,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,head_message_timestamp";
+const STATISTICS_LISTING: &str = "columns=name,messages,messages_ready,messages_unacknowledged,messages_delayed,consumers,message_stats.publish_details.rate,message_stats.deliver_get_details.rate,head_message_timestamp";
 
 /// One queue's statistics as the broker last emitted them (every few seconds:
 /// `collect_statistics_interval`, 5 s by default). A field the broker did not give is
@@ -34,6 +34,11 @@ pub struct QueueStatistics {
     /// Messages delivered and not yet acknowledged.
     #[serde(default)]
     pub messages_unacknowledged: Option<u64>,
+    /// Messages a quorum queue holds back for a delayed retry (RabbitMQ 4.3; absent
+    /// before). Counted in `messages`, in neither `messages_ready` nor
+    /// `messages_unacknowledged`.
+    #[serde(default)]
+    pub messages_delayed: Option<u64>,
     /// Consumers attached.
     #[serde(default)]
     pub consumers: Option<u64>,

@@ -126,7 +126,9 @@ fn total(
 }
 
 fn row(c: &ConsumerStatus) -> [String; 7] {
-    let tiers = if c.tiers.is_empty() {
+    let tiers = if let (true, Some(waiting)) = (c.tiers.is_empty(), c.work.waiting) {
+        format!("{waiting} waiting in the work queue")
+    } else if c.tiers.is_empty() {
         NONE.to_string()
     } else {
         c.tiers
@@ -248,6 +250,10 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         "warren_queue_messages_unacked",
         "Messages delivered and not yet acknowledged in a queue a consumer reads.",
     );
+    let mut waiting = Family::new(
+        "warren_queue_messages_waiting",
+        "Messages a queue a consumer reads holds back for a delayed retry (RabbitMQ 4.3, retry mode native).",
+    );
     let mut consumers = Family::new(
         "warren_queue_consumers",
         "Consumers attached to a queue a consumer reads.",
@@ -269,6 +275,7 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             messages.add(queue_labels.clone(), queue.messages);
             ready.add(queue_labels.clone(), queue.ready);
             unacked.add(queue_labels.clone(), queue.unacked);
+            waiting.add(queue_labels.clone(), queue.waiting);
             consumers.add(queue_labels, queue.consumers);
         }
         for tier in &consumer.tiers {
@@ -291,7 +298,9 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             problems.add(labels.with(&[("kind", kind.as_str())]), Some(n as u64));
         }
     }
-    for family in [messages, ready, unacked, consumers, oldest, problems] {
+    for family in [
+        messages, ready, unacked, waiting, consumers, oldest, problems,
+    ] {
         family.write(out)?;
     }
     Ok(())
@@ -317,6 +326,7 @@ mod tests {
                 messages: Some(3),
                 ready: Some(2),
                 unacked: Some(1),
+                waiting: None,
                 consumers: Some(1),
                 publish_rate: Some(1.5),
                 deliver_rate: Some(1.4),
@@ -399,6 +409,7 @@ mod tests {
             messages: Some(4),
             ready: Some(4),
             unacked: Some(0),
+            waiting: None,
             consumers: Some(1),
             publish_rate: None,
             deliver_rate: None,

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use crate::amqp::{self, Client};
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
+use crate::support::Capture;
 
 /// A spec of vhost `vhost` with a `keeper` consumer and, when `delays` is given, a
 /// `worker` consumer whose native ladder has those delays.
@@ -43,7 +44,7 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
         |version| {
             let node = Node::shared(version);
             let vhost = node.unused_vhost("native-rm");
-            let file = Spec::new(&spec(&vhost, Some("[2s, 4s]")));
+            let file = Spec::new(&spec(&vhost, Some("[10s, 20s]")));
             node.apply(file.arg()).expect(0);
             node.put(
                 &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
@@ -53,7 +54,8 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
             let client = rt.block_on(Client::connect(node, &vhost));
             rt.block_on(client.publish("jobs", "job", b"waits", amqp::message("w1")))
                 .unwrap();
-            // The consumer fails it as the contract says: it now waits 2 s, counted nowhere.
+            // The consumer fails it as the contract says: it now waits 10 s, counted
+            // nowhere a client reads at once.
             rt.block_on(async {
                 use lapin::options::BasicGetOptions;
                 let channel = client.connection.create_channel().await.unwrap();
@@ -70,6 +72,27 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
                 amqp::requeue_failed(&delivery).await.unwrap();
                 let _ = channel.close(200, "".into()).await;
             });
+            // `warren status` shows it waiting in the work queue (the statistics lag).
+            let waiting = || {
+                let out = node
+                    .warren(&["status", file.arg(), "--format", "json"])
+                    .run()
+                    .expect(0)
+                    .stdout;
+                let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+                report["consumers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["consumer"] == "worker")
+                    .map(|c| c["waiting"].clone())
+            };
+            assert!(
+                node.wait_until(Duration::from_secs(15), || waiting()
+                    .is_some_and(|waiting| waiting == 1)),
+                "status: {:?}",
+                waiting()
+            );
             file.write(&spec(&vhost, None));
             let started = Instant::now();
             let out = node.apply(file.arg()).run();
@@ -98,7 +121,7 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
                 "its binding is declared again: {bindings}"
             );
 
-            // Once it is handled, the queue goes, after the guard has waited its 4 s out.
+            // Once it is handled, the queue goes, after the guard has waited its 20 s out.
             rt.block_on(async {
                 let delivery = loop {
                     if let Some(d) = client.get("jobs.worker").await {
@@ -120,7 +143,7 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
             let started = Instant::now();
             node.apply(file.arg()).expect(0);
             assert!(
-                started.elapsed() >= Duration::from_secs(4),
+                started.elapsed() >= Duration::from_secs(20),
                 "the guard waits the longest delay out: {:?}",
                 started.elapsed()
             );
