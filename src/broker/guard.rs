@@ -242,6 +242,39 @@ impl Client {
         }
     }
 
+    /// Before a drained quorum queue is counted for its deletion (a migration): when it
+    /// holds messages back for a delayed retry, waits its longest delay out so that they
+    /// are ready, and so counted, by then; refuses when that is over
+    /// [`LONGEST_DELAY_WAITED`] or unknown.
+    pub(super) async fn sit_out_delayed_retries(
+        &self,
+        vhost: &str,
+        name: &str,
+    ) -> Result<(), BrokerError> {
+        let queue = GuardedQueue {
+            vhost,
+            name,
+            queue_type: QueueType::Quorum,
+        };
+        match self.delayed_retry_max(&queue).await? {
+            None => Ok(()),
+            Some(Some(wait)) if wait <= LONGEST_DELAY_WAITED => {
+                tokio::time::sleep(wait + DELAY_MARGIN).await;
+                Ok(())
+            }
+            Some(longest) => Err(refused(
+                &queue,
+                format!(
+                    "it holds failed messages back for a delayed retry ({}, RabbitMQ 4.3), which no move can take and the broker does not count while they wait; lower its delays to a minute or less first, or stop its consumers and wait until it shows no messages",
+                    longest.map_or_else(
+                        || "for a time its policy does not say".to_string(),
+                        |wait| format!("up to {} s", wait.as_secs())
+                    )
+                ),
+            )),
+        }
+    }
+
     /// Whether a quorum queue delays redeliveries and for how long at most: `None` when
     /// it does not; `Some(None)` when it does without a maximum. Read from what the
     /// broker holds exactly, the queue's arguments and the vhost's policies, never from

@@ -382,7 +382,9 @@ impl Client {
     /// - classic: `queue.delete` with `if-empty`, checked atomically by the queue;
     /// - quorum (which refuses the flag): a passive `queue.declare` gives the exact
     ///   ready count, then `queue.delete` says how many messages it deleted; a message
-    ///   that arrived in between is reported as an error, never hidden.
+    ///   that arrived in between is reported as an error, never hidden. A queue that
+    ///   holds messages back for a delayed retry (RabbitMQ 4.3) is counted only after its
+    ///   longest delay, when they are ready (see `Client::sit_out_delayed_retries`).
     pub async fn delete_drained_queue(
         &self,
         vhost: &str,
@@ -391,6 +393,10 @@ impl Client {
         declare_after: Option<&Value>,
         timeout: Duration,
     ) -> Result<Drained, BrokerError> {
+        if queue_type == QueueType::Quorum {
+            // Messages waiting for a delayed retry are counted only once ready.
+            self.sit_out_delayed_retries(vhost, name).await?;
+        }
         let what = format!("queue.delete {name:?} in vhost {vhost:?}");
         let failed = |error: &lapin::Error| amqp_error(&what, error);
         let connection = self

@@ -180,3 +180,62 @@ fn a_queue_whose_delay_is_longer_than_a_minute_is_not_deleted_without_the_flag()
         },
     );
 }
+
+#[test]
+fn a_migration_away_from_native_keeps_a_waiting_message() {
+    crate::run(
+        module_path!(),
+        "a_migration_away_from_native_keeps_a_waiting_message",
+        Version::V4_3,
+        |version| {
+            let node = Node::shared(version);
+            let vhost = node.unused_vhost("native-mig");
+            let file = Spec::new(&spec(&vhost, Some("[5s, 10s]")));
+            node.apply(file.arg()).expect(0);
+            node.put(
+                &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
+                &serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
+            );
+            let rt = amqp::runtime();
+            let client = rt.block_on(Client::connect(node, &vhost));
+            rt.block_on(client.publish("jobs", "job", b"kept", amqp::message("m1")))
+                .unwrap();
+            rt.block_on(async {
+                use lapin::options::BasicGetOptions;
+                let channel = client.connection.create_channel().await.unwrap();
+                let delivery = loop {
+                    let got = channel
+                        .basic_get("jobs.worker".into(), BasicGetOptions { no_ack: false })
+                        .await
+                        .unwrap();
+                    if let Some(m) = got {
+                        break m.delivery;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                };
+                amqp::requeue_failed(&delivery).await.unwrap();
+                let _ = channel.close(200, "".into()).await;
+            });
+            // To `publish` mode: the work queue's dead-letter key changes, so it is
+            // replaced, and the message that waits in it must come through.
+            file.write(&spec(&vhost, Some("[5s, 10s]")).replace("mode: native, ", ""));
+            let out = node.apply(file.arg()).with(&["--migrate"]).run();
+            assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+            let message = rt.block_on(async {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    if let Some(d) = client.get("jobs.worker").await {
+                        break Some(d);
+                    }
+                    if Instant::now() > deadline {
+                        break None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            });
+            let message = message.expect("the waiting message is in the new work queue");
+            assert_eq!(message.data, b"kept");
+            rt.block_on(client.close());
+        },
+    );
+}
