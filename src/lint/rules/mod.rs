@@ -10,6 +10,7 @@ mod dead_letter_hot_loop;
 mod dead_letter_unroutable;
 mod delay_queue_expires;
 mod delayed_message_exchange;
+mod delayed_retry_default_limit;
 mod delivery_limit_ignores_nack;
 mod delivery_limit_into_own_loop;
 pub(crate) mod graph;
@@ -56,6 +57,7 @@ pub static RULES: &[Rule] = &[
     classic_queue_in_retry_loop::RULE,
     quorum_without_delivery_limit::RULE,
     delayed_message_exchange::RULE,
+    delayed_retry_default_limit::RULE,
     delivery_limit_ignores_nack::RULE,
     setting_without_effect::RULE,
     name_differs_only_by_case::RULE,
