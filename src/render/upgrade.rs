@@ -64,10 +64,14 @@ fn deprecated_line(report: &Report) -> Option<String> {
 pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
     writeln!(
         out,
-        "upgrade-check: {} runs RabbitMQ {} (from the {}), checked for {}",
+        "upgrade-check: {} runs RabbitMQ {} ({}), checked for {}",
         checked(report),
         report.from.version,
-        report.from.because,
+        match report.from.because {
+            "broker" => "the broker's own version",
+            "file" => "the file's `rabbitmq_version`",
+            _ => "--from",
+        },
         report.to
     )?;
     if let Some(line) = deprecated_line(report) {

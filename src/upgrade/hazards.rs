@@ -102,7 +102,13 @@ fn queues(
                 Finding::new("queue-master-locator", Severity::Error, why)
                     .on(object.clone())
                     .key("x-queue-master-locator")
-                    .fix("declare the queue again with `x-queue-leader-locator` (`client-local`, or `balanced` for `min-masters` and `random`) instead: arguments cannot change in place, so move its messages first; or permit the feature on every node (`deprecated_features.permit.queue_master_locator = true`) until then")
+                    .fix(if queue_arguments::find("x-queue-leader-locator")
+                        .is_some_and(|known| known.accepted_by(queue_type, from))
+                    {
+                        "declare the queue again with `x-queue-leader-locator` (`client-local`, or `balanced` for `min-masters` and `random`) instead: arguments cannot change in place, so move its messages first; or permit the feature on every node (`deprecated_features.permit.queue_master_locator = true`) until then".to_string()
+                    } else {
+                        format!("declare the queue again without `x-queue-master-locator` (RabbitMQ {from} takes no `x-queue-leader-locator` on this queue type; a `queue-leader-locator` policy can set it from 4.0 on): arguments cannot change in place, so move its messages first")
+                    })
                     .covering(argument_at("x-queue-master-locator")),
             );
         }

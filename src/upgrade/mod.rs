@@ -682,7 +682,7 @@ fn spec_change(id: &str, kind: ObjectKind, path: Option<&SpecPath>) -> Option<St
     let consumer = path.is_some_and(|p| p.to_string().contains("consumers"));
     let policy = matches!(kind, ObjectKind::Policy | ObjectKind::OperatorPolicy);
     Some(match id {
-        "classic-mirroring" => "remove the `ha-*` keys from the policy's `definition` (the policy itself when nothing else is left); replicated queues become `kind: quorum`".into(),
+        "classic-mirroring" => "remove the `ha-*` keys from the policy's `definition` (the policy itself when nothing else is left); queues that need replicas become quorum queues".into(),
         "classic-queue-version-1" if policy => "remove `queue-version` from the policy's `definition`".into(),
         "classic-queue-version-1" => "remove `x-queue-version` from the queue's `arguments`".into(),
         "queue-master-locator" if policy => "replace `queue-master-locator` with `queue-leader-locator` in the policy's `definition`".into(),
@@ -690,7 +690,7 @@ fn spec_change(id: &str, kind: ObjectKind, path: Option<&SpecPath>) -> Option<St
         "queue-mode-lazy" if policy => "remove `queue-mode` from the policy's `definition`".into(),
         "queue-mode-lazy" => "remove `x-queue-mode` from the queue's `arguments`".into(),
         "consumer-timeout-classic" if policy => "give the policy `apply_to: quorum_queues`, or remove `consumer-timeout`".into(),
-        "consumer-timeout-classic" => "remove `x-consumer-timeout` from the queue's `arguments`, or make it `kind: quorum`".into(),
+        "consumer-timeout-classic" => "remove `x-consumer-timeout` from the queue's `arguments`, or make it `type: quorum`".into(),
         "transient-nonexclusive-queue" => "set `durable: true` on the queue".into(),
         "quorum-default-delivery-limit" if consumer => "set `delivery_limit` on the consumer (or in `defaults`): a number works on every line; `unlimited` compiles to -1, which only 4.0 and later accept".into(),
         "quorum-default-delivery-limit" => "set a delivery limit: a `delivery-limit` policy over the queue, or `x-delivery-limit` in its `arguments` for a new queue".into(),

@@ -117,3 +117,4 @@ mod signals;
 mod smoke;
 mod status;
 mod trace;
+mod upgrade_check;
