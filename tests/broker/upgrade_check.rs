@@ -121,33 +121,7 @@ fn a_3_10_brokers_hazards_are_found_and_their_fixes_make_4_3_import_it() {
 
     // The findings matter: a fresh 4.3 node refuses the 3.10 node's own export.
     let new = Node::start(Version::V4_3, NodeOptions::default());
-    // And it reports the deprecated features in use (4.x has the API).
-    let probe = new.unique_vhost("probe");
-    new.put(
-        &format!("/api/queues/{}/transient", pct(&probe)),
-        &json!({"durable": false, "auto_delete": false}),
-    );
-    let (on_4_3, _) = check(&new);
-    assert_eq!(
-        on_4_3["deprecated_features"]["features"],
-        json!(["transient_nonexcl_queues"]),
-        "{on_4_3:#}"
-    );
-    let reported = on_4_3["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "deprecated-feature-used")
-        .unwrap_or_else(|| panic!("{on_4_3:#}"));
-    assert_eq!(reported["key"], "transient_nonexcl_queues");
-    assert_eq!(reported["reported_by_broker"], true);
-    let queue_finding = on_4_3["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "transient-nonexclusive-queue" && f["object"]["name"] == "transient")
-        .unwrap_or_else(|| panic!("{on_4_3:#}"));
-    assert_eq!(queue_finding["reported_by_broker"], true);
+    deprecated_features_are_read_from(&new);
 
     let export = |fixed: &str| {
         let text = serde_json::to_string(&old.get("/api/definitions")).unwrap();
@@ -168,26 +142,7 @@ fn a_3_10_brokers_hazards_are_found_and_their_fixes_make_4_3_import_it() {
         refused.body
     );
 
-    // Each fix, as its finding says.
-    old.delete(&format!("/api/policies/{v}/ha-all")); // only mirroring keys: delete it
-    policy(
-        "locator",
-        json!({"pattern": "^located\\.", "apply-to": "queues", "definition": {"queue-leader-locator": "balanced"}}),
-    );
-    policy(
-        "many-orders",
-        json!({"pattern": "^orders-00[0-8][0-9]$", "apply-to": "queues", "definition": {"max-length": 100_000}}),
-    );
-    old.delete(&format!("/api/queues/{v}/cqv1"));
-    queue("cqv1", json!({"durable": true}));
-    old.delete(&format!("/api/queues/{v}/located"));
-    queue("located", json!({"durable": true}));
-    policy(
-        "orders-limit",
-        json!({"pattern": "^orders$", "apply-to": "queues", "definition": {"delivery-limit": 20}}),
-    );
-    old.delete(&format!("/api/queues/{v}/scratch"));
-    queue("scratch", json!({"durable": true}));
+    fix_each_finding(&old, &v);
 
     let (report, code) = check(&old);
     assert_eq!(errors(&report), Vec::<&Value>::new(), "{report:#}");
@@ -221,4 +176,59 @@ fn a_3_10_brokers_hazards_are_found_and_their_fixes_make_4_3_import_it() {
     }
     let policies = new.get(&format!("/api/policies/{}", pct(&fixed)));
     assert_eq!(policies.as_array().unwrap().len(), 3, "{policies:#}");
+}
+
+/// A 4.x broker reports the deprecated features in use, and the report says so.
+fn deprecated_features_are_read_from(new: &Node) {
+    let probe = new.unique_vhost("probe");
+    new.put(
+        &format!("/api/queues/{}/transient", pct(&probe)),
+        &json!({"durable": false, "auto_delete": false}),
+    );
+    let (on_4_3, _) = check(new);
+    assert_eq!(
+        on_4_3["deprecated_features"]["features"],
+        json!(["transient_nonexcl_queues"]),
+        "{on_4_3:#}"
+    );
+    let reported = on_4_3["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "deprecated-feature-used")
+        .unwrap_or_else(|| panic!("{on_4_3:#}"));
+    assert_eq!(reported["key"], "transient_nonexcl_queues");
+    assert_eq!(reported["reported_by_broker"], true);
+    let queue_finding = on_4_3["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "transient-nonexclusive-queue" && f["object"]["name"] == "transient")
+        .unwrap_or_else(|| panic!("{on_4_3:#}"));
+    assert_eq!(queue_finding["reported_by_broker"], true);
+}
+
+/// Each fix on the 3.10 node, as its finding describes it.
+fn fix_each_finding(old: &Node, v: &str) {
+    let queue = |name: &str, body: Value| old.put(&format!("/api/queues/{v}/{name}"), &body);
+    let policy = |name: &str, body: Value| old.put(&format!("/api/policies/{v}/{name}"), &body);
+    old.delete(&format!("/api/policies/{v}/ha-all")); // only mirroring keys: delete it
+    policy(
+        "locator",
+        json!({"pattern": "^located\\.", "apply-to": "queues", "definition": {"queue-leader-locator": "balanced"}}),
+    );
+    policy(
+        "many-orders",
+        json!({"pattern": "^orders-00[0-8][0-9]$", "apply-to": "queues", "definition": {"max-length": 100_000}}),
+    );
+    old.delete(&format!("/api/queues/{v}/cqv1"));
+    queue("cqv1", json!({"durable": true}));
+    old.delete(&format!("/api/queues/{v}/located"));
+    queue("located", json!({"durable": true}));
+    policy(
+        "orders-limit",
+        json!({"pattern": "^orders$", "apply-to": "queues", "definition": {"delivery-limit": 20}}),
+    );
+    old.delete(&format!("/api/queues/{v}/scratch"));
+    queue("scratch", json!({"durable": true}));
 }
