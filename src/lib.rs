@@ -41,3 +41,4 @@ pub mod suggest;
 pub mod text;
 pub mod topology;
 pub mod trace;
+pub mod upgrade;

@@ -10,6 +10,7 @@
 
 mod amqp;
 mod connect;
+mod deprecated;
 mod endpoint;
 mod error;
 mod guard;

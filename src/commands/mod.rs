@@ -18,6 +18,7 @@ mod state;
 mod status;
 mod trace;
 mod unlock;
+mod upgrade_check;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -102,6 +103,12 @@ pub enum Command {
     /// parked them is fixed: oldest first, each original acknowledged once the broker
     /// confirmed its copy, each starting its retry ladder again (docs/operating.md).
     Replay(replay::ReplayArgs),
+    /// Check what breaks, changes meaning or needs doing first when a broker (or a
+    /// definitions file, or a spec) moves to another RabbitMQ line: the upgrade path,
+    /// what the target refuses or ignores, deprecated features in use
+    /// (docs/upgrading.md). Exit 0 without errors, 1 with errors (or warnings with
+    /// `--deny warnings`), 3 when the broker cannot be reached.
+    UpgradeCheck(upgrade_check::UpgradeCheckArgs),
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
     Completions(shell::CompletionsArgs),
@@ -157,6 +164,7 @@ pub fn run() -> ExitCode {
         Command::Completions(args) => shell::completions(args, stdout),
         Command::Man(args) => shell::man(args, stdout, stderr),
         Command::State(args) => state::state(args, stdout, stderr),
+        Command::UpgradeCheck(args) => upgrade_check::upgrade_check(args, stdout, stderr),
     };
     // A command whose output is JSON says why it failed in JSON too, when it printed
     // no document of its own (`apply --format json` puts its error in its document).
@@ -189,6 +197,7 @@ impl Command {
             Command::Trace(args) => args.format == TraceFormat::Json,
             Command::Replay(args) => args.format == TraceFormat::Json,
             Command::Status(args) => args.format == StatusFormat::Json,
+            Command::UpgradeCheck(args) => args.format == upgrade_check::UpgradeFormat::Json,
             _ => false,
         }
     }

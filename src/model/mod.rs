@@ -13,6 +13,7 @@
 pub mod addressable;
 pub mod arguments;
 pub mod dead_letter;
+pub mod deprecated_features;
 pub mod effective;
 pub mod headers;
 pub mod id;
@@ -29,6 +30,7 @@ pub mod redact;
 pub mod reserved;
 pub mod routing;
 pub mod shorten;
+pub mod upgrade_path;
 pub mod version;
 
 use std::collections::BTreeMap;

@@ -113,6 +113,30 @@ impl TargetVersion {
         self < TargetVersion::V4_3
     }
 
+    /// Classic queues can be mirrored (`ha-*` policy keys): 4.0 removed mirroring and
+    /// no longer knows the keys, so a policy with one does not import (release notes
+    /// 4.0.1, "Classic Queues is Now a Non-Replicated Queue Type"; 4.3.6 refuses the
+    /// policy: `policy_keys::PolicyKey::known_on`).
+    pub fn has_classic_mirroring(self) -> bool {
+        self < TargetVersion::V4_0
+    }
+
+    /// Non-durable queues that are not exclusive are a deprecated feature
+    /// (`transient_nonexcl_queues`, 3.13 on). The 4.3.0 release notes deny it by
+    /// default; RabbitMQ 4.3.6 measured still reports it `permitted_by_default` and
+    /// declares such a queue, so warren warns rather than refuses.
+    pub fn deprecates_transient_nonexclusive_queues(self) -> bool {
+        self >= TargetVersion::V3_13
+    }
+
+    /// The community plugin `rabbitmq_delayed_message_exchange` (exchanges of type
+    /// `x-delayed-message`) has a release for the line: its last, v4.2.0, targets 4.2.x
+    /// only, and 4.3 removed Mnesia, where it keeps delayed messages (release notes
+    /// 4.3.0; the 4.3 release blog calls it archived and unmaintained).
+    pub fn has_delayed_message_exchange_plugin(self) -> bool {
+        self < TargetVersion::V4_3
+    }
+
     /// The broker interprets an `x-death` header that a client re-publishes (3.x lines
     /// except 3.13.0–3.13.2; never on 4.x).
     pub fn interprets_published_x_death(self) -> bool {
@@ -230,6 +254,13 @@ impl fmt::Display for TargetVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (major, minor) = self.major_minor();
         write!(f, "{major}.{minor}")
+    }
+}
+
+/// A version is written as its line, `4.3`, in JSON too.
+impl serde::Serialize for TargetVersion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

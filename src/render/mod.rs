@@ -16,6 +16,7 @@ pub mod state;
 pub mod status;
 pub mod stopping;
 pub mod trace;
+pub mod upgrade;
 
 /// Runs `render` into a buffer and writes what it wrote with every character a reader
 /// cannot see escaped ([`crate::text::visible_colored`]): a name can never hide in, or

@@ -118,3 +118,4 @@ mod signals;
 mod smoke;
 mod status;
 mod trace;
+mod upgrade_check;

@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("status", 3),
     ("import", 3),
     ("k8s", 3),
+    ("upgrade", 3),
     ("plan", 4),
     ("apply", 5),
     ("topology", 5),

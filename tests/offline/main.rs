@@ -27,6 +27,7 @@ mod replay;
 mod secrets;
 mod status;
 mod trace;
+mod upgrade_check;
 
 use std::path::Path;
 

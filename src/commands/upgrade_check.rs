@@ -1,0 +1,145 @@
+//! `warren upgrade-check`: what breaks, changes meaning or needs doing first when a
+//! cluster moves to another RabbitMQ line (docs/upgrading.md).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{
+    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, runtime,
+};
+use crate::cli::{BrokerArgs, Deny, EnvArg, parse_target};
+use crate::model::version::TargetVersion;
+use crate::render::upgrade as render;
+use crate::upgrade::{self, Report, Running, Severity};
+
+/// Output formats of `warren upgrade-check`: those of `lint`, and markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UpgradeFormat {
+    /// For people.
+    Human,
+    /// GitHub Actions workflow commands (annotations on the pull request).
+    Github,
+    /// SARIF 2.1.0, for code-scanning UIs.
+    Sarif,
+    /// Stable JSON (docs/upgrading.md).
+    Json,
+    /// GitHub-flavored markdown for a pull-request comment.
+    Markdown,
+}
+
+/// The flags of `warren upgrade-check`.
+#[derive(Debug, clap::Args)]
+pub struct UpgradeCheckArgs {
+    /// A spec to check (a YAML file or a directory), compiled for --from and for --to.
+    /// Without it, the broker of --url is checked, or --definitions FILE.
+    #[arg(value_name = "SPEC", conflicts_with = "definitions")]
+    pub spec: Option<PathBuf>,
+    #[command(flatten)]
+    pub env: EnvArg,
+    /// A RabbitMQ definitions file (a broker's export) to check instead of a broker.
+    #[arg(long, value_name = "FILE")]
+    pub definitions: Option<PathBuf>,
+    /// The vhost of a vhost-scoped definitions file (the format of
+    /// `GET /api/definitions/{vhost}`).
+    #[arg(long, value_name = "VHOST", requires = "definitions")]
+    pub vhost: Option<String>,
+    /// The RabbitMQ line to upgrade to, e.g. 4.3.
+    #[arg(long, value_name = "VERSION", value_parser = parse_target)]
+    pub to: TargetVersion,
+    /// The RabbitMQ version the cluster runs now, e.g. 3.13 or 3.13.7. Needed with a
+    /// spec (a spec does not say which broker runs it); for a definitions file, the
+    /// default is the file's `rabbitmq_version`; a broker says its own.
+    #[arg(long, value_name = "VERSION")]
+    pub from: Option<String>,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
+    pub format: UpgradeFormat,
+    /// `--deny warnings` makes warnings fail the run too.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub deny: Vec<Deny>,
+}
+
+/// `warren upgrade-check [SPEC | --definitions FILE | --url URL] --to VERSION`.
+pub fn upgrade_check(
+    args: &UpgradeCheckArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> u8 {
+    let from = match args.from.as_deref().map(Running::asked).transpose() {
+        Ok(from) => from,
+        Err(message) => return fail(stderr, &format!("--from: {message}")),
+    };
+    if (args.spec.is_some() || args.definitions.is_some()) && !args.broker.urls.is_empty() {
+        return fail(
+            stderr,
+            "give one input: a spec, --definitions FILE, or a broker (--url)",
+        );
+    }
+    let report = match (&args.spec, &args.definitions) {
+        (Some(path), _) => {
+            let Some(from) = from else {
+                return fail(
+                    stderr,
+                    "a spec does not say which RabbitMQ runs it: give the version the cluster runs now with --from (e.g. --from 3.13)",
+                );
+            };
+            let Some(file) = load_spec(path, &args.env, Effect::Reads, stderr) else {
+                return EXIT_ERROR;
+            };
+            upgrade::of_spec(&file, from, args.to)
+        }
+        (None, Some(path)) => {
+            match upgrade::of_definitions_file(path, args.vhost.as_deref(), from, args.to) {
+                Ok(report) => report,
+                Err(message) => return fail(stderr, &message),
+            }
+        }
+        (None, None) => {
+            if from.is_some() {
+                return fail(
+                    stderr,
+                    "--from is for a spec or a definitions file: a broker says its own version",
+                );
+            }
+            let client = match client(&args.broker) {
+                Ok(client) => client,
+                Err(err) => return broker_failed(stderr, &err),
+            };
+            match runtime().block_on(upgrade::against_broker(&client, args.to)) {
+                Ok(report) => report,
+                Err(err) => return broker_failed(stderr, &err),
+            }
+        }
+    };
+    if print(args.format, &report, stdout).is_err() {
+        return EXIT_ERROR;
+    }
+    exit_code(&report, !args.deny.is_empty())
+}
+
+fn print(format: UpgradeFormat, report: &Report, stdout: &mut dyn Write) -> std::io::Result<()> {
+    match format {
+        UpgradeFormat::Human => render::human(stdout, report),
+        UpgradeFormat::Github => render::github(stdout, report),
+        UpgradeFormat::Json => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&render::json_document(report)).expect("JSON")
+        ),
+        UpgradeFormat::Sarif => writeln!(
+            stdout,
+            "{}",
+            serde_json::to_string_pretty(&render::sarif_document(report)).expect("JSON")
+        ),
+        UpgradeFormat::Markdown => render::markdown(stdout, report),
+    }
+}
+
+/// 1 when the report has errors (or warnings, with `--deny warnings`), else 0.
+fn exit_code(report: &Report, deny_warnings: bool) -> u8 {
+    let failing =
+        report.count(Severity::Error) > 0 || (deny_warnings && report.count(Severity::Warning) > 0);
+    if failing { EXIT_ERROR } else { EXIT_OK }
+}

@@ -1,0 +1,413 @@
+//! `warren upgrade-check` output: human text, GitHub workflow commands, SARIF 2.1.0,
+//! JSON and markdown for a pull-request comment (the formats of `warren lint`, and
+//! markdown as `plan` writes it).
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::model::upgrade_path::UPGRADABLE;
+use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Finding, Report, Severity, Source};
+
+/// What was checked, in words: `the broker`, `defs.json`, `spec.yaml`.
+fn checked(report: &Report) -> String {
+    match &report.source {
+        Source::Broker => "the broker".to_string(),
+        Source::Definitions { file } | Source::Spec { file } => file.display().to_string(),
+    }
+}
+
+/// The file findings without a file of their own point into (none for a broker).
+fn given_file(report: &Report) -> Option<&Path> {
+    match &report.source {
+        Source::Broker => None,
+        Source::Definitions { file } | Source::Spec { file } => Some(file),
+    }
+}
+
+fn file_of<'a>(report: &'a Report, finding: &'a Finding) -> Option<&'a Path> {
+    finding.file.as_deref().or_else(|| given_file(report))
+}
+
+fn summary(report: &Report) -> String {
+    [Severity::Error, Severity::Warning, Severity::Note]
+        .iter()
+        .map(|s| crate::text::count(report.count(*s), s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn deprecated_line(report: &Report) -> Option<String> {
+    match &report.deprecated {
+        Deprecated::NotABroker => None,
+        Deprecated::CannotTell => Some(format!(
+            "deprecated features: RabbitMQ {} cannot tell which are in use; warren judged from the definitions",
+            report.from.version
+        )),
+        Deprecated::Reported(names) if names.is_empty() => {
+            Some("deprecated features: the broker reports none in use".to_string())
+        }
+        Deprecated::Reported(names) => Some(format!(
+            "deprecated features: the broker reports {} in use",
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// Text for people.
+pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
+    writeln!(
+        out,
+        "upgrade-check: {} runs RabbitMQ {} ({}), checked for {}",
+        checked(report),
+        report.from.version,
+        match report.from.because {
+            "broker" => "the broker's own version",
+            "file" => "the file's `rabbitmq_version`",
+            _ => "--from",
+        },
+        report.to
+    )?;
+    if let Some(line) = deprecated_line(report) {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out)?;
+    for finding in &report.findings {
+        let object = finding
+            .object
+            .as_ref()
+            .map_or(String::new(), |o| format!("{o}: "));
+        writeln!(
+            out,
+            "{}[{}]: {object}{}",
+            finding.severity.as_str(),
+            finding.id,
+            finding.message
+        )?;
+        match (&finding.file, finding.location) {
+            (Some(file), Some(at)) => {
+                writeln!(out, "  --> {}:{}:{}", file.display(), at.line, at.column)?;
+            }
+            _ => {
+                if let Some(pointer) = &finding.pointer {
+                    writeln!(out, "  --> {pointer}")?;
+                }
+            }
+        }
+        if finding.id == "upgrade-path" {
+            for step in &report.steps {
+                writeln!(out, "  {} → {}: {}", step.from, step.to, step.before)?;
+            }
+        } else if !finding.fix.is_empty() {
+            writeln!(out, "  fix: {}", finding.fix)?;
+        }
+        if let Some(change) = &finding.spec_change {
+            writeln!(out, "  spec: {change}")?;
+        }
+        if finding.reported_by_broker {
+            writeln!(out, "  the broker reported it in use")?;
+        }
+        writeln!(out)?;
+    }
+    if !report.changes.is_empty() {
+        writeln!(
+            out,
+            "compiled for {} instead of {}, the spec changes {}:",
+            report.to,
+            report.from.target,
+            crate::text::count(report.changes.len(), "object")
+        )?;
+        for change in &report.changes {
+            let sign = match change.change {
+                ChangeKind::Added => '+',
+                ChangeKind::Changed => '~',
+                ChangeKind::Removed => '-',
+            };
+            let at = match (&change.file, change.location) {
+                (Some(file), Some(at)) => {
+                    format!(" ({}:{}:{})", file.display(), at.line, at.column)
+                }
+                _ => String::new(),
+            };
+            writeln!(out, "  {sign} {}{at}", change.object)?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "{}: {}", checked(report), summary(report))
+}
+
+fn full_message(finding: &Finding) -> String {
+    let mut message = match &finding.object {
+        Some(object) => format!("{object}: {}", finding.message),
+        None => finding.message.clone(),
+    };
+    if !finding.fix.is_empty() {
+        let _ = write!(message, " (fix: {})", finding.fix);
+    }
+    if let Some(change) = &finding.spec_change {
+        let _ = write!(message, " (spec: {change})");
+    }
+    message
+}
+
+/// Escapes per GitHub's workflow-command rules.
+fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// `::error file=…,line=…,col=…,title=…::message` lines (`::notice` for notes).
+pub fn github(out: &mut dyn Write, report: &Report) -> io::Result<()> {
+    for finding in &report.findings {
+        let mut properties = Vec::new();
+        if let Some(file) = file_of(report, finding) {
+            properties.push(format!(
+                "file={}",
+                escape_property(&file.display().to_string())
+            ));
+        }
+        if let Some(at) = finding.location {
+            properties.push(format!("line={}", at.line));
+            properties.push(format!("col={}", at.column));
+        }
+        properties.push(format!(
+            "title={}",
+            escape_property(&format!("warren upgrade-check {}", finding.id))
+        ));
+        let command = match finding.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "notice",
+        };
+        writeln!(
+            out,
+            "::{command} {}::{}",
+            properties.join(","),
+            escape_data(&full_message(finding))
+        )?;
+    }
+    Ok(())
+}
+
+/// The stable JSON document (`version` 1).
+pub fn json_document(report: &Report) -> Value {
+    json!({
+        "version": 1,
+        "source": report.source,
+        "from": report.from,
+        "to": report.to,
+        "upgrade_path": report.steps,
+        "deprecated_features": report.deprecated,
+        "changes": report.changes.iter().map(|c| json!({
+            "change": c.change,
+            "object": c.object,
+            "before": c.before,
+            "after": c.after,
+            "file": c.file,
+            "line": c.location.map(|l| l.line),
+            "column": c.location.map(|l| l.column),
+        })).collect::<Vec<_>>(),
+        "findings": report.findings.iter().map(|f| {
+            let mut value = serde_json::to_value(f).expect("a finding serializes");
+            value["file"] = json!(file_of(report, f).map(|p| p.display().to_string()));
+            value["line"] = json!(f.location.map(|l| l.line));
+            value["column"] = json!(f.location.map(|l| l.column));
+            value
+        }).collect::<Vec<_>>(),
+        "summary": {
+            "errors": report.count(Severity::Error),
+            "warnings": report.count(Severity::Warning),
+            "notes": report.count(Severity::Note),
+        },
+    })
+}
+
+/// A SARIF 2.1.0 log with one run; results point into the file or spec checked, and
+/// name their object as a logical location.
+pub fn sarif_document(report: &Report) -> Value {
+    let rules: Vec<Value> = CHECKS
+        .iter()
+        .map(|check| {
+            json!({
+                "id": check.id,
+                "shortDescription": {"text": check.summary},
+                "help": {"text": format!("{} (docs/upgrading.md, `{}`)", check.summary, check.id)},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = report
+        .findings
+        .iter()
+        .map(|f| {
+            let mut location = json!({});
+            if let Some(file) = file_of(report, f) {
+                location["physicalLocation"] =
+                    json!({"artifactLocation": {"uri": file.display().to_string()}});
+                if let Some(at) = f.location {
+                    location["physicalLocation"]["region"] =
+                        json!({"startLine": at.line, "startColumn": at.column});
+                }
+            }
+            if let Some(object) = &f.object {
+                location["logicalLocations"] = json!([{"fullyQualifiedName": object.to_string()}]);
+            }
+            let mut result = json!({
+                "ruleId": f.id,
+                "level": match f.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                    Severity::Note => "note",
+                },
+                "message": {"text": full_message(f)},
+            });
+            if location.as_object().is_some_and(|l| !l.is_empty()) {
+                result["locations"] = json!([location]);
+            }
+            result
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "warren",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}
+
+/// Text for a markdown table cell: pipes escaped, `<`, `>` and `&` as entities, one line.
+fn cell(text: &str) -> String {
+    crate::model::shorten::middle(text, 600)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace(['\n', '\r'], " ")
+        .replace('|', "\\|")
+}
+
+/// The upgrade-path table of `model::upgrade_path`, as markdown (docs/upgrading.md
+/// holds it as rendered; a test checks they agree).
+pub fn upgrade_path_table() -> String {
+    let mut out = String::from(
+        "| to | in place from | before the step | source |\n| --- | --- | --- | --- |\n",
+    );
+    for line in UPGRADABLE {
+        let from: Vec<String> = line.from.iter().map(ToString::to_string).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | [release notes]({}) |",
+            line.to,
+            from.join(", "),
+            cell(line.before),
+            line.source
+        );
+    }
+    out
+}
+
+/// Markdown for a pull-request comment.
+pub fn markdown(out: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let mut text = String::new();
+    let icon = if report.count(Severity::Error) > 0 {
+        "❌"
+    } else if report.count(Severity::Warning) > 0 {
+        "⚠️"
+    } else {
+        "✅"
+    };
+    let _ = writeln!(
+        text,
+        "### {icon} warren upgrade-check: RabbitMQ {} → {}\n",
+        report.from.version, report.to
+    );
+    let _ = writeln!(text, "{} ({}).\n", cell(&checked(report)), summary(report));
+    if let Some(line) = deprecated_line(report) {
+        let _ = writeln!(text, "{}\n", cell(&line));
+    }
+    if !report.steps.is_empty() {
+        let _ = writeln!(
+            text,
+            "#### Upgrade path\n\n| step | before it |\n| --- | --- |"
+        );
+        for step in &report.steps {
+            let _ = writeln!(
+                text,
+                "| {} → {} | {} ([release notes]({})) |",
+                step.from,
+                step.to,
+                cell(step.before),
+                step.source
+            );
+        }
+        text.push('\n');
+    }
+    let listed: Vec<&Finding> = report
+        .findings
+        .iter()
+        .filter(|f| f.id != "upgrade-path" || report.steps.is_empty())
+        .collect();
+    if !listed.is_empty() {
+        let _ = writeln!(
+            text,
+            "#### Findings\n\n| | id | object | what | fix |\n| --- | --- | --- | --- | --- |"
+        );
+        for f in listed {
+            let object = f.object.as_ref().map_or(String::new(), ToString::to_string);
+            let place = match (&f.file, f.location) {
+                (Some(file), Some(at)) => {
+                    format!(" ({}:{}:{})", file.display(), at.line, at.column)
+                }
+                _ => String::new(),
+            };
+            let mut fix = f.fix.clone();
+            if let Some(change) = &f.spec_change {
+                let _ = write!(fix, " Spec: {change}");
+            }
+            let _ = writeln!(
+                text,
+                "| {} | `{}` | {} | {} | {} |",
+                f.severity.as_str(),
+                f.id,
+                cell(&format!("{object}{place}")),
+                cell(&f.message),
+                cell(&fix)
+            );
+        }
+        text.push('\n');
+    }
+    if !report.changes.is_empty() {
+        let _ = writeln!(
+            text,
+            "<details><summary>Compiled for {} instead of {}: {}</summary>\n\n| change | object |\n| --- | --- |",
+            report.to,
+            report.from.target,
+            crate::text::count(report.changes.len(), "object")
+        );
+        for change in &report.changes {
+            let word = match change.change {
+                ChangeKind::Added => "added",
+                ChangeKind::Changed => "changed",
+                ChangeKind::Removed => "removed",
+            };
+            let _ = writeln!(text, "| {word} | {} |", cell(&change.object.to_string()));
+        }
+        text.push_str("\n</details>\n");
+    }
+    out.write_all(crate::text::visible(&text).as_bytes())
+}
