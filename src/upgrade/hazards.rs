@@ -112,9 +112,9 @@ fn queues(
                     .covering(argument_at("x-queue-master-locator")),
             );
         }
-        if queue.arguments.contains_key("x-queue-mode")
+        if let Some(value) = queue.arguments.get("x-queue-mode")
             && let Some(why) =
-                queue_arguments::find("x-queue-mode").and_then(|known| known.ignored_on(to))
+                queue_arguments::find("x-queue-mode").and_then(|known| known.ignored_on(value, to))
         {
             found.push(
                 Finding::new(
