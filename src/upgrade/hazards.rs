@@ -322,7 +322,11 @@ fn exchanges(definitions: &Definitions, to: TargetVersion, found: &mut Vec<Findi
             )
             .on(id(ObjectKind::Exchange, &exchange.vhost, &exchange.name))
             .covering(JsonPointer::default().then("exchanges").then(index).then("type"))
-            .fix("replace it with delay queues before the upgrade: a warren retry ladder (`retry: { delays: [...] }` on the consumer: a queue per delay with a message TTL that dead-letters back), or a queue with `x-message-ttl` and `x-dead-letter-exchange` per delay publishers need; drain the delayed messages the plugin holds (they are lost with it)"),
+            .fix(if to.has_native_delayed_retry() {
+                "replace it before the upgrade: for retries, a warren retry ladder on the consumer — `retry: { delays: [...] }` (delay queues, any ladder, every version) or, once on 4.3, `retry: { mode: native, delays: [...] }` (the quorum work queue waits itself; linear delays; docs/retry-modes.md); for other delays, a queue with `x-message-ttl` and `x-dead-letter-exchange` per delay publishers need; drain the delayed messages the plugin holds (they are lost with it)"
+            } else {
+                "replace it with delay queues before the upgrade: a warren retry ladder (`retry: { delays: [...] }` on the consumer: a queue per delay with a message TTL that dead-letters back), or a queue with `x-message-ttl` and `x-dead-letter-exchange` per delay publishers need; drain the delayed messages the plugin holds (they are lost with it)"
+            }),
         );
     }
 }
