@@ -34,6 +34,7 @@ use crate::spec::{QueueType, SpecFile, SpecPath};
 
 pub use contract::Contract;
 pub use origins::Origins;
+pub use resolve::native::wait as native_wait;
 pub use secrets::Secrets;
 
 /// How to compile.

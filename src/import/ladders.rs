@@ -49,6 +49,8 @@ struct Recognised {
     claimed_queues: Vec<String>,
     claimed_exchanges: Vec<String>,
     claimed_bindings: Vec<Binding>,
+    /// A `native` ladder: its delays go on the consumer, whatever the origin.
+    native: bool,
 }
 
 /// One vhost's definitions, indexed once: recognising a ladder looks queues, exchanges,
@@ -64,6 +66,8 @@ struct VhostIndex<'a> {
     retry_policies: Vec<(&'a Policy, PatternMatcher)>,
     /// warren's counted delivery-limit policies, patterns compiled once.
     limit_policies: Vec<(&'a Policy, PatternMatcher)>,
+    /// warren's policies that give work queues their waits (`mode: native`).
+    native_policies: Vec<(&'a Policy, PatternMatcher)>,
 }
 
 impl<'a> VhostIndex<'a> {
@@ -75,6 +79,7 @@ impl<'a> VhostIndex<'a> {
             to_queue: FxHashMap::default(),
             retry_policies: Vec::new(),
             limit_policies: Vec::new(),
+            native_policies: Vec::new(),
         };
         for queue in definitions.queues.iter().filter(|q| q.vhost == vhost) {
             index.queues.entry(&queue.name).or_insert(queue);
@@ -102,6 +107,16 @@ impl<'a> VhostIndex<'a> {
             .policies
             .iter()
             .filter(|p| p.vhost == vhost && naming::retry_policy_origin(&p.name).is_some())
+            .map(|p| (p, PatternMatcher::new(&p.pattern)))
+            .collect();
+        index.native_policies = definitions
+            .policies
+            .iter()
+            .filter(|p| {
+                p.vhost == vhost
+                    && p.name.starts_with(crate::model::reserved::RESERVED_PREFIX)
+                    && p.definition.contains_key("delayed-retry-min")
+            })
             .map(|p| (p, PatternMatcher::new(&p.pattern)))
             .collect();
         index.limit_policies = definitions
@@ -310,6 +325,125 @@ fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
         claimed_queues,
         claimed_exchanges: vec![exchange.name.clone()],
         claimed_bindings,
+        native: false,
+    })
+}
+
+/// A `native` ladder (RabbitMQ 4.3): a quorum work queue that dead-letters to its own
+/// direct retry exchange with key `parking`, a parking queue bound there and nothing
+/// else, and a generated policy that gives the work queue its waits (`delayed-retry-*`)
+/// and its delivery limit. The delays are read back as the shortest linear ladder from
+/// the first wait to the last; the limit beyond them is `max_retries`.
+fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
+    if QueueType::of(work) != QueueType::Quorum
+        || text(work.arguments.get("x-dead-letter-routing-key"))
+            != Some(naming::PARKING_ROUTING_KEY)
+    {
+        return None;
+    }
+    let retry_exchange = text(work.arguments.get("x-dead-letter-exchange"))?;
+    let exchange = indexed
+        .exchanges
+        .get(retry_exchange)
+        .filter(|e| e.kind == "direct")?;
+    let from_retry: &[&Binding] = indexed
+        .to_queues_from
+        .get(exchange.name.as_str())
+        .map_or(&[], Vec::as_slice);
+    let [parking_binding] = from_retry else {
+        return None;
+    };
+    if parking_binding.routing_key != naming::PARKING_ROUTING_KEY {
+        return None;
+    }
+    let parking = parking_binding.destination.clone();
+    let policy = indexed
+        .native_policies
+        .iter()
+        .find_map(|(policy, matcher)| matcher.is_match(&work.name).then_some(*policy))?;
+    let number = |key: &str| {
+        policy
+            .definition
+            .get(key)
+            .and_then(serde_json::Value::as_u64)
+    };
+    let (first, last, limit) = (
+        number("delayed-retry-min")?,
+        number("delayed-retry-max")?,
+        number("delivery-limit")?,
+    );
+    if first == 0 || last < first || limit == 0 {
+        return None;
+    }
+    let steps = last.div_ceil(first).min(limit) as usize;
+    let delays: Vec<Duration> = (1..=steps)
+        .map(|n| {
+            crate::compile::native_wait(
+                Duration::from_millis(first),
+                Duration::from_millis(last),
+                n,
+            )
+        })
+        .collect();
+    let inbound: &[&Binding] = indexed
+        .to_queue
+        .get(work.name.as_str())
+        .map_or(&[], Vec::as_slice);
+    let inner = inbound.first()?.source.clone();
+    if inbound
+        .iter()
+        .any(|b| b.source != inner || !b.arguments.is_empty())
+    {
+        return None;
+    }
+    let inner_exchange = indexed.exchanges.get(inner.as_str())?;
+    let inner_type = match inner_exchange.kind.as_str() {
+        "fanout" => ExchangeType::Fanout,
+        "direct" => ExchangeType::Direct,
+        "topic" => ExchangeType::Topic,
+        _ => return None,
+    };
+    let mut consumer = Consumer {
+        queue: Some(work.name.clone()),
+        kind: Some(QueueType::Quorum),
+        ..Consumer::default()
+    };
+    if inner_type != ExchangeType::Fanout || inbound.iter().any(|b| !b.routing_key.is_empty()) {
+        consumer.routing_keys = inbound.iter().map(|b| b.routing_key.clone()).collect();
+    }
+    let names = overridden_names(
+        &work.name,
+        naming::DEFAULTS_ORIGIN,
+        &exchange.name,
+        &[],
+        Some(parking.as_str()),
+        None,
+    );
+    consumer.retry = Some(Retry {
+        mode: Some(RetryMode::Native),
+        max_retries: (limit as usize != delays.len()).then_some(limit as u32),
+        names,
+        ..Retry::default()
+    });
+    let mut claimed_bindings: Vec<Binding> = inbound.iter().map(|b| (*b).clone()).collect();
+    claimed_bindings.push((*parking_binding).clone());
+    let consumer_name = work
+        .name
+        .strip_prefix(&format!("{inner}."))
+        .unwrap_or(&work.name)
+        .to_string();
+    Some(Recognised {
+        exchange: inner,
+        exchange_type: inner_type,
+        consumer_name,
+        consumer,
+        origin: String::new(),
+        delays,
+        delay_queues: Vec::new(),
+        claimed_queues: vec![work.name.clone(), parking],
+        claimed_exchanges: vec![exchange.name.clone()],
+        claimed_bindings,
+        native: true,
     })
 }
 
@@ -397,7 +531,7 @@ pub(super) fn place(
         .queues
         .iter()
         .filter(|q| q.vhost == vhost_name)
-        .filter_map(|queue| recognise(&index, queue))
+        .filter_map(|queue| recognise(&index, queue).or_else(|| recognise_native(&index, queue)))
         .collect();
     recognised
         .sort_by(|a, b| (&a.exchange, &a.consumer_name).cmp(&(&b.exchange, &b.consumer_name)));
@@ -442,7 +576,9 @@ pub(super) fn place(
         let retry = found.consumer.retry.get_or_insert_with(Retry::default);
         let origin = found.origin.clone();
         let delays = Some(found.delays.clone());
-        if origin == naming::DEFAULTS_ORIGIN {
+        if found.native {
+            retry.delays = delays;
+        } else if origin == naming::DEFAULTS_ORIGIN {
             spec.defaults
                 .retry
                 .get_or_insert_with(Retry::default)

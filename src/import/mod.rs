@@ -85,12 +85,19 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
         spec.vhosts.insert(vhost_name.clone(), vhost);
     }
     users::place(definitions, &mut spec, notes);
+    // A `native` ladder's mode and retries are in the broker (its work queue's policy);
+    // the other modes' are in the consumers' code.
     let consumers = spec
         .vhosts
         .values()
         .flat_map(|v| v.services.values())
-        .map(|s| s.consumers.len())
-        .sum::<usize>();
+        .flat_map(|s| s.consumers.values())
+        .filter(|c| {
+            c.retry
+                .as_ref()
+                .is_none_or(|r| r.mode != Some(crate::spec::RetryMode::Native))
+        })
+        .count();
     if consumers > 0 {
         notes.0.push(
             "retry `mode` and `max_retries` live in the consumers' code, not in the broker: check them in the imported consumers (the default is `mode: publish`, one retry per tier)"

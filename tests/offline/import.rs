@@ -70,6 +70,30 @@ fn every_example_survives_export_then_import() {
 }
 
 #[test]
+fn a_native_ladder_survives_export_then_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("native.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nvhosts:\n  shop:\n    services:\n      orders:\n        exchange: { name: orders, type: topic }\n        consumers:\n          email:\n            routing_keys: [order.paid]\n            retry: { mode: native, delays: [1s, 2s, 3s] }\n          sms:\n            routing_keys: [order.paid]\n            retry: { mode: native, delays: [10s, 20s], max_retries: 5, on_exhausted: park }\n",
+    )
+    .unwrap();
+    let file = dir.path().join("native.json");
+    let Run { code, stderr, .. } = warren(&[
+        "export",
+        spec.to_str().unwrap(),
+        "-o",
+        file.to_str().unwrap(),
+        "--target-version",
+        "4.3",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let imported = round_trip(file.to_str().unwrap(), "4.3");
+    assert_eq!(imported.matches("mode: native").count(), 2, "{imported}");
+    assert!(imported.contains("max_retries: 5"), "{imported}");
+}
+
+#[test]
 fn edge_cases_of_real_definitions_files_import_exactly() {
     let spec = round_trip("tests/definitions/edge-cases.json", "3.10");
     assert!(spec.contains("tenant/eu"));
