@@ -464,7 +464,16 @@ pub fn report(
 fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> ConsumerStatus {
     let vhost = consumer.vhost.as_str();
     let mut problems = Vec::new();
-    let work = lookup.work_queue(vhost, &consumer.queue, Role::Work, &mut problems);
+    let mut work = lookup.work_queue(vhost, &consumer.queue, Role::Work, &mut problems);
+    // Only a `native` ladder's work queue holds retries back (4.3 counts 0 for every
+    // other quorum queue): the figure is that consumer's waiting retries.
+    let native = consumer
+        .retry
+        .as_ref()
+        .is_some_and(|retry| retry.mode == RetryMode::Native);
+    if !native {
+        work.waiting = None;
+    }
     let attempts: Vec<WorkQueue> = consumer
         .consume_from
         .iter()

@@ -190,7 +190,7 @@ fn a_migration_away_from_native_keeps_a_waiting_message() {
         |version| {
             let node = Node::shared(version);
             let vhost = node.unused_vhost("native-mig");
-            let file = Spec::new(&spec(&vhost, Some("[5s, 10s]")));
+            let file = Spec::new(&spec(&vhost, Some("[2s, 4s]")));
             node.apply(file.arg()).expect(0);
             node.put(
                 &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
@@ -218,7 +218,7 @@ fn a_migration_away_from_native_keeps_a_waiting_message() {
             });
             // To `publish` mode: the work queue's dead-letter key changes, so it is
             // replaced, and the message that waits in it must come through.
-            file.write(&spec(&vhost, Some("[5s, 10s]")).replace("mode: native, ", ""));
+            file.write(&spec(&vhost, Some("[2s, 4s]")).replace("mode: native, ", ""));
             let out = node.apply(file.arg()).with(&["--migrate"]).run();
             assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
             let message = rt.block_on(async {
