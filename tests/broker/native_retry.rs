@@ -30,6 +30,25 @@ fn spec(vhost: &str, delays: Option<&str>) -> String {
     yaml
 }
 
+/// Takes the worker's message and fails it as the contract says (reject with
+/// requeue): it then waits for its delayed retry.
+async fn fail_once(client: &Client) {
+    use lapin::options::BasicGetOptions;
+    let channel = client.connection.create_channel().await.unwrap();
+    let delivery = loop {
+        let got = channel
+            .basic_get("jobs.worker".into(), BasicGetOptions { no_ack: false })
+            .await
+            .unwrap();
+        if let Some(m) = got {
+            break m.delivery;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    amqp::requeue_failed(&delivery).await.unwrap();
+    let _ = channel.close(200, "".into()).await;
+}
+
 fn messages(node: &Node, vhost: &str, queue: &str) -> Option<u64> {
     node.get_opt(&format!("/api/queues/{}/{}", pct(vhost), pct(queue)))
         .map(|q| q["messages"].as_u64().unwrap_or(0))
@@ -56,22 +75,7 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
                 .unwrap();
             // The consumer fails it as the contract says: it now waits 10 s, counted
             // nowhere a client reads at once.
-            rt.block_on(async {
-                use lapin::options::BasicGetOptions;
-                let channel = client.connection.create_channel().await.unwrap();
-                let delivery = loop {
-                    let got = channel
-                        .basic_get("jobs.worker".into(), BasicGetOptions { no_ack: false })
-                        .await
-                        .unwrap();
-                    if let Some(m) = got {
-                        break m.delivery;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                };
-                amqp::requeue_failed(&delivery).await.unwrap();
-                let _ = channel.close(200, "".into()).await;
-            });
+            rt.block_on(fail_once(&client));
             // `warren status` shows it waiting in the work queue (the statistics lag).
             let waiting = || {
                 let out = node
@@ -200,22 +204,7 @@ fn a_migration_away_from_native_keeps_a_waiting_message() {
             let client = rt.block_on(Client::connect(node, &vhost));
             rt.block_on(client.publish("jobs", "job", b"kept", amqp::message("m1")))
                 .unwrap();
-            rt.block_on(async {
-                use lapin::options::BasicGetOptions;
-                let channel = client.connection.create_channel().await.unwrap();
-                let delivery = loop {
-                    let got = channel
-                        .basic_get("jobs.worker".into(), BasicGetOptions { no_ack: false })
-                        .await
-                        .unwrap();
-                    if let Some(m) = got {
-                        break m.delivery;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                };
-                amqp::requeue_failed(&delivery).await.unwrap();
-                let _ = channel.close(200, "".into()).await;
-            });
+            rt.block_on(fail_once(&client));
             // To `publish` mode: the work queue's dead-letter key changes, so it is
             // replaced, and the message that waits in it must come through.
             file.write(&spec(&vhost, Some("[2s, 4s]")).replace("mode: native, ", ""));
