@@ -34,11 +34,14 @@ pub(super) async fn make_changes(
     progress: &mut Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     if options.migrate {
-        // Before any change: a migration that cannot move messages would stop half way.
+        // Before any change: a migration (or a pass-on) that cannot move messages would
+        // stop half way.
         let vhosts: BTreeSet<&str> = plan
             .migrations
             .iter()
-            .filter_map(|m| m.queue.vhost.as_deref())
+            .map(|m| &m.queue)
+            .chain(plan.pass_ons.iter().map(|p| &p.from))
+            .filter_map(|queue| queue.vhost.as_deref())
             .collect();
         for vhost in vhosts {
             if !client.shovels_available(vhost).await? {
@@ -83,6 +86,9 @@ pub(super) async fn make_changes(
             continue;
         }
         removed_replaced |= phase.kind == PhaseKind::RemoveReplaced;
+        if phase.phase == Phase::DeleteQueues && options.migrate {
+            pass_on_all(client, plan, options, phase, later, &mut report, progress).await?;
+        }
         let outcomes = run_phase(client, plan, phase, options, progress).await;
         // Without a failure, a change not sent was left out on a signal.
         let cut_short = outcomes.iter().any(|o| matches!(o, WriteOutcome::NotSent));
@@ -152,6 +158,46 @@ async fn migrate_phase(
         done: total,
         total,
     });
+    Ok(())
+}
+
+/// Passes on the messages of the delay queues the phase deletes whose messages have a
+/// queue to go to ([`crate::plan::pass_on`]), one after another and in the phase's
+/// order, before the phase's guarded deletions (which then find them gone); when one
+/// stops, it and every later change are reported as not done.
+async fn pass_on_all(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    phase: &PhaseChanges<'_>,
+    later: &[PhaseChanges<'_>],
+    report: &mut ApplyReport,
+    progress: &mut Progress<'_>,
+) -> Result<(), ApplyError> {
+    for change in &phase.changes {
+        let Some(pass_on) = plan.pass_on_of(change) else {
+            continue;
+        };
+        let Err(stop) = migrate::pass_on(client, pass_on, &options.interrupt, progress).await
+        else {
+            continue;
+        };
+        for change in phase.all() {
+            report.add_not_done(describe(change));
+        }
+        not_reached(later, report);
+        let report = Box::new(std::mem::take(report));
+        return Err(match stop {
+            migrate::Stop::Interrupted { after } => ApplyError::Interrupted {
+                why: format!(
+                    "interrupted by a signal while the messages of {} were passed on to {} (after: {after})",
+                    pass_on.from, pass_on.into
+                ),
+                report,
+            },
+            migrate::Stop::Broker(error) => ApplyError::Broker { error, report },
+        });
+    }
     Ok(())
 }
 

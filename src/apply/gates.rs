@@ -37,9 +37,9 @@ pub fn check_gates(plan: &Plan, options: &Options) -> Result<(), ApplyError> {
     let losing: Vec<String> = plan
         .changes
         .iter()
-        .filter(|c| c.loses_data() && !(options.migrate && plan.migration_of(c).is_some()))
+        .filter(|c| c.loses_data() && !(options.migrate && plan.moves_messages_of(c)))
         .map(|c| {
-            let hint = match (plan.migration_of(c).is_some(), c.messages) {
+            let hint = match (plan.moves_messages_of(c), c.messages) {
                 (false, _) => "",
                 (true, Some(1)) => " (--migrate moves it)",
                 (true, _) => " (--migrate moves them)",

@@ -25,9 +25,11 @@ use serde_json::Value;
 use super::Interrupt;
 use super::progress::{Event, MigrationStep, Progress};
 use crate::broker::{BrokerError, Client, Drained};
+use crate::model::ObjectId;
 use crate::model::QueueType;
+use crate::model::migration::temporary_name;
 use crate::model::objects::Objects;
-use crate::plan::{Migration, Stage};
+use crate::plan::{Migration, PassOn, Stage};
 
 /// How old the broker's statistics can be: a count read this long after an event
 /// includes it (8.2 s was the largest lag measured; docs/migration.md).
@@ -92,7 +94,12 @@ pub(super) struct Moved {
 
 struct Run<'a, 'p> {
     client: &'a Client,
-    migration: &'a Migration,
+    /// The queue whose messages move: the migrated queue, or a delay queue passing
+    /// its messages on.
+    queue: &'a ObjectId,
+    /// The name of the fanout exchange and the shovel that move them (and, for a
+    /// migration, of the temporary queue).
+    temporary: String,
     interrupt: &'a Interrupt,
     progress: &'a mut Progress<'p>,
     moved: Moved,
@@ -109,37 +116,67 @@ pub(super) async fn run(
 ) -> Result<Moved, Stop> {
     let mut run = Run {
         client,
-        migration,
+        queue: &migration.queue,
+        temporary: migration.temporary.clone(),
         interrupt,
         progress,
         moved: Moved::default(),
     };
     if migration.stage == Stage::MoveOut {
-        run.move_out().await?;
+        run.move_out(migration).await?;
     }
-    run.move_back(desired).await?;
+    run.move_back(migration, desired).await?;
+    Ok(run.moved)
+}
+
+/// Passes the messages of a delay queue the plan deletes on to the queue they expire
+/// into ([`crate::plan::pass_on`]), and deletes it once the broker finds it empty:
+/// its bindings are removed first (nothing new arrives through an exchange), then a
+/// shovel moves its messages, acknowledging each only once the destination has it,
+/// through a fanout exchange bound to the destination alone (each message keeps its
+/// routing key). Safe to repeat: a stopped apply leaves the queue with what was not
+/// moved yet, and the next `apply --migrate` plans the same pass-on again.
+pub(super) async fn pass_on(
+    client: &Client,
+    pass_on: &PassOn,
+    interrupt: &Interrupt,
+    progress: &mut Progress<'_>,
+) -> Result<Moved, Stop> {
+    let Some(temporary) = temporary_name(&pass_on.from.name) else {
+        return Err(stopped(
+            "migrate",
+            pass_on.from.to_string(),
+            "its name is too long for the exchange that would move its messages".into(),
+        ));
+    };
+    let mut run = Run {
+        client,
+        queue: &pass_on.from,
+        temporary,
+        interrupt,
+        progress,
+        moved: Moved::default(),
+    };
+    run.hand_over(&pass_on.into.name).await?;
     Ok(run.moved)
 }
 
 impl Run<'_, '_> {
     fn vhost(&self) -> &str {
-        self.migration.queue.vhost.as_deref().unwrap_or_default()
+        self.queue.vhost.as_deref().unwrap_or_default()
     }
 
     fn queue(&self) -> &str {
-        &self.migration.queue.name
+        &self.queue.name
     }
 
     fn temporary(&self) -> &str {
-        &self.migration.temporary
+        &self.temporary
     }
 
     fn say(&mut self, step: MigrationStep<'_>) {
-        let migration = self.migration;
-        (self.progress)(&Event::Migration {
-            queue: &migration.queue,
-            step,
-        });
+        let queue = self.queue;
+        (self.progress)(&Event::Migration { queue, step });
     }
 
     /// A safe point between steps.
@@ -152,7 +189,30 @@ impl Run<'_, '_> {
         Ok(())
     }
 
-    async fn move_out(&mut self) -> Result<(), Stop> {
+    async fn hand_over(&mut self, into: &str) -> Result<(), Stop> {
+        let (client, vhost) = (self.client, self.vhost().to_string());
+        let (queue, exchange) = (self.queue().to_string(), self.temporary().to_string());
+        let Some(held) = client.queue(&vhost, &queue).await? else {
+            // Already gone (a stopped apply deleted it): only the exchange may be left.
+            client.delete_exchange(&vhost, &exchange).await?;
+            return Ok(());
+        };
+        for binding in client.queue_bindings(&vhost, &queue).await? {
+            client.unbind_queue(&vhost, &queue, &binding).await?;
+        }
+        client.declare_fanout(&vhost, &exchange).await?;
+        client
+            .bind_queue(&vhost, &exchange, into, "", &Value::Null)
+            .await?;
+        self.say(MigrationStep::PassingOn { into });
+        self.check("the delay queue was unbound")?;
+        self.drain(&queue, queue_type(&held), None).await?;
+        client.delete_exchange(&vhost, &exchange).await?;
+        self.say(MigrationStep::PassedOn { into });
+        Ok(())
+    }
+
+    async fn move_out(&mut self, migration: &Migration) -> Result<(), Stop> {
         let (client, vhost) = (self.client, self.vhost().to_string());
         let (queue, temporary) = (self.queue().to_string(), self.temporary().to_string());
         let old_type = match client.queue(&vhost, &queue).await? {
@@ -161,7 +221,7 @@ impl Run<'_, '_> {
             None => return Ok(()),
         };
         client
-            .declare_queue(&vhost, &temporary, &self.migration.temporary_value)
+            .declare_queue(&vhost, &temporary, &migration.temporary_value)
             .await?;
         client.declare_fanout(&vhost, &temporary).await?;
         client
@@ -188,17 +248,17 @@ impl Run<'_, '_> {
         }
         self.say(MigrationStep::Unbound);
         self.check("the bindings were moved to the temporary queue")?;
-        let after = self.migration.after.clone();
+        let after = migration.after.clone();
         self.drain(&queue, old_type, Some(&after)).await?;
         self.say(MigrationStep::DeclaredAnew);
         self.check("the old queue was emptied and deleted")
     }
 
-    async fn move_back(&mut self, desired: &Objects) -> Result<(), Stop> {
+    async fn move_back(&mut self, migration: &Migration, desired: &Objects) -> Result<(), Stop> {
         let (client, vhost) = (self.client, self.vhost().to_string());
         let (queue, temporary) = (self.queue().to_string(), self.temporary().to_string());
         client
-            .declare_queue(&vhost, &queue, &self.migration.after)
+            .declare_queue(&vhost, &queue, &migration.after)
             .await?;
         let Some(held) = client.queue(&vhost, &temporary).await? else {
             // Already moved back and deleted: only the exchange may be left.
@@ -218,7 +278,7 @@ impl Run<'_, '_> {
                 )
                 .await?;
         }
-        for wanted in self.migration.desired_bindings(desired) {
+        for wanted in migration.desired_bindings(desired) {
             client
                 .bind_queue(
                     &vhost,

@@ -92,8 +92,9 @@ fn why<'a>(plan: &'a Plan, queue: &ObjectId) -> Option<&'a crate::plan::Strand> 
     }
 }
 
-/// The queues to count: removed (those a migration moves aside, with `--migrate`)
-/// and stranded (into a queue that is not migrated), each once, in the plan's order.
+/// The queues to count: removed (but, with `--migrate`, not those a migration moves
+/// aside or whose messages are passed on) and stranded (into a queue that is not
+/// migrated), each once, in the plan's order.
 fn queues_to_count(plan: &Plan, migrate: bool) -> Vec<(String, String)> {
     let migrated = |id: &ObjectId| {
         migrate
@@ -105,7 +106,7 @@ fn queues_to_count(plan: &Plan, migrate: bool) -> Vec<(String, String)> {
     let removed = plan
         .changes
         .iter()
-        .filter(|c| removes_queue(c) && !migrated(&c.id))
+        .filter(|c| removes_queue(c) && !(migrate && plan.moves_messages_of(c)))
         .map(|c| &c.id);
     let stranded = plan
         .strands

@@ -84,6 +84,17 @@ pub enum MigrationStep<'a> {
     },
     /// The temporary queue and exchange were deleted: the migration is over.
     Finished,
+    /// A delay queue the plan deletes was unbound: its messages are passed on to
+    /// `into` next.
+    PassingOn {
+        /// The queue they expire into.
+        into: &'a str,
+    },
+    /// The delay queue was deleted, empty: its messages are in `into`.
+    PassedOn {
+        /// The queue they expire into.
+        into: &'a str,
+    },
 }
 
 /// One event of an apply.

@@ -107,6 +107,15 @@ pub fn delay_routing_key(index: usize) -> String {
     (index + 1).to_string()
 }
 
+/// The routing key a work queue dead-letters with, in every retry mode: the first
+/// tier's key. In `native` mode, where there are no tiers, the retry exchange routes it
+/// to the parking queue. One key for all modes keeps the work queue's declaration
+/// (its `x-dead-letter-*` arguments) the same when a consumer changes mode, so a
+/// change between a TTL ladder and native retry never replaces the queue.
+pub fn work_queue_dead_letter_key() -> String {
+    delay_routing_key(0)
+}
+
 /// Origin of delays written in the top-level `defaults`.
 pub const DEFAULTS_ORIGIN: &str = "defaults";
 /// Origin of delays written in a vhost's `defaults`.

@@ -88,10 +88,16 @@ pub(crate) fn work_queue_dead_letter(context: &ConsumerContext, ladder: &Ladder)
     let objects = names(context, ladder);
     match ladder.mode {
         RetryMode::Native => match objects.parking {
-            Some(_) => dead_letter_to(&objects.exchange, Some(PARKING_ROUTING_KEY)),
+            Some(_) => dead_letter_to(
+                &objects.exchange,
+                Some(&naming::work_queue_dead_letter_key()),
+            ),
             None => Arguments::new(),
         },
-        _ => dead_letter_to(&objects.exchange, Some(&delay_routing_key(0))),
+        _ => dead_letter_to(
+            &objects.exchange,
+            Some(&naming::work_queue_dead_letter_key()),
+        ),
     }
 }
 
@@ -232,35 +238,62 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
             &retry_path.key("mode"),
         );
     }
-    if let Some(parking) = &objects.parking {
-        let needs = if ladder.queue_type == QueueType::Quorum {
-            // Inspecting parked messages must never drop them after 20 requeues.
-            parking_delivery_need(out, &retry_path.key("on_exhausted"))
-                .into_iter()
-                .map(Arc::new)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        out.queue(
-            durable_queue(&vhost, parking, queue_arguments(ladder.queue_type)),
-            ladder.queue_type,
-            needs,
-            &retry_path.key("on_exhausted"),
-        );
+    emit_parking(context, ladder, &objects, out);
+    let target = out.options.target;
+    out.contract.add_ladder(context, ladder, &objects, target);
+}
+
+/// The parking queue and its bindings on the retry exchange: under `parking`, where
+/// consumers park, and in `native` mode under the work queue's dead-letter key too.
+fn emit_parking(
+    context: &ConsumerContext,
+    ladder: &Ladder,
+    objects: &RetryObjects,
+    out: &mut Emitter,
+) {
+    let retry_path = context.path.key("retry");
+    let vhost = context.vhost.to_string();
+    let Some(parking) = &objects.parking else {
+        return;
+    };
+    let needs = if ladder.queue_type == QueueType::Quorum {
+        // Inspecting parked messages must never drop them after 20 requeues.
+        parking_delivery_need(out, &retry_path.key("on_exhausted"))
+            .into_iter()
+            .map(Arc::new)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    out.queue(
+        durable_queue(&vhost, parking, queue_arguments(ladder.queue_type)),
+        ladder.queue_type,
+        needs,
+        &retry_path.key("on_exhausted"),
+    );
+    out.binding(
+        queue_binding(
+            &vhost,
+            &objects.exchange,
+            parking,
+            PARKING_ROUTING_KEY,
+            Arguments::new(),
+        ),
+        &retry_path,
+    );
+    if ladder.mode == RetryMode::Native {
+        // The work queue's dead letters (past the delivery limit) park.
         out.binding(
             queue_binding(
                 &vhost,
                 &objects.exchange,
                 parking,
-                PARKING_ROUTING_KEY,
+                &naming::work_queue_dead_letter_key(),
                 Arguments::new(),
             ),
             &retry_path,
         );
     }
-    let target = out.options.target;
-    out.contract.add_ladder(context, ladder, &objects, target);
 }
 
 /// What a delay queue of `tier` needs from its tier's generated policy: the tier's

@@ -330,14 +330,16 @@ fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
 }
 
 /// A `native` ladder (RabbitMQ 4.3): a quorum work queue that dead-letters to its own
-/// direct retry exchange with key `parking`, a parking queue bound there and nothing
-/// else, and a generated policy that gives the work queue its waits (`delayed-retry-*`)
-/// and its delivery limit. The delays are read back as the shortest linear ladder from
-/// the first wait to the last; the limit beyond them is `max_retries`.
+/// direct retry exchange with the key every mode uses
+/// ([`naming::work_queue_dead_letter_key`]), a parking queue bound there on that key
+/// and on `parking` and nothing else, and a generated policy that gives the work queue
+/// its waits (`delayed-retry-*`) and its delivery limit. The delays are read back as the
+/// shortest linear ladder from the first wait to the last; the limit beyond them is
+/// `max_retries`.
 fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
+    let dead_letter_key = naming::work_queue_dead_letter_key();
     if QueueType::of(work) != QueueType::Quorum
-        || text(work.arguments.get("x-dead-letter-routing-key"))
-            != Some(naming::PARKING_ROUTING_KEY)
+        || text(work.arguments.get("x-dead-letter-routing-key")) != Some(dead_letter_key.as_str())
     {
         return None;
     }
@@ -350,13 +352,17 @@ fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
         .to_queues_from
         .get(exchange.name.as_str())
         .map_or(&[], Vec::as_slice);
-    let [parking_binding] = from_retry else {
+    let [first, second] = from_retry else {
         return None;
     };
-    if parking_binding.routing_key != naming::PARKING_ROUTING_KEY {
+    let mut keys = [first.routing_key.as_str(), second.routing_key.as_str()];
+    keys.sort_unstable();
+    if first.destination != second.destination
+        || keys != [dead_letter_key.as_str(), naming::PARKING_ROUTING_KEY]
+    {
         return None;
     }
-    let parking = parking_binding.destination.clone();
+    let parking = first.destination.clone();
     let policy = indexed
         .native_policies
         .iter()
@@ -426,7 +432,7 @@ fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
         ..Retry::default()
     });
     let mut claimed_bindings: Vec<Binding> = inbound.iter().map(|b| (*b).clone()).collect();
-    claimed_bindings.push((*parking_binding).clone());
+    claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
     let consumer_name = work
         .name
         .strip_prefix(&format!("{inner}."))

@@ -247,7 +247,7 @@ impl PolicyKey {
                 target > TargetVersion::V3_10
             }
             "queue-master-locator" => target.permits_queue_master_locator(),
-            name if name.starts_with("delayed-retry-") => target.has_native_delayed_retry(),
+            name if is_delayed_retry_key(name) => target.has_native_delayed_retry(),
             _ => true,
         }
     }
@@ -368,6 +368,13 @@ pub fn applies_to_queue_type<'a>(
     definition
         .into_iter()
         .all(|name| find(name).is_none_or(|key| key.supports(queue_type, target)))
+}
+
+/// Whether a policy key is one of RabbitMQ 4.3's delayed-retry keys
+/// (`delayed-retry-type`, `-min`, `-max`): a quorum queue's own waits before it delivers
+/// a returned message again.
+pub fn is_delayed_retry_key(name: &str) -> bool {
+    name.starts_with("delayed-retry-")
 }
 
 #[cfg(test)]

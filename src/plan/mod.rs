@@ -13,6 +13,7 @@ mod depends;
 mod drift;
 pub mod file;
 mod migration;
+pub mod pass_on;
 mod recheck;
 pub mod refusal;
 pub mod strand;
@@ -23,6 +24,7 @@ pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
 pub use drift::{Drift, PolicyRef, SettingDrift, Tie};
 pub use migration::{Migration, Stage, is_migration_object};
+pub use pass_on::PassOn;
 pub use recheck::{Mismatch, recheck, replan};
 pub use refusal::{NO_SPEC_MANAGES_IT, Refusal, TIE_FIX, tie_sentence, tied_policies};
 pub use strand::{Feed, Strand, StrandRoute};
@@ -115,6 +117,10 @@ pub struct Plan {
     /// them in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feeds: Vec<Feed>,
+    /// Delay queues the plan deletes whose messages `apply --migrate` passes on to the
+    /// queue they expire into, which the plan keeps ([`pass_on`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_ons: Vec<PassOn>,
     /// Users whose password was not known when the plan was made (a pull-request job
     /// plans without the applications' secrets), with what was missing. Their
     /// passwords are not compared, and `apply` refuses the plan.
@@ -183,6 +189,20 @@ impl Plan {
         self.migrations.iter().find(|m| m.carries_out(change))
     }
 
+    /// The queue a deleted delay queue's messages are passed on to by
+    /// `apply --migrate`, if it is one ([`pass_on`]).
+    pub fn pass_on_of(&self, change: &Change) -> Option<&PassOn> {
+        (change.action == Action::Delete)
+            .then(|| self.pass_ons.iter().find(|p| p.from == change.id))
+            .flatten()
+    }
+
+    /// Whether `apply --migrate` moves what the change removes instead of losing it:
+    /// a migrated queue, or a delay queue whose messages are passed on.
+    pub fn moves_messages_of(&self, change: &Change) -> bool {
+        self.migration_of(change).is_some() || self.pass_on_of(change).is_some()
+    }
+
     /// Why the plan cannot be applied, if it cannot: it takes over another spec's objects,
     /// its policies would capture queues it does not declare, or overlap another spec's,
     /// or policies of equal priority tie on a managed queue or exchange.
@@ -201,7 +221,7 @@ impl Plan {
                 Action::Replace => summary.replace += 1,
                 Action::Delete => summary.delete += 1,
             }
-            if change.loses_data() && self.migration_of(change).is_none() {
+            if change.loses_data() && !self.moves_messages_of(change) {
                 summary.data_loss += 1;
             }
         }
@@ -456,6 +476,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
     let (strands, feeds) = strand::find(inputs.live, &vhosts, &changes, target);
+    let pass_ons = pass_on::find(inputs.live, &vhosts, &changes, target);
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),
@@ -486,6 +507,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         migrations,
         strands,
         feeds,
+        pass_ons,
         unknown_passwords: inputs.passwords.unknown.clone(),
         summary: Summary::default(),
         basis: None,
@@ -539,6 +561,7 @@ impl Plan {
             migrations: vec![],
             strands: vec![],
             feeds: vec![],
+            pass_ons: vec![],
             unknown_passwords: Default::default(),
             summary: Summary::default(),
             basis: None,

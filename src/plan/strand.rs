@@ -17,9 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::compile::naming;
 use crate::diff::{Action, Change};
+use crate::model::objects::normalized_binding_id;
 use crate::model::queue_facts::{operator_policies, queue_facts};
 use crate::model::routing::{Message, Topology};
-use crate::model::{Definitions, ObjectId, ObjectKind, TargetVersion};
+use crate::model::{Binding, Definitions, ObjectId, ObjectKind, TargetVersion};
 
 /// How a kept queue's messages depend on a queue the plan removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,12 +90,19 @@ pub fn find(
         .filter(|c| removes_queue(c))
         .map(|c| &c.id)
         .collect();
+    let deleted: BTreeSet<&ObjectId> = changes
+        .iter()
+        .filter(|c| c.id.kind == ObjectKind::Queue && c.action == Action::Delete)
+        .map(|c| &c.id)
+        .collect();
     let mut strands = Vec::new();
     let mut feeds = Vec::new();
     if removed.is_empty() {
         return (strands, feeds);
     }
     let topology = Topology::new(live, target);
+    let after = with_bindings_after(live, changes);
+    let topology_after = Topology::new(&after, target);
     let operators = operator_policies(live);
     for facts in queue_facts(live, &operators, target) {
         let queue = facts.queue;
@@ -114,6 +122,14 @@ pub fn find(
         };
         let from = queue_id(&queue.vhost, &queue.name);
         let route = topology.route(&queue.vhost, exchange, message);
+        // Where the dead letters go once the plan's bindings are made: a route the
+        // plan moves from a deleted queue to a queue that stays (a work queue whose
+        // first tier gives way to its parking queue) strands nothing.
+        let rerouted = topology_after
+            .route(&queue.vhost, exchange, message)
+            .queues
+            .iter()
+            .any(|kept| !removed.contains(&queue_id(&queue.vhost, kept)));
         for target_queue in route.queues {
             let into = queue_id(&queue.vhost, target_queue);
             if into == from || !removed.contains(&into) {
@@ -124,7 +140,7 @@ pub fn find(
                     from: from.clone(),
                     into,
                 });
-            } else {
+            } else if !(rerouted && deleted.contains(&into)) {
                 strands.push(Strand {
                     queue: from.clone(),
                     into,
@@ -163,6 +179,33 @@ pub fn find(
     strands.sort_by(|a, b| (&a.queue, &a.into).cmp(&(&b.queue, &b.into)));
     feeds.sort_by(|a, b| (&a.from, &a.into).cmp(&(&b.from, &b.into)));
     (strands, feeds)
+}
+
+/// `live` with the bindings `changes` delete removed and those they create added: the
+/// routes as they will be once the plan is applied.
+fn with_bindings_after(live: &Definitions, changes: &[Change]) -> Definitions {
+    let deleted: BTreeSet<&ObjectId> = changes
+        .iter()
+        .filter(|c| c.id.kind == ObjectKind::Binding && c.action == Action::Delete)
+        .map(|c| &c.id)
+        .collect();
+    let mut after = live.clone();
+    after
+        .bindings
+        .retain(|b| !deleted.contains(&normalized_binding_id(b)));
+    for change in changes {
+        if change.id.kind != ObjectKind::Binding || change.action != Action::Create {
+            continue;
+        }
+        let Some(mut value) = change.after.clone() else {
+            continue;
+        };
+        value["vhost"] = change.id.vhost.clone().into();
+        if let Ok(binding) = serde_json::from_value::<Binding>(value) {
+            after.bindings.push(binding);
+        }
+    }
+    after
 }
 
 /// `queues` (removals of the same plan) in the order to delete them: a queue that

@@ -109,6 +109,12 @@ fn migration_step(step: &MigrationStep<'_>) -> String {
             format!("declared anew and bound ({})", count(*bindings, "binding"))
         }
         MigrationStep::Finished => "temporary queue and exchange deleted: done".into(),
+        MigrationStep::PassingOn { into } => {
+            format!("its bindings removed: passing its messages on to {into:?}")
+        }
+        MigrationStep::PassedOn { into } => {
+            format!("deleted, empty: its messages were passed on to {into:?}")
+        }
     }
 }
 

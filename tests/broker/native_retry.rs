@@ -205,11 +205,13 @@ fn a_migration_away_from_native_keeps_a_waiting_message() {
             rt.block_on(client.publish("jobs", "job", b"kept", amqp::message("m1")))
                 .unwrap();
             rt.block_on(fail_once(&client));
-            // To `publish` mode: the work queue's dead-letter key changes, so it is
-            // replaced, and the message that waits in it must come through.
-            file.write(&spec(&vhost, Some("[2s, 4s]")).replace("mode: native, ", ""));
+            // To dropping exhausted messages: the work queue no longer dead-letters, so
+            // it is replaced blue/green, and the message that waits in it must come
+            // through.
+            file.write(&spec(&vhost, Some("[2s, 4s], on_exhausted: drop")));
             let out = node.apply(file.arg()).with(&["--migrate"]).run();
             assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+            assert!(out.stdout.contains("~> jobs.worker"), "{}", out.stdout);
             let message = rt.block_on(async {
                 let deadline = Instant::now() + Duration::from_secs(30);
                 loop {
@@ -224,6 +226,195 @@ fn a_migration_away_from_native_keeps_a_waiting_message() {
             });
             let message = message.expect("the waiting message is in the new work queue");
             assert_eq!(message.data, b"kept");
+            rt.block_on(client.close());
+        },
+    );
+}
+
+/// Publishes `count` messages `{prefix}{n}` to `exchange` with `key`, confirmed.
+async fn seed(
+    client: &Client,
+    exchange: &str,
+    key: &str,
+    prefix: &str,
+    count: usize,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in 0..count {
+        let id = format!("{prefix}{n}");
+        client
+            .publish(exchange, key, id.as_bytes(), amqp::message(&id))
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    ids
+}
+
+/// Takes every message of `queue` (basic.get, acked): their ids.
+async fn take_all(client: &Client, queue: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    while let Some(delivery) = client.get(queue).await {
+        ids.push(String::from_utf8_lossy(&delivery.data).into_owned());
+    }
+    ids
+}
+
+/// Acks every message of `jobs.worker` as it arrives, recording its body.
+async fn ack_everything(client: Client, seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use futures::StreamExt;
+    use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
+    let channel = client.connection.create_channel().await.unwrap();
+    channel
+        .basic_qos(20, BasicQosOptions::default())
+        .await
+        .unwrap();
+    let mut consumer = channel
+        .basic_consume(
+            "jobs.worker".into(),
+            "".into(),
+            BasicConsumeOptions::default(),
+            lapin::types::FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    while let Some(Ok(delivery)) = consumer.next().await {
+        seen.lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(&delivery.data).into_owned());
+        delivery.ack(BasicAckOptions::default()).await.unwrap();
+    }
+}
+
+/// Waits until `seen` holds every id of `expected`; then checks that it holds each
+/// exactly once and nothing else.
+fn all_seen_once(seen: &std::sync::Mutex<Vec<String>>, expected: &[String], within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let got: std::collections::BTreeSet<String> =
+            seen.lock().unwrap().iter().cloned().collect();
+        if expected.iter().all(|id| got.contains(id)) || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let seen = seen.lock().unwrap().clone();
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for id in &seen {
+        *counts.entry(id).or_default() += 1;
+    }
+    let missing: Vec<&String> = expected
+        .iter()
+        .filter(|id| !counts.contains_key(id.as_str()))
+        .collect();
+    let twice: Vec<(&&str, &usize)> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(missing.is_empty(), "lost: {missing:?}");
+    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    assert_eq!(seen.len(), expected.len(), "unexpected messages: {seen:?}");
+}
+
+/// A consumer's TTL ladder becomes native retry and back, under load: the messages
+/// waiting in its delay tiers are passed on to the work queue, parked messages stay
+/// parked, nothing published during either apply is lost or unroutable, and no message
+/// arrives twice; the work queue is never replaced (its dead-letter key is the same in
+/// every mode). docs/migration.md records the figures.
+#[test]
+fn a_ttl_ladder_becomes_native_retry_and_back_under_load_losing_nothing() {
+    crate::run(
+        module_path!(),
+        "a_ttl_ladder_becomes_native_retry_and_back_under_load_losing_nothing",
+        Version::V4_3,
+        |version| {
+            let node = Node::shared(version);
+            let vhost = node.unused_vhost("native-switch");
+            let ttl = spec(&vhost, Some("[20s, 40s]")).replace("mode: native, ", "");
+            let native = spec(&vhost, Some("[20s, 40s]"));
+            let file = Spec::new(&ttl);
+            node.apply(file.arg()).expect(0);
+            node.put(
+                &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
+                &serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
+            );
+            let rt = amqp::runtime();
+            let client = rt.block_on(Client::connect(node, &vhost));
+            // Retries waiting in both tiers, as a `publish` consumer leaves them, and
+            // parked messages.
+            let mut expected = rt.block_on(seed(&client, "jobs.worker.retry", "1", "tier1-", 30));
+            expected.extend(rt.block_on(seed(&client, "jobs.worker.retry", "2", "tier2-", 30)));
+            let parked = rt.block_on(seed(&client, "jobs.worker.retry", "parking", "parked-", 10));
+            let work_before = node.get(&format!("/api/queues/{}/jobs.worker", pct(&vhost)));
+            // Load: a publisher (confirms, mandatory) and a consumer that acks.
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
+            let publishing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+            let publisher = {
+                let (client, publishing) = (client.clone(), publishing.clone());
+                rt.spawn(async move {
+                    let mut ids = Vec::new();
+                    let mut n = 0;
+                    while publishing.load(std::sync::atomic::Ordering::SeqCst) {
+                        let id = format!("load-{n}");
+                        client
+                            .publish("jobs", "job", id.as_bytes(), amqp::message(&id))
+                            .await
+                            .unwrap_or_else(|e| panic!("{id}: {e}"));
+                        ids.push(id);
+                        n += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    ids
+                })
+            };
+            // The plan says where the tiers' messages go; apply refuses without --migrate.
+            file.write(&native);
+            let started = Instant::now();
+            node.apply(file.arg()).expect(4);
+            let out = node.apply(file.arg()).with(&["--migrate"]).run();
+            let took = started.elapsed();
+            assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+            assert!(
+                out.stderr
+                    .contains("its messages were passed on to \"jobs.worker\""),
+                "{}",
+                out.stderr
+            );
+            publishing.store(false, std::sync::atomic::Ordering::SeqCst);
+            let published = rt.block_on(publisher).unwrap();
+            expected.extend(published.iter().cloned());
+            all_seen_once(&seen, &expected, Duration::from_secs(90));
+            println!(
+                "TTL ladder to native: {} messages published during the apply, 60 passed on from the tiers, apply --migrate {:.1} s",
+                published.len(),
+                took.as_secs_f64()
+            );
+            let work_after = node.get(&format!("/api/queues/{}/jobs.worker", pct(&vhost)));
+            assert_eq!(
+                work_before["arguments"], work_after["arguments"],
+                "the work queue keeps its declaration"
+            );
+            assert!(messages(node, &vhost, "jobs.worker.retry.own.1").is_none());
+            consumer.abort();
+            rt.block_on(client.close());
+
+            // Back to the TTL ladder while messages wait for their native retry.
+            let client = rt.block_on(Client::connect(node, &vhost));
+            let waiting = rt.block_on(seed(&client, "jobs", "job", "waiting-", 3));
+            for _ in &waiting {
+                rt.block_on(fail_once(&client));
+            }
+            file.write(&ttl);
+            let out = node.apply(file.arg()).with(&["--migrate"]).run();
+            assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+            let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
+            // Each comes back once its wait (20 s) is over.
+            all_seen_once(&seen, &waiting, Duration::from_secs(60));
+            consumer.abort();
+            let mut still_parked = rt.block_on(take_all(&client, "jobs.worker.parking"));
+            still_parked.sort();
+            let mut parked = parked;
+            parked.sort();
+            assert_eq!(still_parked, parked, "parked messages stay parked");
             rt.block_on(client.close());
         },
     );

@@ -22,6 +22,7 @@ mod permission_broader_than_needed;
 mod permission_crosses_services;
 mod policy_priority_tie;
 mod policy_shadows_dead_lettering;
+mod policy_shadows_native_retry;
 mod policy_skipped_for_queue_type;
 mod policy_ttl_shortens_queue;
 mod queue_captured_by_retry_tier;
@@ -52,6 +53,7 @@ pub static RULES: &[Rule] = &[
     policy_skipped_for_queue_type::RULE,
     policy_ttl_shortens_queue::RULE,
     policy_shadows_dead_lettering::RULE,
+    policy_shadows_native_retry::RULE,
     operator_policy_conflict::RULE,
     argument_unsupported_by_queue_type::RULE,
     classic_queue_in_retry_loop::RULE,

@@ -124,3 +124,35 @@ fn a_plan_that_removes_no_queue_strands_nothing() {
     let live = ladder();
     assert_eq!(find_in(&live, &[]), (vec![], vec![]));
 }
+
+#[test]
+fn a_tier_whose_route_the_plan_moves_to_a_queue_that_stays_strands_nothing() {
+    // A consumer changing to native retry: key `1` leads to the parking queue instead.
+    let live = ladder();
+    let binding = |queue: &str| {
+        json!({"source": "orders.email.retry", "destination": queue,
+               "destination_type": "queue", "routing_key": "1", "arguments": {}})
+    };
+    let binding_id = |queue: &str| {
+        let mut value = binding(queue);
+        value["vhost"] = "shop".into();
+        crate::model::objects::normalized_binding_id(&serde_json::from_value(value).unwrap())
+    };
+    let changes = [
+        delete(&live, "orders.email.retry.1"),
+        Change::new(
+            Action::Delete,
+            binding_id("orders.email.retry.1"),
+            Some(binding("orders.email.retry.1")),
+            None,
+        ),
+        Change::new(
+            Action::Create,
+            binding_id("orders.email.parking"),
+            None,
+            Some(binding("orders.email.parking")),
+        ),
+    ];
+    let (strands, _) = find_in(&live, &changes);
+    assert!(strands.is_empty(), "{strands:?}");
+}

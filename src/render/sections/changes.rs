@@ -46,6 +46,8 @@ pub enum Note<'a> {
 pub enum Loss {
     /// Its messages (or a stream's log), moved by the migration.
     Migrated(String),
+    /// A delay queue's messages, passed on early to the queue they expire into.
+    PassedOn { loss: String, into: String },
     /// Its messages (or a stream's log), lost.
     Lost(String),
     /// Nothing, when counted (apply checks again when it deletes).
@@ -75,6 +77,11 @@ impl Note<'_> {
             Note::Loss(Loss::Migrated(loss)) => {
                 Span::new(Tone::Moved, format!("{loss}: moved with {MIGRATE_FLAG}")).strong()
             }
+            Note::Loss(Loss::PassedOn { loss, into }) => Span::new(
+                Tone::Moved,
+                format!("{loss}: passed on to `{into}` with {MIGRATE_FLAG}"),
+            )
+            .strong(),
             Note::Loss(Loss::Lost(loss)) => Span::new(
                 Tone::Danger,
                 format!("{}: {loss}", DATA_LOSS.to_uppercase()),
@@ -96,6 +103,14 @@ impl Note<'_> {
             Note::Loss(Loss::Migrated(loss)) => Span::new(
                 Tone::Moved,
                 format!("{loss}: moved with {}", quote.code(MIGRATE_FLAG)),
+            ),
+            Note::Loss(Loss::PassedOn { loss, into }) => Span::new(
+                Tone::Moved,
+                format!(
+                    "{loss}: passed on to {} with {}",
+                    quote.code(&escape(into)),
+                    quote.code(MIGRATE_FLAG)
+                ),
             ),
             Note::Loss(Loss::Lost(loss)) => {
                 Span::new(Tone::Danger, format!("{DATA_LOSS}: {loss}")).strong()
@@ -126,8 +141,14 @@ fn item<'a>(plan: &'a Plan, change: &'a Change) -> ChangeItem<'a> {
     {
         notes.push(Note::PasswordUnknown(missing));
     }
+    let passed_on = plan.pass_on_of(change);
     if change.loses_data() && migrated {
         notes.push(Note::Loss(Loss::Migrated(change.loss())));
+    } else if let Some(pass_on) = passed_on.filter(|_| change.loses_data()) {
+        notes.push(Note::Loss(Loss::PassedOn {
+            loss: change.loss(),
+            into: pass_on.into.name.clone(),
+        }));
     } else if change.loses_data() {
         notes.push(Note::Loss(Loss::Lost(change.loss())));
     } else if change.messages == Some(0) {
@@ -172,11 +193,11 @@ pub(super) fn data_loss(plan: &Plan) -> Vec<ChangeItem<'_>> {
     let losing = plan
         .changes
         .iter()
-        .filter(|c| c.loses_data() && plan.migration_of(c).is_none());
+        .filter(|c| c.loses_data() && !plan.moves_messages_of(c));
     let replaced = plan.changes.iter().filter(|c| {
         c.id.kind == ObjectKind::Queue
             && c.action == Action::Replace
-            && !(c.loses_data() && plan.migration_of(c).is_none())
+            && (!c.loses_data() || plan.moves_messages_of(c))
     });
     losing.chain(replaced).map(|c| item(plan, c)).collect()
 }
