@@ -60,7 +60,11 @@ pub(super) async fn make_changes(
         }
         // A safe point: nothing is half done between phases (except after the removal
         // of replaced objects, which the creates must follow).
-        let why = if phase.kind == PhaseKind::Import && removed_replaced {
+        // Nor between the import and the deletion of what it supersedes: a route the
+        // import doubled (a key bound to its new queue beside the old) is halved at once.
+        let why = if (phase.kind == PhaseKind::Import && removed_replaced)
+            || phase.phase == Phase::Supersede
+        {
             None
         } else if options.interrupt.is_set() {
             Some(SIGNALLED)

@@ -106,6 +106,22 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         User,
         Vhost,
     ];
+    let superseded: Vec<&Change> = ordinary
+        .iter()
+        .copied()
+        .filter(|c| c.action == Action::Delete && superseded_by(c, &creates))
+        .collect();
+    let ordinary: Vec<&Change> = ordinary
+        .into_iter()
+        .filter(|c| !superseded.iter().any(|s| std::ptr::eq(*s, *c)))
+        .collect();
+    let of = |action: Action, kinds: &[ObjectKind]| -> Vec<&Change> {
+        ordinary
+            .iter()
+            .copied()
+            .filter(|c| c.action == action && kinds.contains(&c.id.kind))
+            .collect()
+    };
     let mut deletes: Vec<&Change> = ordinary
         .iter()
         .copied()
@@ -127,6 +143,7 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
             removals_of_replaced,
         ),
         PhaseChanges::of(Phase::Create, PhaseKind::Import, creates),
+        PhaseChanges::of(Phase::Supersede, PhaseKind::OneByOne, superseded),
         PhaseChanges::of(
             Phase::Update,
             PhaseKind::OneByOne,
@@ -163,6 +180,40 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         },
         PhaseChanges::of(Phase::DeleteOthers, PhaseKind::OneByOne, deletes),
     ]
+}
+
+/// Whether the deletion `change` removes what a change of `creates` takes the place of:
+/// a binding with the same source, routing key (not empty) and arguments (the route now leads to
+/// another queue: a consumer's key `1` from its first tier to its parking queue when
+/// it changes to native retry), or a policy with the same pattern and `apply-to` (the
+/// queues it selects get their settings from the new one). Such a deletion is made
+/// right after the import, so that the broker never runs old and new side by side for
+/// longer than a request: a route bound to both would copy every message, and two
+/// policies of one priority on one queue would tie.
+fn superseded_by(change: &Change, creates: &[&Change]) -> bool {
+    let Some(before) = change.before.as_ref() else {
+        return false;
+    };
+    let same = |keys: &[&str], other: &Change| {
+        other.action == Action::Create
+            && other.id.kind == change.id.kind
+            && other.id.vhost == change.id.vhost
+            && other
+                .after
+                .as_ref()
+                .is_some_and(|after| keys.iter().all(|key| after[*key] == before[*key]))
+    };
+    let keys: &[&str] = match change.id.kind {
+        // A binding without a key (a fanout exchange's) copies to every queue bound:
+        // another one beside it is an addition, not a successor.
+        ObjectKind::Binding if before["routing_key"].as_str().is_none_or(str::is_empty) => {
+            return false;
+        }
+        ObjectKind::Binding => &["source", "routing_key", "arguments", "destination_type"],
+        ObjectKind::Policy | ObjectKind::OperatorPolicy => &["pattern", "apply-to"],
+        _ => return false,
+    };
+    creates.iter().any(|other| same(keys, other))
 }
 
 /// Whether `binding` (a binding's change) is a binding into `queue`, by its state

@@ -16,6 +16,9 @@ pub enum Phase {
     RemoveReplaced,
     /// New objects (and the new versions of replaced ones) are imported.
     Create,
+    /// Bindings and policies whose successors the import just made (the same route
+    /// to another queue, the same pattern with other settings) are deleted.
+    Supersede,
     /// Objects are updated in place.
     Update,
     /// Queues are migrated blue/green (`--migrate`), one after another.

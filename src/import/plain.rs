@@ -40,6 +40,12 @@ pub(super) fn place(
         {
             continue;
         }
+        if exchange.is_delayed_message() {
+            notes.0.push(format!(
+                "vhost `{vhost_name}`: exchange `{}` is a delayed-message exchange (the rabbitmq_delayed_message_exchange plugin, unreplicated, with no release for RabbitMQ 4.3): imported as it is; on 4.3 a quorum queue waits itself, see `retry: {{ mode: native }}` and docs/retry-modes.md (\"Leaving the delayed-message plugin\"); `warren upgrade-check` lists what else a move to 4.3 needs",
+                exchange.name
+            ));
+        }
         let mut arguments: IndexMap<String, Value> = exchange
             .arguments
             .iter()

@@ -406,6 +406,19 @@ pub struct Exchange {
     pub extra: BTreeMap<String, Value>,
 }
 
+/// The exchange type of the `rabbitmq_delayed_message_exchange` plugin, which holds each
+/// message for its `x-delay` header before routing it as its `x-delayed-type` says.
+pub const DELAYED_MESSAGE_EXCHANGE_TYPE: &str = "x-delayed-message";
+
+impl Exchange {
+    /// Whether the delayed-message plugin's exchange type (or its `x-delayed-type`
+    /// argument) makes this a delayed-message exchange: the plugin keeps its delayed
+    /// messages on one node, unreplicated, and has no release for RabbitMQ 4.3.
+    pub fn is_delayed_message(&self) -> bool {
+        self.kind == DELAYED_MESSAGE_EXCHANGE_TYPE || self.arguments.contains_key("x-delayed-type")
+    }
+}
+
 /// A binding from an exchange to a queue or exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Binding {

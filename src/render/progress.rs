@@ -30,6 +30,7 @@ fn label(phase: Phase) -> (&'static str, &'static str) {
     match phase {
         Phase::RemoveReplaced => ("removing replaced", "object"),
         Phase::Create => ("creating", "object"),
+        Phase::Supersede => ("deleting superseded", "object"),
         Phase::Update => ("updating", "object"),
         Phase::Migrate => ("migrating", "queue"),
         Phase::DeleteBindings => ("deleting", "binding"),

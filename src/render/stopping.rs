@@ -48,7 +48,8 @@ pub fn apply_notice(signal: usize, step: &Step) -> String {
                         Phase::Create => "after the current chunk",
                         Phase::RemoveReplaced => "once the replaced objects are declared again",
                         Phase::Migrate => "at the migration's next safe step",
-                        Phase::Update
+                        Phase::Supersede
+                        | Phase::Update
                         | Phase::DeleteBindings
                         | Phase::DeleteQueues
                         | Phase::DeleteOthers => "once the requests in flight are answered",

@@ -309,9 +309,7 @@ fn exchanges(definitions: &Definitions, to: TargetVersion, found: &mut Vec<Findi
         return;
     }
     for (index, exchange) in definitions.exchanges.iter().enumerate() {
-        let delayed = exchange.kind == "x-delayed-message"
-            || exchange.arguments.contains_key("x-delayed-type");
-        if !delayed {
+        if !exchange.is_delayed_message() {
             continue;
         }
         found.push(

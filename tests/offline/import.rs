@@ -295,3 +295,42 @@ fn an_import_says_what_it_left_out_and_why() {
         run.stdout
     );
 }
+
+#[test]
+fn a_delayed_message_exchange_is_imported_as_it_is_and_named_with_the_way_off_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let definitions = dir.path().join("delayed.json");
+    std::fs::write(
+        &definitions,
+        serde_json::json!({
+            "rabbit_version": "3.13.7",
+            "vhosts": [{"name": "v"}],
+            "exchanges": [{"name": "later", "vhost": "v", "type": "x-delayed-message",
+                           "durable": true, "auto_delete": false, "internal": false,
+                           "arguments": {"x-delayed-type": "direct"}}],
+            "queues": [{"name": "work", "vhost": "v", "durable": true, "auto_delete": false,
+                        "arguments": {"x-queue-type": "quorum"}}],
+            "bindings": [{"source": "later", "vhost": "v", "destination": "work",
+                          "destination_type": "queue", "routing_key": "work", "arguments": {}}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let spec = round_trip(definitions.to_str().unwrap(), "3.13");
+    assert!(spec.contains("type: x-delayed-message"), "{spec}");
+    let spec = dir.path().join("again.yaml");
+    let Run { code, stderr, .. } = warren(&[
+        "import",
+        "--from",
+        definitions.to_str().unwrap(),
+        "-o",
+        spec.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("exchange `later` is a delayed-message exchange")
+            && stderr.contains("mode: native")
+            && stderr.contains("upgrade-check"),
+        "{stderr}"
+    );
+}

@@ -96,6 +96,7 @@ fn the_phases_run_in_one_order_whatever_the_plan() {
     let order_of_phases = [
         Phase::RemoveReplaced,
         Phase::Create,
+        Phase::Supersede,
         Phase::Update,
         Phase::Migrate,
         Phase::DeleteBindings,
@@ -123,6 +124,7 @@ fn the_phases_run_in_one_order_whatever_the_plan() {
                 [
                     PhaseKind::RemoveReplaced,
                     PhaseKind::Import,
+                    PhaseKind::OneByOne,
                     PhaseKind::OneByOne,
                     PhaseKind::Migrate,
                     PhaseKind::OneByOne,
@@ -481,4 +483,63 @@ fn a_removal_is_guarded_unless_data_loss_is_accepted_an_update_never_is() {
     let update = write_of(&updated, false);
     assert!(!update.if_empty);
     assert_eq!(update.after, updated.after.as_ref());
+}
+
+#[test]
+fn a_route_or_a_policy_the_import_takes_over_goes_right_after_it() {
+    // A consumer changing to native retry: the key of its first tier now leads to its
+    // parking queue, and the delayed-retry policy takes its work queue's pattern.
+    let policy = |action: Action, name: &str, pattern: &str| {
+        let value = json!({"pattern": pattern, "apply-to": "queues", "definition": {}});
+        let mut change = change(action, Policy, name);
+        match action {
+            Action::Delete => change.before = Some(value),
+            _ => change.after = Some(value),
+        }
+        change
+    };
+    let keyed = |action: Action, source: &str, destination: &str| {
+        let mut change = binding(action, source, destination);
+        for value in [&mut change.before, &mut change.after]
+            .into_iter()
+            .flatten()
+        {
+            value["routing_key"] = "1".into();
+        }
+        change
+    };
+    let plan = Plan::of_changes(
+        vec![
+            keyed(Action::Create, "jobs.retry", "jobs.parking"),
+            keyed(Action::Delete, "jobs.retry", "jobs.tier.1"),
+            binding(Action::Create, "orders", "new"),
+            binding(Action::Delete, "orders", "gone"),
+            policy(Action::Create, "native", "^jobs$"),
+            policy(Action::Delete, "unlimited", "^jobs$"),
+            policy(Action::Delete, "tier-1", "^jobs\\.tier\\.1$"),
+            change(Action::Delete, Queue, "jobs.tier.1"),
+        ],
+        vec![],
+    );
+    let laid_out = laid_out(&plan, false);
+    assert_eq!(
+        of_phase(&laid_out, Phase::Supersede),
+        [
+            "Delete Binding jobs.retry -> jobs.tier.1",
+            "Delete Policy unlimited"
+        ]
+    );
+    assert_eq!(
+        phases_holding(&laid_out, "Delete Binding jobs.retry -> jobs.tier.1"),
+        [Phase::Supersede],
+        "not carried by its queue's deletion as well"
+    );
+    assert_eq!(
+        phases_holding(&laid_out, "Delete Binding orders -> gone"),
+        [Phase::DeleteBindings]
+    );
+    assert_eq!(
+        phases_holding(&laid_out, "Delete Policy tier-1"),
+        [Phase::DeleteOthers]
+    );
 }

@@ -18,7 +18,7 @@ fn check(context: &Context) -> Vec<Finding> {
         .definitions
         .exchanges
         .iter()
-        .filter(|e| e.kind == "x-delayed-message")
+        .filter(|e| e.is_delayed_message())
         .map(|e| {
             Finding::on(
                 ObjectId {
