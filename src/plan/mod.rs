@@ -476,7 +476,8 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
     let (strands, feeds) = strand::find(inputs.live, &vhosts, &changes, target);
-    let pass_ons = pass_on::find(inputs.live, &vhosts, &changes, target);
+    let migrated: Vec<&ObjectId> = migrations.iter().map(|m| &m.queue).collect();
+    let pass_ons = pass_on::find(inputs.live, &vhosts, &changes, &migrated, target);
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
         spec: inputs.spec.to_string(),

@@ -43,10 +43,15 @@ pub struct PassOn {
 /// dead-letters only on a rejection (a work queue) is not one: its messages wait for a
 /// consumer, and moving them would skip it. A route to several queues (a fanout dead
 /// exchange) is left alone: which copy a message should become is not the plan's to say.
+///
+/// `migrated` are the queues the plan replaces blue/green with `--migrate`: they stay
+/// under their name, declared anew before the phase that deletes queues, so a delay
+/// queue can pass its messages on to one of them.
 pub fn find(
     live: &Definitions,
     vhosts: &[String],
     changes: &[Change],
+    migrated: &[&ObjectId],
     target: TargetVersion,
 ) -> Vec<PassOn> {
     let deleted: BTreeSet<&ObjectId> = changes
@@ -59,7 +64,7 @@ pub fn find(
     }
     let removed: BTreeSet<&ObjectId> = changes
         .iter()
-        .filter(|c| removes_queue(c))
+        .filter(|c| removes_queue(c) && !migrated.contains(&&c.id))
         .map(|c| &c.id)
         .collect();
     let topology = Topology::new(live, target);

@@ -260,29 +260,35 @@ async fn take_all(client: &Client, queue: &str) -> Vec<String> {
     ids
 }
 
-/// Acks every message of `jobs.worker` as it arrives, recording its body.
+/// Acks every message of `jobs.worker` as it arrives, recording its body; subscribes
+/// again when the broker cancels it (a migration deletes the queue and declares it
+/// anew), as client libraries that recover consumers do.
 async fn ack_everything(client: Client, seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use futures::StreamExt;
     use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicQosOptions};
-    let channel = client.connection.create_channel().await.unwrap();
-    channel
-        .basic_qos(20, BasicQosOptions::default())
-        .await
-        .unwrap();
-    let mut consumer = channel
-        .basic_consume(
-            "jobs.worker".into(),
-            "".into(),
-            BasicConsumeOptions::default(),
-            lapin::types::FieldTable::default(),
-        )
-        .await
-        .unwrap();
-    while let Some(Ok(delivery)) = consumer.next().await {
-        seen.lock()
-            .unwrap()
-            .push(String::from_utf8_lossy(&delivery.data).into_owned());
-        delivery.ack(BasicAckOptions::default()).await.unwrap();
+    loop {
+        let Ok(channel) = client.connection.create_channel().await else {
+            return;
+        };
+        let _ = channel.basic_qos(20, BasicQosOptions::default()).await;
+        let subscribed = channel
+            .basic_consume(
+                "jobs.worker".into(),
+                "".into(),
+                BasicConsumeOptions::default(),
+                lapin::types::FieldTable::default(),
+            )
+            .await;
+        if let Ok(mut consumer) = subscribed {
+            while let Some(Ok(delivery)) = consumer.next().await {
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&delivery.data).into_owned());
+                delivery.ack(BasicAckOptions::default()).await.unwrap();
+            }
+        }
+        let _ = channel.close(200, "".into()).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -316,8 +322,11 @@ fn all_seen_once(seen: &std::sync::Mutex<Vec<String>>, expected: &[String], with
 /// A consumer's TTL ladder becomes native retry and back, under load: the messages
 /// waiting in its delay tiers are passed on to the work queue, parked messages stay
 /// parked, nothing published during either apply is lost or unroutable, and no message
-/// arrives twice; the work queue is never replaced (its dead-letter key is the same in
-/// every mode). docs/migration.md records the figures.
+/// arrives twice. From a quorum work queue the work queue is never replaced (its
+/// dead-letter key is the same in every mode); from a classic one
+/// (`WARREN_NATIVE_SWITCH_FROM_CLASSIC=1`, which `scripts/reliability` sets) the work
+/// and parking queues are migrated blue/green as well. docs/migration.md records the
+/// figures.
 #[test]
 fn a_ttl_ladder_becomes_native_retry_and_back_under_load_losing_nothing() {
     crate::run(
@@ -325,97 +334,109 @@ fn a_ttl_ladder_becomes_native_retry_and_back_under_load_losing_nothing() {
         "a_ttl_ladder_becomes_native_retry_and_back_under_load_losing_nothing",
         Version::V4_3,
         |version| {
-            let node = Node::shared(version);
-            let vhost = node.unused_vhost("native-switch");
-            let ttl = spec(&vhost, Some("[20s, 40s]")).replace("mode: native, ", "");
-            let native = spec(&vhost, Some("[20s, 40s]"));
-            let file = Spec::new(&ttl);
-            node.apply(file.arg()).expect(0);
-            node.put(
-                &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
-                &serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
-            );
-            let rt = amqp::runtime();
-            let client = rt.block_on(Client::connect(node, &vhost));
-            // Retries waiting in both tiers, as a `publish` consumer leaves them, and
-            // parked messages.
-            let mut expected = rt.block_on(seed(&client, "jobs.worker.retry", "1", "tier1-", 30));
-            expected.extend(rt.block_on(seed(&client, "jobs.worker.retry", "2", "tier2-", 30)));
-            let parked = rt.block_on(seed(&client, "jobs.worker.retry", "parking", "parked-", 10));
-            let work_before = node.get(&format!("/api/queues/{}/jobs.worker", pct(&vhost)));
-            // Load: a publisher (confirms, mandatory) and a consumer that acks.
-            let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
-            let publishing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-            let publisher = {
-                let (client, publishing) = (client.clone(), publishing.clone());
-                rt.spawn(async move {
-                    let mut ids = Vec::new();
-                    let mut n = 0;
-                    while publishing.load(std::sync::atomic::Ordering::SeqCst) {
-                        let id = format!("load-{n}");
-                        client
-                            .publish("jobs", "job", id.as_bytes(), amqp::message(&id))
-                            .await
-                            .unwrap_or_else(|e| panic!("{id}: {e}"));
-                        ids.push(id);
-                        n += 1;
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                    ids
-                })
-            };
-            // The plan says where the tiers' messages go; apply refuses without --migrate.
-            file.write(&native);
-            let started = Instant::now();
-            node.apply(file.arg()).expect(4);
-            let out = node.apply(file.arg()).with(&["--migrate"]).run();
-            let took = started.elapsed();
-            assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-            assert!(
-                out.stderr
-                    .contains("its messages were passed on to \"jobs.worker\""),
-                "{}",
-                out.stderr
-            );
-            publishing.store(false, std::sync::atomic::Ordering::SeqCst);
-            let published = rt.block_on(publisher).unwrap();
-            expected.extend(published.iter().cloned());
-            all_seen_once(&seen, &expected, Duration::from_secs(90));
-            println!(
-                "TTL ladder to native: {} messages published during the apply, 60 passed on from the tiers, apply --migrate {:.1} s",
-                published.len(),
-                took.as_secs_f64()
-            );
-            let work_after = node.get(&format!("/api/queues/{}/jobs.worker", pct(&vhost)));
-            assert_eq!(
-                work_before["arguments"], work_after["arguments"],
-                "the work queue keeps its declaration"
-            );
-            assert!(messages(node, &vhost, "jobs.worker.retry.own.1").is_none());
-            consumer.abort();
-            rt.block_on(client.close());
-
-            // Back to the TTL ladder while messages wait for their native retry.
-            let client = rt.block_on(Client::connect(node, &vhost));
-            let waiting = rt.block_on(seed(&client, "jobs", "job", "waiting-", 3));
-            for _ in &waiting {
-                rt.block_on(fail_once(&client));
+            switch_under_load(version, "quorum");
+            if std::env::var_os("WARREN_NATIVE_SWITCH_FROM_CLASSIC").is_some() {
+                switch_under_load(version, "classic");
             }
-            file.write(&ttl);
-            let out = node.apply(file.arg()).with(&["--migrate"]).run();
-            assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-            let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
-            // Each comes back once its wait (20 s) is over.
-            all_seen_once(&seen, &waiting, Duration::from_secs(60));
-            consumer.abort();
-            let mut still_parked = rt.block_on(take_all(&client, "jobs.worker.parking"));
-            still_parked.sort();
-            let mut parked = parked;
-            parked.sort();
-            assert_eq!(still_parked, parked, "parked messages stay parked");
-            rt.block_on(client.close());
         },
     );
+}
+
+fn switch_under_load(version: Version, from_type: &str) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost(&format!("native-switch-{from_type}"));
+    let ttl = spec(&vhost, Some("[20s, 40s]")).replace(
+        "            retry: { mode: native, ",
+        &format!("            type: {from_type}\n            retry: {{ "),
+    );
+    let native = spec(&vhost, Some("[20s, 40s]"));
+    let file = Spec::new(&ttl);
+    node.apply(file.arg()).expect(0);
+    node.put(
+        &format!("/api/permissions/{}/{}", pct(&vhost), pct(&node.user)),
+        &serde_json::json!({"configure": ".*", "write": ".*", "read": ".*"}),
+    );
+    let rt = amqp::runtime();
+    let client = rt.block_on(Client::connect(node, &vhost));
+    // Retries waiting in both tiers, as a `publish` consumer leaves them, and
+    // parked messages.
+    let mut expected = rt.block_on(seed(&client, "jobs.worker.retry", "1", "tier1-", 30));
+    expected.extend(rt.block_on(seed(&client, "jobs.worker.retry", "2", "tier2-", 30)));
+    let parked = rt.block_on(seed(&client, "jobs.worker.retry", "parking", "parked-", 10));
+    let work_before = node.get(&format!("/api/queues/{}/jobs.worker", pct(&vhost)));
+    // Load: a publisher (confirms, mandatory) and a consumer that acks.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
+    let publishing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let publisher = {
+        let (client, publishing) = (client.clone(), publishing.clone());
+        rt.spawn(async move {
+            let mut ids = Vec::new();
+            let mut n = 0;
+            while publishing.load(std::sync::atomic::Ordering::SeqCst) {
+                let id = format!("load-{n}");
+                client
+                    .publish("jobs", "job", id.as_bytes(), amqp::message(&id))
+                    .await
+                    .unwrap_or_else(|e| panic!("{id}: {e}"));
+                ids.push(id);
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            ids
+        })
+    };
+    // The plan says where the tiers' messages go; apply refuses without --migrate.
+    file.write(&native);
+    let started = Instant::now();
+    node.apply(file.arg()).expect(4);
+    let out = node.apply(file.arg()).with(&["--migrate"]).run();
+    let took = started.elapsed();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("its messages were passed on to \"jobs.worker\""),
+        "{}",
+        out.stderr
+    );
+    publishing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let published = rt.block_on(publisher).unwrap();
+    expected.extend(published.iter().cloned());
+    all_seen_once(&seen, &expected, Duration::from_secs(90));
+    println!(
+        "TTL ladder ({from_type}) to native: {} messages published during the apply, 60 passed on from the tiers, apply --migrate {:.1} s",
+        published.len(),
+        took.as_secs_f64()
+    );
+    let work_after = node.get(&format!("/api/queues/{}/jobs.worker", pct(&vhost)));
+    if from_type == "quorum" {
+        assert_eq!(
+            work_before["arguments"], work_after["arguments"],
+            "the work queue keeps its declaration"
+        );
+    }
+    assert!(messages(node, &vhost, "jobs.worker.retry.own.1").is_none());
+    consumer.abort();
+    rt.block_on(client.close());
+
+    // Back to the TTL ladder while messages wait for their native retry.
+    let client = rt.block_on(Client::connect(node, &vhost));
+    let waiting = rt.block_on(seed(&client, "jobs", "job", "waiting-", 3));
+    for _ in &waiting {
+        rt.block_on(fail_once(&client));
+    }
+    file.write(&ttl);
+    let out = node.apply(file.arg()).with(&["--migrate"]).run();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
+    // Each comes back once its wait (20 s) is over.
+    all_seen_once(&seen, &waiting, Duration::from_secs(60));
+    consumer.abort();
+    let mut still_parked = rt.block_on(take_all(&client, "jobs.worker.parking"));
+    still_parked.sort();
+    let mut parked = parked;
+    parked.sort();
+    assert_eq!(still_parked, parked, "parked messages stay parked");
+    rt.block_on(client.close());
 }

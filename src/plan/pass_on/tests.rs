@@ -65,10 +65,15 @@ fn change(action: Action, name: &str) -> Change {
 }
 
 fn found(changes: &[Change]) -> Vec<(String, String)> {
+    found_with(changes, &[])
+}
+
+fn found_with(changes: &[Change], migrated: &[&ObjectId]) -> Vec<(String, String)> {
     find(
         &live(),
         &["shop".to_string()],
         changes,
+        migrated,
         TargetVersion::DEFAULT,
     )
     .into_iter()
@@ -112,5 +117,19 @@ fn queues_without_a_ttl_or_with_several_destinations_pass_nothing_on() {
     assert_eq!(
         found(&[change(Action::Replace, "orders.email.retry.1")]),
         []
+    );
+}
+
+#[test]
+fn a_work_queue_migrated_blue_green_receives_what_its_tiers_pass_on() {
+    // A classic TTL ladder becoming native retry: the work queue becomes a quorum queue.
+    let changes = [
+        change(Action::Delete, "orders.email.retry.1"),
+        change(Action::Replace, "orders.email"),
+    ];
+    let work = queue("orders.email");
+    assert_eq!(
+        found_with(&changes, &[&work]),
+        [("orders.email.retry.1".into(), "orders.email".into())]
     );
 }
