@@ -292,9 +292,15 @@ async fn ack_everything(client: Client, seen: std::sync::Arc<std::sync::Mutex<Ve
     }
 }
 
-/// Waits until `seen` holds every id of `expected`; then checks that it holds each
-/// exactly once and nothing else.
-fn all_seen_once(seen: &std::sync::Mutex<Vec<String>>, expected: &[String], within: Duration) {
+/// Waits until `seen` holds every id of `expected`; then checks that it holds nothing
+/// else and none twice, unless `at_least_once` (a blue/green migration delivers at least
+/// once, docs/migration.md): the number of messages delivered twice.
+fn all_seen(
+    seen: &std::sync::Mutex<Vec<String>>,
+    expected: &[String],
+    within: Duration,
+    at_least_once: bool,
+) -> usize {
     let deadline = Instant::now() + within;
     loop {
         let got: std::collections::BTreeSet<String> =
@@ -315,8 +321,16 @@ fn all_seen_once(seen: &std::sync::Mutex<Vec<String>>, expected: &[String], with
         .collect();
     let twice: Vec<(&&str, &usize)> = counts.iter().filter(|(_, n)| **n > 1).collect();
     assert!(missing.is_empty(), "lost: {missing:?}");
-    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
-    assert_eq!(seen.len(), expected.len(), "unexpected messages: {seen:?}");
+    assert!(
+        at_least_once || twice.is_empty(),
+        "delivered more than once: {twice:?}"
+    );
+    assert_eq!(
+        counts.len(),
+        expected.len(),
+        "unexpected messages: {seen:?}"
+    );
+    twice.len()
 }
 
 /// A consumer's TTL ladder becomes native retry and back, under load: the messages
@@ -402,9 +416,11 @@ fn switch_under_load(version: Version, from_type: &str) {
     publishing.store(false, std::sync::atomic::Ordering::SeqCst);
     let published = rt.block_on(publisher).unwrap();
     expected.extend(published.iter().cloned());
-    all_seen_once(&seen, &expected, Duration::from_secs(90));
+    // From a classic ladder the work queue is migrated blue/green: at least once.
+    let migrated = from_type != "quorum";
+    let duplicates = all_seen(&seen, &expected, Duration::from_secs(90), migrated);
     println!(
-        "TTL ladder ({from_type}) to native: {} messages published during the apply, 60 passed on from the tiers, apply --migrate {:.1} s",
+        "TTL ladder ({from_type}) to native: {} messages published during the apply, 60 passed on from the tiers, 0 lost, {duplicates} delivered twice, apply --migrate {:.1} s",
         published.len(),
         took.as_secs_f64()
     );
@@ -431,7 +447,7 @@ fn switch_under_load(version: Version, from_type: &str) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let consumer = rt.spawn(ack_everything(client.clone(), seen.clone()));
     // Each comes back once its wait (20 s) is over.
-    all_seen_once(&seen, &waiting, Duration::from_secs(60));
+    all_seen(&seen, &waiting, Duration::from_secs(90), migrated);
     consumer.abort();
     let mut still_parked = rt.block_on(take_all(&client, "jobs.worker.parking"));
     still_parked.sort();
