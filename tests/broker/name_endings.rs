@@ -140,7 +140,8 @@ fn two_specs_whose_tiers_select_the_same_names_are_refused(version: Version) {
 /// What a deployment made before the convention sees: its tiers of a named ladder were
 /// `<queue>.retry.<n>` (written here under `retry.names.tiers`, as the older warren
 /// generated them). The plan creates the new tiers, deletes the old ones and updates
-/// the tier policies; an old tier holding a message is kept by the data-loss gate.
+/// the tier policies; an old tier holding a message is kept by the data-loss gate, and
+/// `apply --migrate` passes its message on to the work queue it expires into.
 fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("upgrade");
@@ -175,7 +176,11 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
             ])
             .expect(2);
         plan = serde_json::from_str(&run.stdout).unwrap();
-        plan["summary"]["data_loss"] == 1
+        plan["changes"].as_array().unwrap().iter().any(|c| {
+            c["id"]["name"] == "orders.email.retry.2"
+                && c["action"] == "delete"
+                && c["messages"] == 1
+        })
     });
     assert!(counted, "{plan}");
     let changes: Vec<String> = plan["changes"]
@@ -212,6 +217,25 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     );
     let old = node.get(&format!("/api/queues/{}/orders.email.retry.2", pct(&vhost)));
     assert_eq!(old["messages"], 1, "{old}");
+    // The tier's message has a home that stays: the plan says so, and --migrate moves it.
+    assert_eq!(plan["summary"]["data_loss"], 0, "{plan}");
+    assert!(
+        plan["pass_ons"].as_array().is_some_and(|p| p
+            .iter()
+            .any(|p| p["from"]["name"] == "orders.email.retry.2"
+                && p["into"]["name"] == "orders.email")),
+        "{plan}"
+    );
+    node.apply(spec.arg()).with(&["--migrate"]).expect(0);
+    assert!(
+        node.get_opt(&format!("/api/queues/{}/orders.email.retry.2", pct(&vhost)))
+            .is_none()
+    );
+    let work = || node.get(&format!("/api/queues/{}/orders.email", pct(&vhost)))["messages"] == 1;
+    assert!(
+        node.wait_until(std::time::Duration::from_secs(30), work),
+        "the message waits in the work queue"
+    );
 }
 
 /// From 4.0 on, the policy `warren.parking` lifts the default delivery limit of quorum
