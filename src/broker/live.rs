@@ -33,7 +33,8 @@ const LISTING_READS: usize = 3;
 
 /// Reads a listing. The broker builds a listing item by item, and an item created or
 /// deleted by another client meanwhile (a vhost, on 3.10 with `columns=`) can come
-/// back as `[]` instead of an object: such a listing is read again, up to
+/// back as `[]` instead of an object, or (seen on 4.3.6, under load) as an object
+/// without its `name`: such a listing is read again, up to
 /// [`LISTING_READS`] times, and only then refused as not understood. Reading it
 /// without the item would plan against a broker that never existed.
 pub(super) async fn list<T: serde::de::DeserializeOwned>(
@@ -46,7 +47,12 @@ pub(super) async fn list<T: serde::de::DeserializeOwned>(
                 if read < LISTING_READS && items.iter().any(|item| !item.is_object()) {
                     continue;
                 }
-                return items.into_iter().map(|item| decode(&path, item)).collect();
+                let decoded: Result<Vec<T>, BrokerError> =
+                    items.into_iter().map(|item| decode(&path, item)).collect();
+                if read < LISTING_READS && decoded.is_err() {
+                    continue;
+                }
+                return decoded;
             }
             Some(Value::Null) | None => return Ok(Vec::new()),
             Some(other) => {
