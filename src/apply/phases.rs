@@ -67,6 +67,14 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         .iter()
         .filter(|c| migrating && plan.migration_of(c).is_some())
         .collect();
+    let creates: Vec<&Change> = ordinary
+        .iter()
+        .copied()
+        .filter(|c| matches!(c.action, Action::Create | Action::Replace))
+        .collect();
+    let (superseded, ordinary): (Vec<&Change>, Vec<&Change>) = ordinary
+        .into_iter()
+        .partition(|c| c.action == Action::Delete && superseded_by(c, &creates));
     let of = |action: Action, kinds: &[ObjectKind]| -> Vec<&Change> {
         ordinary
             .iter()
@@ -84,11 +92,6 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         replaced.into_iter().partition(|c| c.id.kind == Queue);
     let mut removals_of_replaced = strand::delete_order(&queues, &plan.feeds);
     removals_of_replaced.extend(exchanges);
-    let creates: Vec<&Change> = ordinary
-        .iter()
-        .copied()
-        .filter(|c| matches!(c.action, Action::Create | Action::Replace))
-        .collect();
     // Inflow first (bindings into queues that stay), then the queues in dead-letter
     // order, each with the bindings into it removed just before the broker checks it
     // for messages (so a refused queue keeps its inflow, and a feeder refused before
@@ -106,22 +109,6 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         User,
         Vhost,
     ];
-    let superseded: Vec<&Change> = ordinary
-        .iter()
-        .copied()
-        .filter(|c| c.action == Action::Delete && superseded_by(c, &creates))
-        .collect();
-    let ordinary: Vec<&Change> = ordinary
-        .into_iter()
-        .filter(|c| !superseded.iter().any(|s| std::ptr::eq(*s, *c)))
-        .collect();
-    let of = |action: Action, kinds: &[ObjectKind]| -> Vec<&Change> {
-        ordinary
-            .iter()
-            .copied()
-            .filter(|c| c.action == action && kinds.contains(&c.id.kind))
-            .collect()
-    };
     let mut deletes: Vec<&Change> = ordinary
         .iter()
         .copied()

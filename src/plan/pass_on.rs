@@ -18,10 +18,10 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::strand::removes_queue;
+use super::strand::{dead_letter_queues, queue_id, removes_queue};
 use crate::diff::{Action, Change};
 use crate::model::queue_facts::{operator_policies, queue_facts};
-use crate::model::routing::{Message, Topology};
+use crate::model::routing::Topology;
 use crate::model::{Definitions, ObjectId, ObjectKind, QueueType, TargetVersion};
 
 /// A delay queue the plan deletes, and the queue it passes its messages on to.
@@ -81,19 +81,10 @@ pub fn find(
         {
             continue;
         }
-        let Some(exchange) = facts.dead_letter_exchange else {
+        let Some(route) = dead_letter_queues(&topology, &facts) else {
             continue;
         };
-        let keys: Vec<String> = facts
-            .dead_letter_routing_key
-            .map(|key| vec![key.to_string()])
-            .unwrap_or_default();
-        let message = Message {
-            routing_keys: facts.dead_letter_routing_key.map(|_| keys.as_slice()),
-            headers: None,
-        };
-        let route = topology.route(&queue.vhost, exchange, message);
-        let [into] = route.queues.as_slice() else {
+        let [into] = route.as_slice() else {
             continue;
         };
         let into = queue_id(&queue.vhost, into);
@@ -103,14 +94,6 @@ pub fn find(
     }
     pass_ons.sort_by(|a, b| a.from.cmp(&b.from));
     pass_ons
-}
-
-fn queue_id(vhost: &str, name: &str) -> ObjectId {
-    ObjectId {
-        kind: ObjectKind::Queue,
-        vhost: Some(vhost.to_string()),
-        name: name.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compile::naming;
 use crate::diff::{Action, Change};
 use crate::model::objects::normalized_binding_id;
-use crate::model::queue_facts::{operator_policies, queue_facts};
+use crate::model::queue_facts::{QueueFacts, operator_policies, queue_facts};
 use crate::model::routing::{Message, Topology};
 use crate::model::{Binding, Definitions, ObjectId, ObjectKind, TargetVersion};
 
@@ -69,7 +69,26 @@ pub fn removes_queue(change: &Change) -> bool {
     change.id.kind == ObjectKind::Queue && matches!(change.action, Action::Delete | Action::Replace)
 }
 
-fn queue_id(vhost: &str, name: &str) -> ObjectId {
+/// The queues `facts`' queue dead-letters into through `topology`, routed as the
+/// broker routes a dead letter (its dead-letter routing key, else the message's own,
+/// unknown here); `None` when it has no dead-letter exchange.
+pub(super) fn dead_letter_queues<'t>(
+    topology: &Topology<'t>,
+    facts: &QueueFacts<'t>,
+) -> Option<Vec<&'t str>> {
+    let exchange = facts.dead_letter_exchange?;
+    let keys: Vec<String> = facts
+        .dead_letter_routing_key
+        .map(|key| vec![key.to_string()])
+        .unwrap_or_default();
+    let message = Message {
+        routing_keys: facts.dead_letter_routing_key.map(|_| keys.as_slice()),
+        headers: None,
+    };
+    Some(topology.route(&facts.queue.vhost, exchange, message).queues)
+}
+
+pub(super) fn queue_id(vhost: &str, name: &str) -> ObjectId {
     ObjectId {
         kind: ObjectKind::Queue,
         vhost: Some(vhost.to_string()),
@@ -109,28 +128,18 @@ pub fn find(
         if !vhosts.contains(&queue.vhost) || queue.is_transient() {
             continue;
         }
-        let Some(exchange) = facts.dead_letter_exchange else {
+        let Some(route) = dead_letter_queues(&topology, &facts) else {
             continue;
         };
-        let keys: Vec<String> = facts
-            .dead_letter_routing_key
-            .map(|key| vec![key.to_string()])
-            .unwrap_or_default();
-        let message = Message {
-            routing_keys: facts.dead_letter_routing_key.map(|_| keys.as_slice()),
-            headers: None,
-        };
         let from = queue_id(&queue.vhost, &queue.name);
-        let route = topology.route(&queue.vhost, exchange, message);
         // Where the dead letters go once the plan's bindings are made: a route the
         // plan moves from a deleted queue to a queue that stays (a work queue whose
         // first tier gives way to its parking queue) strands nothing.
-        let rerouted = topology_after
-            .route(&queue.vhost, exchange, message)
-            .queues
+        let rerouted = dead_letter_queues(&topology_after, &facts)
+            .unwrap_or_default()
             .iter()
             .any(|kept| !removed.contains(&queue_id(&queue.vhost, kept)));
-        for target_queue in route.queues {
+        for target_queue in route {
             let into = queue_id(&queue.vhost, target_queue);
             if into == from || !removed.contains(&into) {
                 continue;
