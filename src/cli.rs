@@ -83,7 +83,7 @@ pub struct PlanOptions {
     pub env: EnvArg,
     /// RabbitMQ version to compile for (default: the broker's own version; for `diff`,
     /// the `rabbitmq_version` of the definitions file, else 4.3).
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
     /// Also delete objects in the spec's vhosts that no spec manages.
     #[arg(long)]
@@ -171,7 +171,7 @@ pub struct SpecArgs {
     #[command(flatten)]
     pub env: EnvArg,
     /// RabbitMQ version the output must be valid for.
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
     pub target_version: TargetVersion,
 }
 

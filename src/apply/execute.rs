@@ -18,7 +18,8 @@ use super::migrate;
 use super::phases::{PhaseChanges, PhaseKind, binds_into_queue, phases, write_of};
 use super::progress::{ChangeOutcome, Event, Phase, Progress};
 use crate::broker::{
-    BrokerError, BrokerLock, Client, ObjectWrite, WriteOutcome, WriteStop, removed_binding,
+    BrokerError, BrokerLock, Client, ImportStep, ObjectWrite, WriteOutcome, WriteStop,
+    removed_binding,
 };
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
@@ -393,13 +394,16 @@ async fn run_phase(
     let (name, total) = (phase.phase, phase.changes.len());
     progress(&Event::Started { phase: name, total });
     let mut done = 0;
-    let answered = &mut |answered: usize| {
-        done += answered;
-        progress(&Event::Advanced {
-            phase: name,
-            done,
-            total,
-        });
+    let step = &mut |step: ImportStep| match step {
+        ImportStep::Sent(sent) => progress(&Event::Sent { phase: name, sent }),
+        ImportStep::Answered(answered) => {
+            done += answered;
+            progress(&Event::Advanced {
+                phase: name,
+                done,
+                total,
+            });
+        }
     };
     let asked = || options.interrupt.is_set();
     match phase.kind {
@@ -423,7 +427,7 @@ async fn run_phase(
                         .iter()
                         .map(|c| (&c.id, c.after.as_ref().unwrap_or(&serde_json::Value::Null))),
                     stop,
-                    answered,
+                    step,
                 )
                 .await
         }
@@ -441,7 +445,11 @@ async fn run_phase(
                     ..WriteStop::NEVER
                 },
             };
-            client.write_objects(&writes, stop, answered).await
+            client
+                .write_objects(&writes, stop, &mut |answered| {
+                    step(ImportStep::Answered(answered))
+                })
+                .await
         }
     }
 }

@@ -119,6 +119,14 @@ pub enum Event<'a> {
         /// Its size.
         total: usize,
     },
+    /// `sent` more changes of the phase were sent in one request (a part of an
+    /// import), which the broker answers for only once it has made them all.
+    Sent {
+        /// The phase.
+        phase: Phase,
+        /// How many.
+        sent: usize,
+    },
     /// The outcome of one change of the phase that just ran.
     Outcome {
         /// The change.

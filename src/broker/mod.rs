@@ -38,7 +38,9 @@ pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};
 pub use replay::{QueueNow, Refusal, ReplayError, ReplayFailure, ReplayMove, rewrite};
 pub use stats::{MessageRates, QueueStatistics, Rate};
-pub use write::{IMPORT_CHUNK_BYTES, ObjectWrite, WriteOutcome, WriteStop, import_chunk_objects};
+pub use write::{
+    IMPORT_CHUNK_BYTES, ImportStep, ObjectWrite, WriteOutcome, WriteStop, import_chunk_objects,
+};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC

@@ -42,6 +42,17 @@ pub fn import_chunk_objects(total: usize) -> usize {
 /// (the default `--timeout`), and a quorum queue costs several times a classic one.
 pub const IMPORT_WAIT_PER_OBJECT: Duration = Duration::from_millis(20);
 
+/// How far an import has come: a part of it was sent (the broker answers for a part
+/// only once it has made all of it, which takes seconds for thousands of objects),
+/// or the broker answered for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportStep {
+    /// A part of this many objects was sent, and its answer is awaited.
+    Sent(usize),
+    /// The broker answered for a part of this many objects.
+    Answered(usize),
+}
+
 /// When a run of writes ([`Client::import_objects`], [`Client::write_objects`]) may
 /// end before its last write: a stop asked for (a signal) is heard before each import
 /// chunk, and before each write's first request; a write already started is sent
@@ -178,7 +189,7 @@ impl Client {
         &self,
         objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
         stop: WriteStop<'_>,
-        answered: &mut dyn FnMut(usize),
+        step: &mut dyn FnMut(ImportStep),
     ) -> Vec<WriteOutcome> {
         let mut entries: Vec<(usize, usize, Value)> = objects
             .into_iter()
@@ -203,6 +214,7 @@ impl Client {
             if number >= first_stoppable && (stop.asked)() {
                 break;
             }
+            step(ImportStep::Sent(members.len()));
             let result = self.post_definitions(chunk).await;
             let failed = result.is_err();
             // The broker imports a chunk object by object: a failed chunk may be
@@ -211,7 +223,7 @@ impl Client {
                 Ok(()) => WriteOutcome::Done,
                 Err(error) => WriteOutcome::Unconfirmed(error),
             };
-            answered(members.len());
+            step(ImportStep::Answered(members.len()));
             for index in members {
                 outcomes[index] = outcome.clone();
             }

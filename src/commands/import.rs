@@ -26,7 +26,7 @@ pub struct ImportArgs {
     pub name: String,
     /// RabbitMQ version the imported spec is checked for (default: the version
     /// that wrote the file, or the broker's).
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
     /// Where to write the spec; `-` for standard output.
     #[arg(short, long, value_name = "FILE")]

@@ -32,7 +32,7 @@ pub struct LintArgs {
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<Deny>,
     /// RabbitMQ version the topology runs on (default: 4.1, or the definitions file's).
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
     /// The vhost of a vhost-scoped definitions file (the format of
     /// `GET /api/definitions/{vhost}`, whose objects carry no `vhost`).

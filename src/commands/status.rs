@@ -32,7 +32,7 @@ pub struct StatusArgs {
     #[arg(long, value_name = "SERVICE")]
     pub service: Option<String>,
     /// RabbitMQ version to compile the spec for (default: the broker's own version).
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", value_parser = parse_target)]
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
 }
 

@@ -38,7 +38,7 @@ pub struct TraceArgs {
     #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
     pub format: TraceFormat,
     /// RabbitMQ version whose behaviour is simulated.
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
     pub target_version: TargetVersion,
 }
 

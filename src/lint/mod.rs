@@ -340,6 +340,7 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
                 location: None,
                 help: finding.help.clone(),
                 affects,
+                omitted: 0,
             });
         }
     }

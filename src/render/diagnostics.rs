@@ -53,8 +53,8 @@ fn render_all(
         };
         render_one(out, path, split[at].1.as_deref(), diagnostic)?;
     }
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-    let warnings = diagnostics.len() - errors;
+    let errors: usize = diagnostics.iter().map(Diagnostic::errors_counted).sum();
+    let warnings = diagnostics.iter().filter(|d| !d.is_error()).count();
     if errors > 0 {
         writeln!(
             out,

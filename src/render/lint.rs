@@ -71,22 +71,31 @@ pub fn github(out: &mut dyn Write, file: &Path, diagnostics: &[Diagnostic]) -> i
 /// The stable JSON document: `file` is the path given (a file or a directory), each
 /// diagnostic's `file` the file its line is in.
 pub fn json_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    let errors: usize = diagnostics.iter().map(Diagnostic::errors_counted).sum();
+    let warnings = diagnostics.iter().filter(|d| !d.is_error()).count();
     json!({
         "version": 1,
         "file": file.display().to_string(),
-        "diagnostics": diagnostics.iter().map(|d| json!({
-            "file": d.file_or(file).display().to_string(),
-            "rule": d.code,
-            "severity": severity(d),
-            "message": d.message,
-            "path": d.path.as_ref().map(|p| p.to_string()),
-            "line": d.location.map(|l| l.line),
-            "column": d.location.map(|l| l.column),
-            "help": d.help,
-            "affects": d.affects,
-        })).collect::<Vec<_>>(),
-        "summary": {"errors": errors, "warnings": diagnostics.len() - errors},
+        "diagnostics": diagnostics.iter().map(|d| {
+            let mut item = json!({
+                "file": d.file_or(file).display().to_string(),
+                "rule": d.code,
+                "severity": severity(d),
+                "message": d.message,
+                "path": d.path.as_ref().map(|p| p.to_string()),
+                "line": d.location.map(|l| l.line),
+                "column": d.location.map(|l| l.column),
+                "help": d.help,
+                "affects": d.affects,
+            });
+            // Only the `more-errors` diagnostic of a file with too many errors to
+            // list says how many it stands for.
+            if d.omitted > 0 {
+                item["omitted"] = json!(d.omitted);
+            }
+            item
+        }).collect::<Vec<_>>(),
+        "summary": {"errors": errors, "warnings": warnings},
     })
 }
 

@@ -68,6 +68,19 @@ fn phase_line(
     )
 }
 
+/// `; the broker is making the next 5,000 (sent 38 s ago)`: why the count has not
+/// moved while an import's part is in flight, which the broker answers for only once
+/// it has made all of it.
+fn awaited(phase: Phase, sent: usize, since: Instant) -> String {
+    let (_, noun) = label(phase);
+    format!(
+        "; the broker is making the next {} {} (sent {} ago, answered when all are made)",
+        grouped(sent as u64),
+        noun_for(sent, noun),
+        elapsed(since.elapsed())
+    )
+}
+
 /// `creating 6,000 of 22,204 objects`: how far a phase is, for a signal's notice.
 fn how_far(phase: Phase, done: usize, total: usize) -> Step {
     let (label, noun) = label(phase);
@@ -127,6 +140,8 @@ struct Running {
     started: Instant,
     /// The last tenth a line was printed for.
     tenth: usize,
+    /// A part of the phase sent and not yet answered for: how many, since when.
+    in_flight: Option<(usize, Instant)>,
 }
 
 /// Changes of the phase that just ran that were not made, by outcome.
@@ -189,13 +204,16 @@ impl<W: Write> Lines<W> {
     /// `creating: 2,000 of 8,000 objects, 12 s`.
     fn state(&mut self) {
         if let Some(running) = &self.running {
-            let text = phase_line(
+            let mut text = phase_line(
                 running.phase,
                 running.done,
                 running.total,
                 running.started,
                 &Missed::default(),
             );
+            if let Some((sent, since)) = running.in_flight {
+                text.push_str(&awaited(running.phase, sent, since));
+            }
             self.last_done = running.done;
             self.line(&text);
         }
@@ -229,16 +247,23 @@ impl<W: Write> Lines<W> {
                     total,
                     started: Instant::now(),
                     tenth: 0,
+                    in_flight: None,
                 });
                 self.course.started();
                 self.missed = Missed::default();
                 self.state();
+            }
+            Event::Sent { sent, .. } => {
+                if let Some(running) = &mut self.running {
+                    running.in_flight = Some((sent, Instant::now()));
+                }
             }
             Event::Advanced { done, .. } => {
                 let Some(running) = &mut self.running else {
                     return;
                 };
                 running.done = done;
+                running.in_flight = None;
                 // The last tenth is the phase's end, which `Finished` prints.
                 let tenth = (done * 10) / running.total.max(1);
                 let new_tenth = tenth > running.tenth && done < running.total;
@@ -496,9 +521,22 @@ fn bar_event(bars: &mut Bars, event: &Event<'_>) {
             });
             *missed = Missed::default();
         }
-        Event::Advanced { done, .. } => {
+        Event::Sent { phase, sent } => {
             if let Some(drawn) = bar {
+                let (_, noun) = label(phase);
+                let total = drawn.bar.length().unwrap_or(0) as usize;
+                drawn.bar.set_message(format!(
+                    "{}; the broker is making the next {}",
+                    noun_for(total, noun),
+                    grouped(sent as u64)
+                ));
+            }
+        }
+        Event::Advanced { phase, done, total } => {
+            if let Some(drawn) = bar {
+                let (_, noun) = label(phase);
                 drawn.bar.set_position(done as u64);
+                drawn.bar.set_message(noun_for(total, noun));
             }
         }
         Event::Outcome { outcome, .. } => match outcome {
@@ -666,6 +704,42 @@ mod tests {
                 .all(|l| l.starts_with("creating: 0 of 10 objects")),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_heartbeat_while_an_import_part_is_in_flight_says_what_the_broker_is_making() {
+        let out = Shared::default();
+        let mut progress = ApplyProgress::lines(out.clone(), &Interrupt::default());
+        progress.event(&Event::Started {
+            phase: Phase::Create,
+            total: 22_204,
+        });
+        progress.event(&Event::Sent {
+            phase: Phase::Create,
+            sent: 5_000,
+        });
+        if let Shown::Lines(lines) = &progress.shown {
+            lines.lock().unwrap().last_line = Instant::now() - HEARTBEAT;
+        }
+        let line = wait_for_line(&out, "making");
+        assert!(
+            line.starts_with("creating: 0 of 22,204 objects, 0 s; the broker is making the next 5,000 objects (sent 0 s ago"),
+            "{line}"
+        );
+        // Once answered, the lines count again and no longer speak of a part in flight.
+        progress.event(&Event::Advanced {
+            phase: Phase::Create,
+            done: 5_000,
+            total: 22_204,
+        });
+        progress.finish();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("creating: 5,000 of 22,204 objects"),
+            "{text}"
+        );
+        assert!(!last.contains("making"), "{text}");
     }
 
     /// Waits until `out` holds a line containing `text`.

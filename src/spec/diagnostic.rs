@@ -50,6 +50,14 @@ pub struct Diagnostic {
     /// them all, instead of one per consumer at a place the file does not have.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub affects: Vec<String>,
+    /// For the last error of a file with too many to show (`more-errors`): how many
+    /// more errors it stands for, so that counts stay true.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn path_as_string<S: serde::Serializer>(path: &Option<SpecPath>, s: S) -> Result<S::Ok, S::Error> {
@@ -71,6 +79,7 @@ impl Diagnostic {
             location: None,
             help: None,
             affects: Vec::new(),
+            omitted: 0,
         }
     }
 
@@ -124,6 +133,12 @@ impl Diagnostic {
     /// True for errors.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+
+    /// How many errors this diagnostic counts for: none for a warning, one for an
+    /// error, and for a `more-errors` diagnostic the errors it stands for as well.
+    pub fn errors_counted(&self) -> usize {
+        if self.is_error() { 1 + self.omitted } else { 0 }
     }
 
     /// Whether the diagnostic points at or below a password-like key

@@ -10,6 +10,7 @@ use crate::spec::diagnostic::Diagnostic;
 
 use super::environment::{self, Choice, Overrides};
 use super::limits;
+use super::recover;
 use super::source_map::{Location, SourceFile, SourceMap, SpecPath};
 use super::types::Spec;
 use super::yaml_errors::parse_error_diagnostic;
@@ -443,7 +444,8 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
     })
 }
 
-/// Parses `source` as one file of a spec.
+/// Parses `source` as one file of a spec; when it does not parse, finds every error
+/// it has ([`recover`]).
 fn parse(path: &Path, source: String) -> Result<(SourceFile, Spec), Vec<Diagnostic>> {
     if source.len() > limits::MAX_BYTES {
         return Err(vec![too_large(
@@ -452,7 +454,9 @@ fn parse(path: &Path, source: String) -> Result<(SourceFile, Spec), Vec<Diagnost
             limits::MAX_BYTES,
         )]);
     }
-    match serde_saphyr::from_str_with_options::<Spec>(&source, limits::parser_options()) {
+    let read =
+        |text: &str| serde_saphyr::from_str_with_options::<Spec>(text, limits::parser_options());
+    match read(&source) {
         Ok(spec) => Ok((
             SourceFile {
                 path: path.to_path_buf(),
@@ -461,6 +465,13 @@ fn parse(path: &Path, source: String) -> Result<(SourceFile, Spec), Vec<Diagnost
             },
             spec,
         )),
-        Err(err) => Err(vec![parse_error_diagnostic(&source, &err)]),
+        Err(err) => {
+            let first = parse_error_diagnostic(&source, &err);
+            Err(recover::every_error(&source, first, |text| {
+                read(text)
+                    .err()
+                    .map(|err| parse_error_diagnostic(text, &err))
+            }))
+        }
     }
 }

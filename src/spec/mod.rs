@@ -8,6 +8,7 @@ pub mod limits;
 pub mod lint_settings;
 pub mod load;
 mod merge;
+mod recover;
 pub mod source_map;
 pub mod types;
 pub mod users;

@@ -22,6 +22,15 @@ const SMALLEST_SPEC_HELP: &str =
               routing_keys: [order.paid]
 (docs/spec.md describes every key)";
 
+/// How the diagnostic of a key too long for YAML starts ([`is_long_key`]).
+const LONG_KEY: &str = "this key is";
+
+/// Whether `diagnostic` is about a key longer than YAML reads as a key: the parser
+/// read the line as something else, so what follows it cannot be read reliably.
+pub(super) fn is_long_key(diagnostic: &Diagnostic) -> bool {
+    diagnostic.message.starts_with(LONG_KEY) && diagnostic.message.contains("YAML reads keys")
+}
+
 /// The diagnostic for a spec file the YAML parser refused: what went wrong in the words
 /// of a YAML author, where, and the spec path there (for a document within the limits),
 /// with any secret in the quoted text hidden.
@@ -39,7 +48,7 @@ pub(super) fn parse_error_diagnostic(source: &str, err: &serde_saphyr::Error) ->
                 Some("this is a list item: write `name:` entries without the leading `- `".into());
         } else if let Some(length) = long_key_at(source, diagnostic.location) {
             diagnostic.message = format!(
-                "this key is {} characters long; YAML reads keys of at most 1,024 characters without a `? ` before them",
+                "{LONG_KEY} {} characters long; YAML reads keys of at most 1,024 characters without a `? ` before them",
                 limits::grouped(length)
             );
             diagnostic.help = Some("shorten the key (RabbitMQ names are at most 255 bytes)".into());

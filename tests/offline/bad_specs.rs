@@ -1,5 +1,6 @@
-//! A corpus of broken specs, each with exactly one mistake, and the diagnostics warren
-//! prints for them.
+//! A corpus of broken specs, and the diagnostics warren prints for them: most with one
+//! mistake; those named `several-mistakes*` (and the generated `many-mistakes`) with
+//! several, every one of which is reported in one run.
 //!
 //! Every `tests/bad_specs/*.yaml` file starts with header comments:
 //!
@@ -35,10 +36,12 @@ use crate::support::{Capture, Run, warren};
 /// The corpus (committed and generated specs) must not shrink below this many specs.
 const MIN_SPECS: usize = 100;
 
-/// The spec that writes a password in clear text, and that password: it must never be
+/// The specs that write a password in clear text, and that password: it must never be
 /// echoed back in a diagnostic.
-const CLEAR_TEXT_SPEC: &str = "clear-text-password";
-const CLEAR_TEXT_PASSWORD: &str = "hunter2";
+const CLEAR_TEXT_SPECS: &[(&str, &str)] = &[
+    ("clear-text-password", "hunter2"),
+    ("several-mistakes-secret", "swordfish"),
+];
 
 #[derive(Debug, PartialEq, Eq)]
 enum Mode {
@@ -118,7 +121,20 @@ const GENERATED: &[Generated] = &[
     ),
     ("nesting-100k", "100,000 nested flow lists", deep_brackets),
     ("key-1mb", "a key of 1 MB", huge_key),
+    (
+        "many-mistakes",
+        "60 unknown keys: the first 50 are shown, and the other 10 counted",
+        sixty_unknown_keys,
+    ),
 ];
+
+fn sixty_unknown_keys() -> Vec<u8> {
+    let mut spec = String::from("version: 1\n");
+    for i in 0..60 {
+        spec.push_str(&format!("unknown_{i:02}: {i}\n"));
+    }
+    spec.into_bytes()
+}
 
 const CONSUMER_HEAD: &str =
     "version: 1\nvhosts:\n  shop:\n    services:\n      orders:\n        consumers:\n";
@@ -229,14 +245,16 @@ fn diagnostic_text(stderr: &str) -> String {
 /// the quoted source line under the message.
 #[test]
 fn clear_text_password_is_never_printed() {
-    let relative = format!("tests/bad_specs/{CLEAR_TEXT_SPEC}.yaml");
-    let run = run_warren(&["validate", &relative]);
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert!(
-        !run.stderr.contains(CLEAR_TEXT_PASSWORD),
-        "stderr repeats the clear-text password:\n{}",
-        run.stderr
-    );
+    for (spec, password) in CLEAR_TEXT_SPECS {
+        let relative = format!("tests/bad_specs/{spec}.yaml");
+        let run = run_warren(&["validate", &relative]);
+        assert_eq!(run.code, Some(1), "{}", run.stderr);
+        assert!(
+            !run.stderr.contains(password),
+            "stderr repeats the clear-text password of {spec}:\n{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
@@ -253,7 +271,7 @@ fn bad_specs_fail_with_located_diagnostics() {
     fs::create_dir(generated_root.path().join("generated")).expect("generated/");
     let mut failures: Vec<String> = Vec::new();
     let mut snapshots: Vec<(String, String, String)> = Vec::new();
-    let mut saw_clear_text = false;
+    let mut saw_clear_text = 0;
 
     // (snapshot name, path as given to warren, working directory, the spec's text)
     let mut cases: Vec<(String, String, PathBuf, String)> = files
@@ -351,17 +369,15 @@ fn bad_specs_fail_with_located_diagnostics() {
                 ));
             }
         }
-        if name == CLEAR_TEXT_SPEC {
-            saw_clear_text = true;
-            if !text.contains(CLEAR_TEXT_PASSWORD) {
-                fail(format!(
-                    "the spec no longer contains `{CLEAR_TEXT_PASSWORD}`"
-                ));
+        if let Some((_, password)) = CLEAR_TEXT_SPECS.iter().find(|(spec, _)| *spec == name) {
+            saw_clear_text += 1;
+            if !text.contains(password) {
+                fail(format!("{name}: the spec no longer contains `{password}`"));
             }
             // The quoted source line is checked by `clear_text_password_is_never_printed`.
-            if diagnostic_text(&run.stderr).contains(CLEAR_TEXT_PASSWORD) {
+            if diagnostic_text(&run.stderr).contains(password) {
                 fail(format!(
-                    "the diagnostic repeats the clear-text password:\n{}",
+                    "{name}: the diagnostic repeats the clear-text password:\n{}",
                     run.stderr
                 ));
             }
@@ -369,9 +385,10 @@ fn bad_specs_fail_with_located_diagnostics() {
         snapshots.push((name, header.description, run.stderr));
     }
 
-    assert!(
+    assert_eq!(
         saw_clear_text,
-        "tests/bad_specs/{CLEAR_TEXT_SPEC}.yaml is missing"
+        CLEAR_TEXT_SPECS.len(),
+        "a spec of CLEAR_TEXT_SPECS is missing from tests/bad_specs"
     );
     assert!(
         failures.is_empty(),

@@ -80,17 +80,15 @@ fn update(out: &mut dyn Write, change: &Change, style: Style) -> io::Result<()> 
             style.paint(Tone::Warning, false, sections::PASSWORD_CHANGED)
         )?;
     }
-    for (tone, text, missing_newline) in sections::line_diff(change) {
-        // The line carries its own line break, inside the color.
-        write!(
+    for (tone, line) in sections::line_diff(change) {
+        // The color ends before the line break: a reset after it would start the
+        // next line with an escape, which a pager or a log viewer shows as text.
+        writeln!(
             out,
-            "        {}{text}{}",
+            "        {}{line}{}",
             style.start(tone, false),
             style.reset
         )?;
-        if missing_newline {
-            writeln!(out)?;
-        }
     }
     Ok(())
 }

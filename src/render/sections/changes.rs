@@ -270,8 +270,9 @@ pub fn password_changed(change: &Change) -> bool {
 }
 
 /// An update as the lines of its redacted JSON that differ: the tone (removed or
-/// added), the line with its sign and its own line break, and whether it lacks one.
-pub fn line_diff(change: &Change) -> Vec<(Tone, String, bool)> {
+/// added) and the line with its sign, without its line break (renderers end each
+/// line after its color).
+pub fn line_diff(change: &Change) -> Vec<(Tone, String)> {
     let (Some(before), Some(after)) = (&change.before, &change.after) else {
         return Vec::new();
     };
@@ -285,8 +286,8 @@ pub fn line_diff(change: &Change) -> Vec<(Tone, String, bool)> {
                 similar::ChangeTag::Insert => ("+", Tone::Good),
                 similar::ChangeTag::Equal => return None,
             };
-            let text = format!("{sign} {}", line.value().trim_start());
-            Some((tone, text, line.missing_newline()))
+            let text = line.value().trim_start().trim_end_matches(['\n', '\r']);
+            Some((tone, format!("{sign} {text}")))
         })
         .collect()
 }
