@@ -237,8 +237,7 @@ fn flags_warren_ci_passes_itself_are_taken_once_or_refused() {
         .run()
         .expect(64);
     assert!(
-        run.stderr
-            .contains("--detailed-exitcode is for plan only"),
+        run.stderr.contains("--detailed-exitcode is for plan only"),
         "{}",
         run.stderr
     );
@@ -275,8 +274,9 @@ impl Server {
         Server::start(&[
             "-c",
             "import functools, http.server, sys\n\
-             handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])\n\
-             handler.log_message = lambda *args: None\n\
+             class Quiet(http.server.SimpleHTTPRequestHandler):\n\
+             \x20   def log_message(self, *args): pass\n\
+             handler = functools.partial(Quiet, directory=sys.argv[1])\n\
              server = http.server.HTTPServer(('127.0.0.1', 0), handler)\n\
              print(server.server_address[1])\n\
              server.serve_forever()",
@@ -373,7 +373,8 @@ fn install_checks_the_release_checksum() {
     let run = install(&checkout, &url, &bad);
     assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert!(
-        run.stderr.contains("404") && run.stderr.contains("not downloaded: the checksum"),
+        run.stderr.contains("returned error: 404")
+            && run.stderr.contains("not downloaded: the checksum"),
         "{}",
         run.stderr
     );
@@ -386,7 +387,12 @@ fn install_checks_the_release_checksum() {
         .env("WARREN_CI_BIN_DIR", &bad)
         .run();
     assert_eq!(run.code, Some(3), "{}", run.stderr);
-    assert_eq!(count(&run.stderr, "404"), 1, "{}", run.stderr);
+    assert_eq!(
+        count(&run.stderr, "returned error: 404"),
+        1,
+        "{}",
+        run.stderr
+    );
     assert!(!bad.join("warren").exists());
 }
 
@@ -546,8 +552,7 @@ fn comment_on_gitlab_without_a_usable_token_fails_clearly() {
     let run = gitlab.comment(&checkout, Some("glpat-wrong"));
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(
-        run.stderr
-            .contains("GitLab refused GITLAB_TOKEN for GET")
+        run.stderr.contains("GitLab refused GITLAB_TOKEN for GET")
             && run.stderr.contains("(HTTP 401)"),
         "{}",
         run.stderr
