@@ -9,6 +9,7 @@
 mod support;
 
 mod bad_specs;
+mod ci_script;
 mod cli;
 mod connect;
 mod environments;
