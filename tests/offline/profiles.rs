@@ -257,6 +257,28 @@ fn a_password_in_a_file_others_may_read_is_refused_and_accepted_at_0600() {
         assert!(run.stdout.contains("set"), "{}", run.stdout);
     }
 
+    // A password written in a URL is a clear-text password too.
+    let in_url = format!("[prod]\nurl = \"http://ops:{PASSWORD}@rabbit:15672\"\n");
+    write(&file, &in_url, 0o640);
+    let run = warren_in(home.path(), &["config"]).run().expect(1);
+    assert!(run.stderr.contains("mode 0640"), "{}", run.stderr);
+    assert_no_password(&run);
+    write(&file, &in_url, 0o600);
+    let run = warren_in(home.path(), &["config", "--profile", "prod"])
+        .run()
+        .expect(0);
+    assert!(
+        run.stdout.contains("http://ops:***@rabbit:15672"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("password  set  (the URL)"),
+        "{}",
+        run.stdout
+    );
+    assert_no_password(&run);
+
     // Without a clear-text password, anyone may read the file.
     write(&file, PROD, 0o644);
     warren_in(home.path(), &["config"]).run().expect(0);
