@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use crate::config::{Given, Input, Origin, Stated};
 use crate::model::version::TargetVersion;
 
 /// When text output has colors.
@@ -19,51 +20,139 @@ pub enum ColorWhen {
     Never,
 }
 
-/// How to reach the broker.
-#[derive(Debug, clap::Args)]
+/// How to reach the broker: what the flags and `WARREN_*` variables said, each with
+/// where it came from, for [`crate::config::resolve`] to weigh against the profile.
+/// Built from clap's matches by hand (`FromArgMatches` below), since the derived
+/// struct alone cannot tell a flag from its variable.
+#[derive(Debug, Clone, Default)]
 pub struct BrokerArgs {
+    /// The flags and variables given.
+    pub given: Given,
+}
+
+/// The connection flags as clap reads them.
+#[derive(Debug, clap::Args)]
+struct BrokerFlags {
     /// Management API URL; repeat (or separate with commas) for the nodes of a cluster,
-    /// tried in order. `http://user:password@host:15672` works too. Default:
-    /// http://localhost:15672.
+    /// tried in order. `http://user:password@host:15672` works too. Default: the
+    /// profile's `url`, else http://localhost:15672.
     // Every variable that may carry credentials hides its value in `--help`. The
-    // default is applied by `broker::Endpoint`, not here, so that an error reaching it
+    // default is applied by `config::resolve`, not here, so that an error reaching it
     // can say that no URL was given.
     #[arg(
         long = "url",
         value_name = "URL",
-        env = "WARREN_URL",
+        env = Input::Url.variable(),
         hide_env_values = true,
         value_delimiter = ','
     )]
-    pub urls: Vec<String>,
-    /// User name (default: from the URL, else `RABBITMQ_DEFAULT_USER`, else `guest`).
-    #[arg(long, value_name = "USER", env = "WARREN_USER", hide_env_values = true)]
-    pub user: Option<String>,
-    /// Password (default: from the URL, else `RABBITMQ_DEFAULT_PASS`, else `guest`).
+    urls: Vec<String>,
+    /// User name (default: the profile's, else from the URL, else
+    /// `RABBITMQ_DEFAULT_USER`, else `guest`).
+    #[arg(long, value_name = "USER", env = Input::User.variable(), hide_env_values = true)]
+    user: Option<String>,
+    /// Password (default: the profile's, else from the URL, else
+    /// `RABBITMQ_DEFAULT_PASS`, else `guest`).
     #[arg(
         long,
         value_name = "PASSWORD",
-        env = "WARREN_PASSWORD",
+        env = Input::Password.variable(),
         hide_env_values = true
     )]
-    pub password: Option<String>,
+    password: Option<String>,
     /// AMQP URL of the broker (`amqp://host:5672`) for the checks that a queue is
     /// empty at the moment warren deletes it; credentials are those of --user.
-    /// Default: the AMQP listener the broker reports, on the host of --url.
+    /// Default: the profile's `amqp_url`, else the AMQP listener the broker reports, on
+    /// the host of --url.
     #[arg(
         long,
         value_name = "URL",
-        env = "WARREN_AMQP_URL",
+        env = Input::AmqpUrl.variable(),
         hide_env_values = true
     )]
-    pub amqp_url: Option<String>,
+    amqp_url: Option<String>,
     /// PEM file of a CA to trust for HTTPS, in addition to the system's.
-    #[arg(long, value_name = "FILE", env = "WARREN_CA_CERT")]
-    pub ca_cert: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", env = Input::CaCert.variable())]
+    ca_cert: Option<PathBuf>,
     /// Seconds to wait for one request to the broker, retries and failover to other
-    /// `--url`s included.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub timeout: u64,
+    /// `--url`s included (default: the profile's `timeout`, else 60).
+    #[arg(long, value_name = "SECONDS", env = Input::Timeout.variable())]
+    timeout: Option<u64>,
+    /// The broker profile of the config file to use (docs/profiles.md; default: the
+    /// profile named `default`, if the file has one). Flags and variables win over it.
+    #[arg(long, value_name = "NAME", env = Input::Profile.variable())]
+    profile: Option<String>,
+    /// The config file of broker profiles (default:
+    /// `$XDG_CONFIG_HOME/warren/config.toml`, else `~/.config/warren/config.toml`).
+    #[arg(long, value_name = "FILE", env = Input::Config.variable())]
+    config: Option<PathBuf>,
+}
+
+/// The clap ids of the inputs: the fields of [`BrokerFlags`].
+const IDS: [(Input, &str); 8] = [
+    (Input::Url, "urls"),
+    (Input::User, "user"),
+    (Input::Password, "password"),
+    (Input::AmqpUrl, "amqp_url"),
+    (Input::CaCert, "ca_cert"),
+    (Input::Timeout, "timeout"),
+    (Input::Profile, "profile"),
+    (Input::Config, "config"),
+];
+
+impl BrokerArgs {
+    /// The flags read, with where each came from (`None`: neither given).
+    fn of(flags: BrokerFlags, matches: &clap::ArgMatches) -> BrokerArgs {
+        let origin = |input: Input| {
+            let id = IDS.iter().find(|(i, _)| *i == input).map(|(_, id)| *id)?;
+            match matches.value_source(id)? {
+                clap::parser::ValueSource::CommandLine => Some(Origin::Flag),
+                clap::parser::ValueSource::EnvVariable => Some(Origin::Variable),
+                _ => None,
+            }
+        };
+        fn stated<T>(value: Option<T>, origin: Option<Origin>) -> Option<Stated<T>> {
+            Some(Stated {
+                value: value?,
+                origin: origin?,
+            })
+        }
+        let urls = (!flags.urls.is_empty()).then_some(flags.urls);
+        BrokerArgs {
+            given: Given {
+                urls: stated(urls, origin(Input::Url)),
+                user: stated(flags.user, origin(Input::User)),
+                password: stated(flags.password, origin(Input::Password)),
+                amqp_url: stated(flags.amqp_url, origin(Input::AmqpUrl)),
+                ca_cert: stated(flags.ca_cert, origin(Input::CaCert)),
+                timeout: stated(flags.timeout, origin(Input::Timeout)),
+                profile: stated(flags.profile, origin(Input::Profile)),
+                config: stated(flags.config, origin(Input::Config)),
+            },
+        }
+    }
+}
+
+impl clap::FromArgMatches for BrokerArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let flags = <BrokerFlags as clap::FromArgMatches>::from_arg_matches(matches)?;
+        Ok(BrokerArgs::of(flags, matches))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = BrokerArgs::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for BrokerArgs {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        BrokerFlags::augment_args(command)
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        BrokerFlags::augment_args_for_update(command)
+    }
 }
 
 /// The environment a spec is read for: every command that reads a spec takes it.
@@ -153,7 +242,7 @@ pub enum StatusFormat {
     Prometheus,
 }
 
-/// Output formats of `warren trace` and `warren replay`.
+/// Output formats of `warren trace`, `warren replay` and `warren config`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TraceFormat {
     /// Text for people.

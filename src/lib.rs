@@ -25,6 +25,7 @@ pub mod broker;
 pub mod cli;
 pub mod commands;
 pub mod compile;
+pub mod config;
 pub mod definitions_file;
 pub mod diff;
 pub mod import;

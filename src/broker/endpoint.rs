@@ -9,13 +9,17 @@ use reqwest::Url;
 use super::BrokerError;
 use crate::model::redact::redact_url;
 
-/// The management API URL used when neither `--url` nor `WARREN_URL` gives one: a
+/// The management API URL used when neither `--url`, `WARREN_URL` nor a profile gives one: a
 /// broker on this machine with RabbitMQ's default management port.
 pub const DEFAULT_URL: &str = "http://localhost:15672";
 
 /// What every "say where the broker is" message ends with: the flags and variables
 /// warren reads, and an example. One text, so the messages cannot drift apart.
-pub const WHERE_TO_CONFIGURE: &str = "give the management API's URL with --url or WARREN_URL, and the login with --user/--password or WARREN_USER/WARREN_PASSWORD (else RABBITMQ_DEFAULT_USER/RABBITMQ_DEFAULT_PASS, else guest/guest), e.g. --url http://rabbit.example.com:15672 --user ops";
+pub const WHERE_TO_CONFIGURE: &str = "give the management API's URL with --url or WARREN_URL, and the login with --user/--password or WARREN_USER/WARREN_PASSWORD (else RABBITMQ_DEFAULT_USER/RABBITMQ_DEFAULT_PASS, else guest/guest), e.g. --url http://rabbit.example.com:15672 --user ops; or name a broker profile of the config file with --profile (docs/profiles.md; `warren config` shows what is in force)";
+
+/// Seconds to wait for one request when neither `--timeout`, `WARREN_TIMEOUT` nor a
+/// profile says.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 60;
 
 /// Where and how to reach the broker.
 #[derive(Debug, Clone)]
@@ -40,14 +44,12 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// An endpoint from the URLs as given (blank ones are skipped; none at all means
-    /// [`DEFAULT_URL`]). Credentials in a URL are taken out of it; `user` and
-    /// `password`, when given, win over them, and `default_credentials` gives what
-    /// neither says.
+    /// [`DEFAULT_URL`]) and the login in force. Credentials written in a URL are taken
+    /// out of it: [`url_credentials`] gives them to whoever decides the login.
     pub fn from_urls(
         urls: &[String],
-        user: Option<String>,
-        password: Option<String>,
-        default_credentials: impl FnOnce() -> (String, String),
+        user: String,
+        password: String,
         ca_cert: Option<PathBuf>,
         timeout: Duration,
     ) -> Result<Endpoint, BrokerError> {
@@ -55,34 +57,16 @@ impl Endpoint {
         let default = [DEFAULT_URL.to_string()];
         let urls = if url_defaulted { &default[..] } else { urls };
         let mut parsed = Vec::new();
-        let mut url_user = None;
-        let mut url_password = None;
         for text in urls {
             let text = text.trim();
             if text.is_empty() {
                 continue;
             }
             let mut url = parse_management_url(text)?;
-            if !url.username().is_empty() {
-                url_user = Some(percent_decode(url.username()));
-                url_password = url.password().map(percent_decode);
-                let _ = url.set_username("");
-                let _ = url.set_password(None);
-            }
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
             parsed.push(url);
         }
-        let user = user.or(url_user);
-        let password = password.or(url_password);
-        let (user, password) = match (user, password) {
-            (Some(user), Some(password)) => (user, password),
-            (user, password) => {
-                let (default_user, default_password) = default_credentials();
-                (
-                    user.unwrap_or(default_user),
-                    password.unwrap_or(default_password),
-                )
-            }
-        };
         Ok(Endpoint {
             urls: parsed,
             user,
@@ -93,6 +77,22 @@ impl Endpoint {
             url_defaulted,
         })
     }
+}
+
+/// The user and password written in the URLs (`http://user:password@host:15672`), of
+/// the last one that has a user; URLs that do not parse are skipped
+/// ([`Endpoint::from_urls`] refuses them).
+pub fn url_credentials(urls: &[String]) -> (Option<String>, Option<String>) {
+    let mut credentials = (None, None);
+    for url in urls.iter().filter_map(|text| Url::parse(text.trim()).ok()) {
+        if !url.username().is_empty() {
+            credentials = (
+                Some(percent_decode(url.username())),
+                url.password().map(percent_decode),
+            );
+        }
+    }
+    credentials
 }
 
 /// One `--url`, or an error that says what to write instead. The usual slips are a
@@ -177,14 +177,12 @@ fn percent_decode(text: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The URLs as given, with no user, password or CA flag and guest/guest as the
-    /// default login.
+    /// The URLs as given, with guest/guest and no CA.
     fn from_urls(urls: &[String]) -> Result<Endpoint, BrokerError> {
         Endpoint::from_urls(
             urls,
-            None,
-            None,
-            || ("guest".into(), "guest".into()),
+            "guest".into(),
+            "guest".into(),
             None,
             Duration::from_secs(5),
         )
@@ -196,9 +194,11 @@ mod tests {
             "http://ops:s%40cret@node1:15672".to_string(),
             "http://node2:15672".to_string(),
         ];
+        assert_eq!(
+            url_credentials(&urls),
+            (Some("ops".into()), Some("s@cret".into()))
+        );
         let endpoint = from_urls(&urls).unwrap();
-        assert_eq!(endpoint.user, "ops");
-        assert_eq!(endpoint.password, "s@cret");
         assert_eq!(endpoint.urls[0].as_str(), "http://node1:15672/");
         assert_eq!(endpoint.urls.len(), 2);
     }

@@ -29,7 +29,9 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
-pub use endpoint::{DEFAULT_URL, Endpoint, WHERE_TO_CONFIGURE};
+pub use endpoint::{
+    DEFAULT_TIMEOUT_SECONDS, DEFAULT_URL, Endpoint, WHERE_TO_CONFIGURE, url_credentials,
+};
 pub use error::{BrokerError, RedactedText, Tag, removed_binding};
 use error::{missing_tag, reason_of};
 pub use guard::{GuardedQueue, QueueHeld};
@@ -70,7 +72,7 @@ impl Client {
         if endpoint.urls.is_empty() {
             return Err(BrokerError::Setup(
                 format!(
-                    "no broker URL: --url or WARREN_URL is given but empty; {WHERE_TO_CONFIGURE}"
+                    "no broker URL: --url, WARREN_URL or the profile's `url` is given but empty; {WHERE_TO_CONFIGURE}"
                 )
                 .into(),
             ));
@@ -274,7 +276,7 @@ impl Client {
         let reason = failures.join("; ");
         let note = if self.endpoint.url_defaulted {
             format!(
-                ". {DEFAULT_URL} is the default, used because neither --url nor WARREN_URL was given: {WHERE_TO_CONFIGURE}"
+                ". {DEFAULT_URL} is the default, used because neither --url, WARREN_URL nor a profile gave one: {WHERE_TO_CONFIGURE}"
             )
         } else {
             String::new()

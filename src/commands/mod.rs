@@ -6,6 +6,7 @@
 mod apply;
 mod ask;
 mod compile;
+mod config;
 pub mod exit;
 mod graph;
 mod import;
@@ -23,11 +24,10 @@ mod upgrade_check;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::broker::{BrokerError, Client, Endpoint};
+use crate::broker::{BrokerError, Client};
 use crate::cli::{BrokerArgs, ColorWhen, EnvArg};
 use crate::model::TargetVersion;
 use crate::render::diagnostics;
@@ -109,6 +109,10 @@ pub enum Command {
     /// (docs/upgrading.md). Exit 0 without errors, 1 with errors (or warnings with
     /// `--deny warnings`), 3 when the broker cannot be reached.
     UpgradeCheck(upgrade_check::UpgradeCheckArgs),
+    /// Show the broker settings in force and where each came from (flag, `WARREN_*`
+    /// variable, profile, default), the config file read and the profiles it
+    /// defines (docs/profiles.md). Never shows a password; contacts no broker.
+    Config(config::ConfigArgs),
     /// Print a shell completion script, e.g. `warren completions bash >
     /// /etc/bash_completion.d/warren` (zsh: into a directory of `$fpath` as `_warren`).
     Completions(shell::CompletionsArgs),
@@ -161,6 +165,7 @@ pub fn run() -> ExitCode {
         Command::Trace(args) => trace::trace(args, stdout, stderr),
         Command::Replay(args) => replay::replay(args, stdout, stderr),
         Command::Status(args) => status::status(args, stdout, stderr),
+        Command::Config(args) => config::config(args, stdout, stderr),
         Command::Completions(args) => shell::completions(args, stdout),
         Command::Man(args) => shell::man(args, stdout, stderr),
         Command::State(args) => state::state(args, stdout, stderr),
@@ -198,6 +203,7 @@ impl Command {
             Command::Replay(args) => args.format == TraceFormat::Json,
             Command::Status(args) => args.format == StatusFormat::Json,
             Command::UpgradeCheck(args) => args.format == upgrade_check::UpgradeFormat::Json,
+            Command::Config(args) => args.format == TraceFormat::Json,
             _ => false,
         }
     }
@@ -322,25 +328,18 @@ impl<W: Write> Write for ClosedPipeIsEnd<W> {
     }
 }
 
-/// The broker client for the connection flags: credentials from the flags, else from
-/// the URL, else from RabbitMQ's container variables, else guest/guest.
+/// The broker client for the connection flags and variables, the profile and the
+/// defaults, as [`crate::config::resolve`] weighs them. A profiles file that does not
+/// read, an unknown profile or a password its profile cannot give is bad input.
 fn client(args: &BrokerArgs) -> Result<Client, BrokerError> {
-    let endpoint = Endpoint::from_urls(
-        &args.urls,
-        args.user.clone(),
-        args.password.clone(),
-        || {
-            let variable = |name: &str| std::env::var(name).ok();
-            (
-                variable("RABBITMQ_DEFAULT_USER").unwrap_or_else(|| "guest".into()),
-                variable("RABBITMQ_DEFAULT_PASS").unwrap_or_else(|| "guest".into()),
-            )
-        },
-        args.ca_cert.clone(),
-        Duration::from_secs(args.timeout.max(1)),
-    )?
-    .with_amqp_url(args.amqp_url.as_deref())?;
-    Client::new(endpoint)
+    let resolved = crate::config::resolve(&args.given, &environment)
+        .map_err(|err| BrokerError::Setup(err.into()))?;
+    Client::new(resolved.endpoint()?)
+}
+
+/// The process's environment, for [`crate::config::resolve`].
+fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// Whether text written to `stream` gets colors: `--color always|never`, else as

@@ -71,10 +71,16 @@ pub fn upgrade_check(
         Ok(from) => from,
         Err(message) => return fail(stderr, &format!("--from: {message}")),
     };
-    if (args.spec.is_some() || args.definitions.is_some()) && !args.broker.urls.is_empty() {
+    let given = &args.broker.given;
+    let names_a_broker = given.urls.is_some()
+        || given
+            .profile
+            .as_ref()
+            .is_some_and(|profile| profile.origin == crate::config::Origin::Flag);
+    if (args.spec.is_some() || args.definitions.is_some()) && names_a_broker {
         return fail(
             stderr,
-            "give one input: a spec, --definitions FILE, or a broker (--url)",
+            "give one input: a spec, --definitions FILE, or a broker (--url or --profile)",
         );
     }
     let report = match (&args.spec, &args.definitions) {

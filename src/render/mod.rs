@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod attributes;
+pub mod config;
 pub mod diagnostics;
 pub mod errors;
 pub mod graph;

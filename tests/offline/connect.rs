@@ -205,8 +205,9 @@ fn nothing_configured_says_where_the_url_goes() {
     assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     for part in [
-        "http://localhost:15672 is the default, used because neither --url nor WARREN_URL was given",
+        "http://localhost:15672 is the default, used because neither --url, WARREN_URL nor a profile gave one",
         "--user/--password or WARREN_USER/WARREN_PASSWORD",
+        "--profile",
         "e.g. --url http://",
     ] {
         assert!(run.stderr.contains(part), "no `{part}` in: {}", run.stderr);

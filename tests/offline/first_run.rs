@@ -212,6 +212,7 @@ const SUBCOMMANDS: &[&str] = &[
     "state",
     "diff",
     "graph",
+    "config",
     "completions",
     "man",
 ];

@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("definitions_file", 1),
     ("schema", 2),
     ("compile", 2),
+    ("config", 2),
     ("diff", 3),
     ("lint", 3),
     ("trace", 3),

@@ -23,6 +23,7 @@ mod layers;
 mod lint_rules;
 mod multi_file;
 mod plan_markdown;
+mod profiles;
 mod refused;
 mod replay;
 mod secrets;

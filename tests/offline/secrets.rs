@@ -11,7 +11,7 @@ use crate::support::{self, Capture, Run, SHOP_PASSWORDS};
 /// Every subcommand, for `--help`.
 const SUBCOMMANDS: &[&str] = &[
     "validate", "compile", "export", "schema", "plan", "apply", "lint", "import", "rules",
-    "unlock", "diff",
+    "unlock", "diff", "config",
 ];
 
 #[track_caller]

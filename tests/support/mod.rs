@@ -49,8 +49,9 @@ pub const SHOP_PASSWORDS: &[(&str, &str)] = &[
 
 /// `warren ARGS`, ready to run: from the repository root (relative paths such as
 /// `examples/ladder.yaml` resolve there), with `NO_COLOR` set, without a
-/// `WARREN_TARGET_VERSION` of the developer's shell, and with `WARREN_ENV` set to
-/// [`EXAMPLE_ENVIRONMENT`].
+/// `WARREN_TARGET_VERSION` of the developer's shell, without the developer's broker
+/// profiles (no `WARREN_PROFILE` or `WARREN_CONFIG`, `XDG_CONFIG_HOME` pointed where
+/// there is no file), and with `WARREN_ENV` set to [`EXAMPLE_ENVIRONMENT`].
 ///
 /// Adjust it with the usual [`Command`] methods (`.env(..)`, `.envs(SHOP_PASSWORDS..)`,
 /// `.env_clear()` for an empty environment), then [`Capture::run`] it. Broker tests
@@ -61,6 +62,9 @@ pub fn warren(args: &[&str]) -> Command {
         .args(args)
         .env("NO_COLOR", "1")
         .env_remove("WARREN_TARGET_VERSION")
+        .env_remove("WARREN_PROFILE")
+        .env_remove("WARREN_CONFIG")
+        .env("XDG_CONFIG_HOME", "/nonexistent/warren-tests")
         .env("WARREN_ENV", EXAMPLE_ENVIRONMENT)
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     command
