@@ -25,6 +25,7 @@ mod plan_markdown;
 mod refused;
 mod replay;
 mod secrets;
+mod show;
 mod status;
 mod trace;
 mod upgrade_check;
