@@ -15,6 +15,7 @@ mod plan;
 mod replay;
 mod schema;
 mod shell;
+mod show;
 mod state;
 mod status;
 mod trace;
@@ -69,6 +70,10 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Apply a saved plan, or plan a spec, show it, ask, and apply it.
     Apply(apply::ApplyArgs),
+    /// Print a plan saved with `warren plan -o FILE` as `warren plan` printed it (text,
+    /// JSON or markdown), without a broker or passwords; exit 1 when the file is not a
+    /// plan this warren reads.
+    Show(show::ShowArgs),
     /// Check a spec (or a definitions file) for topologies that lose, duplicate or
     /// hot-loop messages; exit 1 on errors (and on warnings with `--deny warnings`).
     Lint(lint::LintArgs),
@@ -156,6 +161,7 @@ pub fn run() -> ExitCode {
         Command::Schema => schema::print(stdout),
         Command::Plan(args) => plan::plan(args, &context, stdout, stderr),
         Command::Apply(args) => apply::apply(args, &context, stdout, stderr),
+        Command::Show(args) => show::show(args, &context, stdout, stderr),
         Command::Lint(args) => lint::lint(args, stdout, stderr),
         Command::Import(args) => import::import(args, stdout, stderr),
         Command::Rules(args) => lint::rules(args, stdout, stderr),
@@ -198,6 +204,7 @@ impl Command {
             Command::Plan(args) => args.plan.format == Format::Json,
             Command::Apply(args) => args.plan.format == Format::Json,
             Command::Diff(args) => args.plan.format == Format::Json,
+            Command::Show(args) => args.format == Format::Json,
             Command::Lint(args) => args.format == LintFormat::Json,
             Command::Trace(args) => args.format == TraceFormat::Json,
             Command::Replay(args) => args.format == TraceFormat::Json,

@@ -1,5 +1,5 @@
-//! `warren plan` and `warren diff`, and how a plan is printed (`warren apply` shows its
-//! plan the same way).
+//! `warren plan` and `warren diff`, and how a plan is printed (`warren apply` and
+//! `warren show` print theirs the same way).
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -21,6 +21,7 @@ pub mod migration;
 pub mod objects;
 pub mod password;
 pub mod pattern;
+pub mod plan_format;
 pub mod policy_keys;
 pub mod queue_arguments;
 pub mod queue_facts;

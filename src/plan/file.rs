@@ -1,10 +1,12 @@
-//! A plan file (`warren plan -o FILE`, `warren apply FILE`): writing it, telling it
-//! from a spec when reading it, and the environment it may be applied in.
+//! A plan file (`warren plan -o FILE`, `warren apply FILE`, `warren show FILE`):
+//! writing it, telling it from a spec when reading it, and the environment it may be
+//! applied in.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::{PLAN_FORMAT, Plan};
+use crate::model::plan_format::is_plan_format;
 use crate::spec::environment::Choice;
 
 /// Writes `plan` to `path` as its JSON document, whole or not at all.
@@ -39,9 +41,9 @@ pub fn read(path: &Path) -> Result<Option<Plan>, String> {
     };
     match value["format"].as_str() {
         Some(PLAN_FORMAT) => {}
-        Some(other) if other.starts_with("warren-plan/") => {
+        Some(other) if is_plan_format(other) => {
             return Err(format!(
-                "{} is a `{other}` plan, which this warren does not apply (it reads `{PLAN_FORMAT}`); make the plan again with `warren plan SPEC -o FILE`",
+                "{} is a `{other}` plan, which this warren cannot read (it reads `{PLAN_FORMAT}`); make the plan again with `warren plan SPEC -o FILE`",
                 path.display()
             ));
         }
@@ -55,6 +57,18 @@ pub fn read(path: &Path) -> Result<Option<Plan>, String> {
     serde_json::from_value(value)
         .map(Some)
         .map_err(|err| damaged(err.to_string()))
+}
+
+/// Reads the plan file `path` where only a plan will do (`warren show`): as [`read`],
+/// and a spec (or a directory) is an error that says how to make its plan.
+pub fn read_saved(path: &Path) -> Result<Plan, String> {
+    read(path)?.ok_or_else(|| {
+        let what = if path.is_dir() { "a directory" } else { "not JSON" };
+        format!(
+            "{path} is not a saved plan ({what}: a spec?); `warren plan {path} -o FILE` saves a spec's plan, which `warren show FILE` prints",
+            path = path.display()
+        )
+    })
 }
 
 /// A saved plan applied in an environment it was not made for.

@@ -35,9 +35,7 @@ use crate::model::password::Passwords;
 use crate::model::record::Record;
 use crate::model::{BROKER_ID_PARAMETER, Definitions, ObjectId, ObjectKind, TargetVersion};
 
-/// Identifies a plan document. Version 2 carries the desired state, so that apply can
-/// recompute the changes instead of trusting them.
-pub const PLAN_FORMAT: &str = "warren-plan/2";
+pub use crate::model::plan_format::PLAN_FORMAT;
 
 /// A plan.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::model::plan_format::saved_plan_format;
 use crate::spec::diagnostic::Diagnostic;
 
 use super::environment::{self, Choice, Overrides};
@@ -444,8 +445,22 @@ pub fn load_str(path: &Path, source: String) -> Result<SpecFile, Vec<Diagnostic>
     })
 }
 
-/// Parses `source` as one file of a spec; when it does not parse, finds every error
-/// it has ([`recover`]).
+/// A saved plan (`warren plan -o FILE`) given where a spec is expected: JSON is YAML,
+/// and parsed as a spec it would only say that `format` is an unknown key.
+fn saved_plan(path: &Path, format: &str) -> Diagnostic {
+    let path = path.display();
+    Diagnostic::error(
+        "saved-plan",
+        format!("{path} is a saved plan (`{format}`), not a spec"),
+    )
+    .help(format!(
+        "`warren show {path}` prints it, `warren apply {path}` applies it; give the spec it was made from to plan again"
+    ))
+}
+
+/// Parses `source` as one file of a spec (a saved plan is refused first,
+/// [`saved_plan_format`]); when it does not parse, finds every error it has
+/// ([`recover`]).
 fn parse(path: &Path, source: String) -> Result<(SourceFile, Spec), Vec<Diagnostic>> {
     if source.len() > limits::MAX_BYTES {
         return Err(vec![too_large(
@@ -453,6 +468,9 @@ fn parse(path: &Path, source: String) -> Result<(SourceFile, Spec), Vec<Diagnost
             source.len() as u64,
             limits::MAX_BYTES,
         )]);
+    }
+    if let Some(format) = saved_plan_format(&source) {
+        return Err(vec![saved_plan(path, &format)]);
     }
     let read =
         |text: &str| serde_saphyr::from_str_with_options::<Spec>(text, limits::parser_options());

@@ -408,7 +408,7 @@ fn a_damaged_plan_file_is_reported_as_such() {
     let run = warren(&["apply", older.to_str().unwrap()]).expect(1);
     assert!(
         run.stderr
-            .contains("is a `warren-plan/1` plan, which this warren does not apply"),
+            .contains("is a `warren-plan/1` plan, which this warren cannot read"),
         "{}",
         run.stderr
     );

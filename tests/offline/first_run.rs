@@ -205,6 +205,7 @@ const SUBCOMMANDS: &[&str] = &[
     "schema",
     "plan",
     "apply",
+    "show",
     "lint",
     "import",
     "rules",

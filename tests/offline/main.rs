@@ -27,6 +27,7 @@ mod profiles;
 mod refused;
 mod replay;
 mod secrets;
+mod show;
 mod status;
 mod trace;
 mod upgrade_check;

@@ -34,7 +34,7 @@ fn markdown_of_every_example_against_an_empty_broker_is_pinned() {
 
 /// The shop's own definitions with a queue of another type, a tier's TTL changed, a
 /// consumer's queue missing and a user's password changed.
-fn changed_shop() -> tempfile::NamedTempFile {
+pub(crate) fn changed_shop() -> tempfile::NamedTempFile {
     let export = support::run_with_shop_passwords(&[
         "export",
         "examples/shop.yaml",
