@@ -72,19 +72,19 @@ struct BrokerFlags {
     )]
     amqp_url: Option<String>,
     /// PEM file of a CA to trust for HTTPS, in addition to the system's.
-    #[arg(long, value_name = "FILE", env = Input::CaCert.variable())]
+    #[arg(long, value_name = "FILE", env = Input::CaCert.variable(), hide_env_values = true)]
     ca_cert: Option<PathBuf>,
     /// Seconds to wait for one request to the broker, retries and failover to other
     /// `--url`s included (default: the profile's `timeout`, else 60).
-    #[arg(long, value_name = "SECONDS", env = Input::Timeout.variable())]
+    #[arg(long, value_name = "SECONDS", env = Input::Timeout.variable(), hide_env_values = true)]
     timeout: Option<u64>,
     /// The broker profile of the config file to use (docs/profiles.md; default: the
     /// profile named `default`, if the file has one). Flags and variables win over it.
-    #[arg(long, value_name = "NAME", env = Input::Profile.variable())]
+    #[arg(long, value_name = "NAME", env = Input::Profile.variable(), hide_env_values = true)]
     profile: Option<String>,
     /// The config file of broker profiles (default:
     /// `$XDG_CONFIG_HOME/warren/config.toml`, else `~/.config/warren/config.toml`).
-    #[arg(long, value_name = "FILE", env = Input::Config.variable())]
+    #[arg(long, value_name = "FILE", env = Input::Config.variable(), hide_env_values = true)]
     config: Option<PathBuf>,
 }
 

@@ -131,6 +131,18 @@ pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn Erro
             args.target_version,
         )))
     };
+    // On standard error, as `export -o -` does: the JSON goes to a pipe or a file, and
+    // the reader still learns which broker it is for.
+    let what = if *contract {
+        "the consumer contract".to_string()
+    } else {
+        crate::text::count(compiled.definitions.object_count(), "object")
+    };
+    let _ = writeln!(
+        stderr,
+        "compiled {what} for RabbitMQ {}; --target-version chooses another",
+        args.target_version
+    );
     match json.map(|text| writeln!(stdout, "{text}")) {
         Ok(Ok(())) => EXIT_OK,
         _ => EXIT_ERROR,

@@ -138,7 +138,7 @@ pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let _ = err.print();
+            print_usage_error(&err);
             // Usage errors exit 1, not clap's 2: `plan` uses 2 for "changes pending".
             return ExitCode::from(if err.use_stderr() {
                 EXIT_ERROR
@@ -194,6 +194,40 @@ pub fn run() -> ExitCode {
     }
     let _ = stdout.flush();
     ExitCode::from(code)
+}
+
+/// Prints a command-line error. A missing argument's usage line names only what the
+/// command needs: clap also lists there the arguments its environment variables gave
+/// (`--url <URL> --user <USER> --password <PASSWORD>` with `WARREN_*` set), which
+/// reads as if they were required.
+fn print_usage_error(err: &clap::Error) {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+    if err.kind() != ErrorKind::MissingRequiredArgument {
+        let _ = err.print();
+        return;
+    }
+    let mut command = Cli::command();
+    command.build();
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    let mut chosen = &mut command;
+    for word in &words {
+        if chosen.find_subcommand(word).is_none() {
+            continue;
+        }
+        chosen = chosen.find_subcommand_mut(word).expect("found above");
+    }
+    let usage = chosen.render_usage().to_string();
+    let text = err.render().to_string();
+    let mut fixed: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        fixed.push(if line.starts_with("Usage: ") {
+            usage.as_str()
+        } else {
+            line
+        });
+    }
+    eprintln!("{}", fixed.join("\n"));
 }
 
 impl Command {

@@ -343,6 +343,38 @@ mod tests {
         Change::new(action, id, before, after)
     }
 
+    /// A colored diff line ends its color before its line break: a reset at the start
+    /// of the next line shows as text in pagers and CI logs that strip line starts.
+    #[test]
+    fn colored_diff_lines_end_their_color_before_the_line_break() {
+        let mut plan = Plan::of_changes(
+            vec![change(
+                Action::Update,
+                id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
+                Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
+                Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
+            )],
+            vec![],
+        );
+        plan.summarize();
+        let mut out = Vec::new();
+        render_text(&mut out, &plan, Style::new(true)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let reset = Style::new(true).reset;
+        let diff: Vec<&str> = text
+            .lines()
+            .filter(|line| line.contains("message-ttl") && line.contains(['-', '+']))
+            .collect();
+        assert_eq!(diff.len(), 2, "{text:?}");
+        for line in &diff {
+            assert!(line.ends_with(reset), "{line:?}");
+        }
+        assert!(
+            text.lines().all(|line| !line.starts_with(reset)),
+            "a line starts with a reset: {text:?}"
+        );
+    }
+
     #[test]
     fn text_plans_group_by_vhost_and_kind_and_hide_passwords() {
         let mut replace = change(

@@ -96,6 +96,7 @@ mod cluster;
 mod connect;
 mod corpus;
 mod crash;
+mod demo;
 mod environments;
 mod faults;
 mod import;

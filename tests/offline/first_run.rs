@@ -47,7 +47,15 @@ fn a_reader_that_stops_early_is_a_normal_end_not_an_error() {
             .unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
-        assert_eq!(stderr, "", "{args:?}: nothing to say about a closed pipe");
+        // `compile` says which RabbitMQ its output is for, and nothing else.
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|line| !(line.starts_with("compiled ") && line.contains(" for RabbitMQ ")))
+            .collect();
+        assert!(
+            said.is_empty(),
+            "{args:?}: nothing to say about a closed pipe: {stderr}"
+        );
     }
 }
 
@@ -324,4 +332,100 @@ fn import_says_which_file_it_wrote() {
         run.stderr
     );
     assert!(spec.exists());
+}
+
+/// Every subcommand that takes flags, for checks of `--help` and usage lines.
+const WITH_FLAGS: &[&str] = &[
+    "validate",
+    "compile",
+    "export",
+    "plan",
+    "apply",
+    "show",
+    "lint",
+    "import",
+    "rules",
+    "unlock",
+    "diff",
+    "graph",
+    "status",
+    "trace",
+    "replay",
+    "config",
+    "upgrade-check",
+];
+
+/// clap writes an unset variable as `[env: NAME=]`, as if it were set to nothing:
+/// every variable is shown by its name alone.
+#[test]
+fn help_names_variables_without_a_trailing_equals_sign() {
+    for subcommand in WITH_FLAGS {
+        let run = support::warren(&[subcommand, "--help"]).run().expect(0);
+        assert!(
+            !run.stdout.contains("=]"),
+            "warren {subcommand} --help:\n{}",
+            run.stdout
+        );
+    }
+    let plan = support::warren(&["plan", "--help"]).run().expect(0);
+    for name in ["WARREN_CA_CERT", "WARREN_TIMEOUT", "WARREN_TARGET_VERSION"] {
+        assert!(plan.stdout.contains(&format!("[env: {name}]")), "{name}");
+    }
+}
+
+/// With the broker's variables set, a missing argument's usage line still names only
+/// what the command needs, not the flags the variables gave.
+#[test]
+fn a_missing_argument_s_usage_does_not_list_flags_the_environment_gave() {
+    let environment = [
+        ("WARREN_URL", "http://127.0.0.1:1"),
+        ("WARREN_USER", "ops"),
+        ("WARREN_PASSWORD", "UsageSecret5"),
+    ];
+    for (args, usage) in [
+        (
+            &["replay"][..],
+            "Usage: warren replay [OPTIONS] --queue <QUEUE> <SPEC>",
+        ),
+        (&["plan"][..], "Usage: warren plan [OPTIONS] <SPEC>"),
+        (
+            &["state", "show"][..],
+            "Usage: warren state show [OPTIONS] <SPEC_OR_NAME>",
+        ),
+    ] {
+        let run = support::warren(args).envs(environment).run().expect(1);
+        assert!(
+            run.stderr.lines().any(|line| line == usage),
+            "{args:?}:\n{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("--url <URL>"), "{}", run.stderr);
+        assert!(!run.stderr.contains("UsageSecret5"), "{}", run.stderr);
+    }
+}
+
+/// `compile` and `export` say which RabbitMQ their output is for, on standard error
+/// (standard output holds the JSON).
+#[test]
+fn compile_and_export_name_the_rabbitmq_version_of_their_output() {
+    let spec = large_spec(2);
+    let path = spec.path().to_str().unwrap();
+    for (args, said) in [
+        (
+            vec!["compile", path, "--target-version", "3.10"],
+            "for RabbitMQ 3.10; --target-version chooses another",
+        ),
+        (
+            vec!["compile", path, "--contract"],
+            "compiled the consumer contract for RabbitMQ 4.3",
+        ),
+        (
+            vec!["export", path, "-o", "-", "--target-version", "4.0"],
+            "for RabbitMQ 4.0; --target-version chooses another",
+        ),
+    ] {
+        let run = support::warren(&args).run().expect(0);
+        assert!(run.stderr.contains(said), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.starts_with('{'), "{args:?}: JSON on stdout");
+    }
 }
