@@ -109,7 +109,7 @@ impl Client {
             let tried = self
                 .delete_in_vhost(&connection, queues, &indices, &routes, stop, answered)
                 .await;
-            let _ = connection.close(200, "warren is done".into()).await;
+            super::amqp::close(&connection, "warren is done").await;
             let refused = tried.last().is_some_and(|(_, result)| result.is_err());
             for (index, result) in tried {
                 results[index] = Some(result);
@@ -587,7 +587,7 @@ impl Client {
                 Ok::<_, BrokerError>(())
             }
             .await;
-            let _ = connection.close(200, "warren is done".into()).await;
+            super::amqp::close(&connection, "warren is done").await;
             counted?;
         }
         for (index, (vhost, name)) in queues.iter().enumerate() {

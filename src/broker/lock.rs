@@ -110,7 +110,7 @@ impl BrokerLock {
 
     /// Gives the locks back (closing the connection deletes the queues).
     pub async fn release(self) {
-        let _ = self.connection.close(200, "warren apply done".into()).await;
+        super::amqp::close(&self.connection, "warren apply done").await;
     }
 }
 
@@ -189,13 +189,13 @@ impl Client {
                     {
                         let now = tokio::time::Instant::now();
                         if now >= deadline {
-                            let _ = connection.close(200, "lock not taken".into()).await;
+                            super::amqp::close(&connection, "lock not taken").await;
                             return Err(self.locked(name).await);
                         }
                         tokio::time::sleep(RETRY_EVERY.min(deadline - now)).await;
                     }
                     Err(error) => {
-                        let _ = connection.close(200, "lock not taken".into()).await;
+                        super::amqp::close(&connection, "lock not taken").await;
                         // A refusal (no configure permission on the lock vhost) is a
                         // set-up problem; anything else is the connection failing.
                         return Err(match reply_of(&error) {

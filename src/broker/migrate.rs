@@ -153,7 +153,7 @@ impl Client {
             Ok(result) => result.map_err(|error| amqp_error(&what, &error)),
             Err(_) => Err(no_answer(&what, timeout)),
         };
-        let _ = connection.close(200, "warren is done".into()).await;
+        super::amqp::close(&connection, "warren is done").await;
         result
     }
 
@@ -422,7 +422,7 @@ impl Client {
             Ok(result) => result,
             Err(_) => Err(no_answer(&what, timeout)),
         };
-        let _ = connection.close(200, "warren is done".into()).await;
+        super::amqp::close(&connection, "warren is done").await;
         result
     }
 }

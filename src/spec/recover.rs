@@ -74,8 +74,8 @@ pub fn every_error(
             break;
         };
         blanked_keys.push(entry.key.clone());
-        blank(&mut text, &entry);
-        if text.trim().is_empty() {
+        if !blank(&mut text, &entry) || text.trim().is_empty() {
+            // Nothing left to set aside, or nothing left at all.
             break;
         }
         next = parse(&text);
@@ -297,8 +297,8 @@ fn value_done(stack: &mut [Frame], end: usize) -> Option<Entry> {
 }
 
 /// Spaces in place of the entry's characters (line ends kept), and of its comma in a
-/// flow mapping.
-fn blank(text: &mut String, entry: &Entry) {
+/// flow mapping; whether that changed the text (an entry already blank did not).
+fn blank(text: &mut String, entry: &Entry) -> bool {
     let mut start = entry.start;
     let mut end = entry.end.min(text.len());
     if entry.in_flow {
@@ -320,7 +320,9 @@ fn blank(text: &mut String, entry: &Entry) {
     if entry.alone && spaces.starts_with("  ") {
         spaces.replace_range(0..2, "{}");
     }
+    let changed = text[start..end] != spaces;
     text.replace_range(start..end, &spaces);
+    changed
 }
 
 /// The byte offset of a 1-based line and column (in characters).

@@ -46,10 +46,6 @@ use crate::model::headers::Replay;
 /// (No AMQP method waits for them.)
 const SETTLE_GRACE: Duration = Duration::from_secs(1);
 
-/// How long a connection close may take before warren stops waiting (the broker does
-/// not read a blocked connection; the socket closes with the process all the same).
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
 /// The AMQP reply code for a queue that does not exist.
 const NOT_FOUND: u16 = 404;
 
@@ -293,10 +289,9 @@ fn connect_failure(vhost: &str, error: BrokerError) -> ReplayFailure {
     }
 }
 
-/// Closes `connection`, waiting at most [`CLOSE_WAIT`].
+/// Closes `connection`, waiting at most [`super::amqp::CLOSE_WAIT`].
 async fn close(connection: &Connection) {
-    let closing = connection.close(200, "warren is done".into());
-    let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
+    super::amqp::close(connection, "warren is done").await;
 }
 
 /// The user warren publishes as, and whether the broker lets it publish messages that

@@ -10,7 +10,7 @@ fn at(line: usize, column: usize) -> Location {
 fn blanked(text: &str, location: Location) -> String {
     let entry = entry_at(text, location).expect("an entry there");
     let mut text = text.to_string();
-    blank(&mut text, &entry);
+    assert!(blank(&mut text, &entry), "the entry was blank already");
     text
 }
 
