@@ -15,6 +15,36 @@ pub const EXCERPT_WIDTH: usize = 120;
 /// Most characters of the `at:` path (its keys come from the spec).
 const MAX_PATH: usize = 200;
 
+/// One diagnostic as a JSON object, with the fields every JSON document of warren
+/// gives it (lint's, and the error document of a failed command), in one order;
+/// `severity` for documents that carry warnings too. Only the `more-errors`
+/// diagnostic of a file with too many errors to list has `omitted`: how many it
+/// stands for.
+pub fn json_value(
+    diagnostic: &Diagnostic,
+    file: &Path,
+    severity: Option<&str>,
+) -> serde_json::Value {
+    use serde_json::json;
+    let d = diagnostic;
+    let mut item = serde_json::Map::new();
+    item.insert("file".into(), json!(d.file_or(file).display().to_string()));
+    item.insert("rule".into(), json!(d.code));
+    if let Some(severity) = severity {
+        item.insert("severity".into(), json!(severity));
+    }
+    item.insert("message".into(), json!(d.message));
+    item.insert("path".into(), json!(d.path.as_ref().map(|p| p.to_string())));
+    item.insert("line".into(), json!(d.location.map(|l| l.line)));
+    item.insert("column".into(), json!(d.location.map(|l| l.column)));
+    item.insert("help".into(), json!(d.help));
+    item.insert("affects".into(), json!(d.affects));
+    if d.omitted > 0 {
+        item.insert("omitted".into(), json!(d.omitted));
+    }
+    serde_json::Value::Object(item)
+}
+
 /// Writes every diagnostic, then, when there are errors, a one-line count of them
 /// followed by `ending` (what the command did not do, e.g. "; nothing was written").
 /// `file` is the path the command was given (a file or a directory): the file of a

@@ -18,16 +18,10 @@ pub fn error_value(
         "exit_code": code,
         "class": class,
         "messages": messages,
-        "diagnostics": diagnostics.iter().map(|(file, d)| json!({
-            "file": d.file_or(file).display().to_string(),
-            "rule": d.code,
-            "message": d.message,
-            "path": d.path.as_ref().map(|p| p.to_string()),
-            "line": d.location.map(|l| l.line),
-            "column": d.location.map(|l| l.column),
-            "help": d.help,
-            "affects": d.affects,
-        })).collect::<Vec<_>>(),
+        "diagnostics": diagnostics
+            .iter()
+            .map(|(file, d)| super::diagnostics::json_value(d, file, None))
+            .collect::<Vec<_>>(),
     })
 }
 

@@ -76,25 +76,10 @@ pub fn json_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
     json!({
         "version": 1,
         "file": file.display().to_string(),
-        "diagnostics": diagnostics.iter().map(|d| {
-            let mut item = json!({
-                "file": d.file_or(file).display().to_string(),
-                "rule": d.code,
-                "severity": severity(d),
-                "message": d.message,
-                "path": d.path.as_ref().map(|p| p.to_string()),
-                "line": d.location.map(|l| l.line),
-                "column": d.location.map(|l| l.column),
-                "help": d.help,
-                "affects": d.affects,
-            });
-            // Only the `more-errors` diagnostic of a file with too many errors to
-            // list says how many it stands for.
-            if d.omitted > 0 {
-                item["omitted"] = json!(d.omitted);
-            }
-            item
-        }).collect::<Vec<_>>(),
+        "diagnostics": diagnostics
+            .iter()
+            .map(|d| super::diagnostics::json_value(d, file, Some(severity(d))))
+            .collect::<Vec<_>>(),
         "summary": {"errors": errors, "warnings": warnings},
     })
 }
