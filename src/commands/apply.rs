@@ -94,6 +94,11 @@ fn apply_target(
         Ok(saved) => saved,
         Err(err) => return fail(stderr, &err),
     };
+    if let Some(plan) = &saved
+        && let Err(err) = plan::file::check_appliable(plan, &args.target)
+    {
+        return fail(stderr, &err);
+    }
     let choice = environment_choice(&args.plan.env);
     if let Some(plan) = &saved
         && let Err(wrong) = plan::file::check_environment(plan, &args.target, choice.as_choice())

@@ -14,6 +14,7 @@ pub mod scoped;
 use locate::line_column;
 
 use crate::model::Definitions;
+use crate::model::plan_format::is_plan_format;
 use crate::model::shorten::{self, grouped};
 use crate::model::version::{CheckedVersion, TargetVersion};
 
@@ -113,6 +114,11 @@ pub fn parse(
         return Err(format!(
             "1:1: this is not a RabbitMQ definitions file: the document is {}, not an object of sections (`queues`, `exchanges`, …)",
             kind_of(&document)
+        ));
+    }
+    if let Some(format) = document["format"].as_str().filter(|f| is_plan_format(f)) {
+        return Err(format!(
+            "1:1: this is a saved warren plan (`{format}`), not a RabbitMQ definitions file; `warren show FILE` prints it, and `warren export SPEC` writes the definitions of the spec it was made from"
         ));
     }
     let scoped = scoped::settle(&mut document, vhost)

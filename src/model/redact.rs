@@ -70,6 +70,9 @@ fn hidden_userinfo(userinfo: &str) -> String {
     }
 }
 
+/// What a hidden password hash is replaced with.
+pub const HIDDEN_HASH: &str = "(redacted)";
+
 /// Hides password hashes and URI credentials: a plan says "password changed" and
 /// nothing more.
 pub fn redact(value: &Value) -> Value {
@@ -77,9 +80,32 @@ pub fn redact(value: &Value) -> Value {
     if let Some(object) = value.as_object_mut()
         && object.contains_key("password_hash")
     {
-        object.insert("password_hash".into(), Value::from("(redacted)"));
+        object.insert("password_hash".into(), Value::from(HIDDEN_HASH));
     }
     value
+}
+
+/// Whether `value` holds what [`redact`] leaves in place of a secret: a password hash
+/// [`HIDDEN_HASH`], or a URI whose password is [`MASK`]. Such a value cannot be sent
+/// to a broker: it would set a user's password, or a shovel's, to the mask.
+pub fn holds_hidden_secrets(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.split("://").skip(1).any(|after| {
+            let authority = after
+                .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>'))
+                .next()
+                .unwrap_or_default();
+            authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
+                userinfo == MASK || userinfo.ends_with(&format!(":{MASK}"))
+            })
+        }),
+        Value::Array(items) => items.iter().any(holds_hidden_secrets),
+        Value::Object(map) => {
+            map.get("password_hash").and_then(Value::as_str) == Some(HIDDEN_HASH)
+                || map.values().any(holds_hidden_secrets)
+        }
+        _ => false,
+    }
 }
 
 /// A URL given on the command line, as it may be printed in an error: `scheme://` URLs
@@ -275,6 +301,33 @@ pub fn hide_values(text: &str, hidden: &[String]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn what_redact_hides_is_recognised_and_nothing_else() {
+        let secrets = [
+            json!({"name": "app", "password_hash": "c2FsdGVkaGFzaA==", "tags": []}),
+            json!({"value": {"src-uri": "amqp://fed:s3cret@upstream/%2f", "dest-queue": "q"}}),
+            json!({"value": {"uri": ["amqps://a:b@one", "amqp://x:p@two?heartbeat=5"]}}),
+            json!({"value": {"uri": "amqp://user:p@ss@host"}}),
+        ];
+        for value in secrets {
+            assert!(!holds_hidden_secrets(&value), "clear: {value}");
+            assert!(
+                holds_hidden_secrets(&redact(&value)),
+                "redacted: {}",
+                redact(&value)
+            );
+        }
+        let clean = [
+            json!({"value": {"src-uri": "amqp://upstream/%2f"}}),
+            json!({"value": {"src-uri": "amqps://fed-link@upstream"}}),
+            json!({"arguments": {"x-note": "a *** in text", "x-url": "http://host/***"}}),
+        ];
+        for value in clean {
+            assert_eq!(redact(&value), value, "nothing to hide in {value}");
+            assert!(!holds_hidden_secrets(&value), "{value}");
+        }
+    }
 
     #[test]
     fn uri_credentials_are_hidden() {

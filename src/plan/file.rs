@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{PLAN_FORMAT, Plan};
 use crate::model::plan_format::is_plan_format;
+use crate::model::redact::holds_hidden_secrets;
 use crate::spec::environment::Choice;
 
 /// Writes `plan` to `path` as its JSON document, whole or not at all.
@@ -69,6 +70,28 @@ pub fn read_saved(path: &Path) -> Result<Plan, String> {
             path = path.display()
         )
     })
+}
+
+/// Whether the plan read from `file` can be applied: a plan printed by `--format json`
+/// hides its secrets, and applying it would set users' passwords and shovels' URIs to
+/// the mask. Told by [`Plan::redacted`], or, in a plan printed before plans said so,
+/// by the masks themselves in what it would write.
+pub fn check_appliable(plan: &Plan, file: &Path) -> Result<(), String> {
+    let masked = || {
+        plan.desired.iter().any(|d| holds_hidden_secrets(&d.value))
+            || plan
+                .changes
+                .iter()
+                .filter_map(|c| c.after.as_ref())
+                .any(holds_hidden_secrets)
+    };
+    if !plan.redacted && !masked() {
+        return Ok(());
+    }
+    Err(format!(
+        "{file} is a plan as `--format json` prints it, with its password hashes and URI passwords hidden: applying it would set them to the mask, so nothing was changed; save a plan to apply with `warren plan SPEC -o FILE` (`warren show {file}` prints this one)",
+        file = file.display()
+    ))
 }
 
 /// A saved plan applied in an environment it was not made for.

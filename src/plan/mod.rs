@@ -42,6 +42,11 @@ pub use crate::model::plan_format::PLAN_FORMAT;
 pub struct Plan {
     /// Always [`PLAN_FORMAT`].
     pub format: String,
+    /// The plan as printed (`plan --format json`, `diff --format json`): its password
+    /// hashes and URI credentials are hidden ([`crate::model::redact`]), so `show`
+    /// reads it and `apply` refuses it. A saved plan (`plan -o FILE`) keeps them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
     /// The spec's name (its ownership record is `warren.<spec>`); for a spec read for
     /// one of its environments, `<name>@<environment>`.
     pub spec: String,
@@ -478,6 +483,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
     let pass_ons = pass_on::find(inputs.live, &vhosts, &changes, &migrated, target);
     let mut plan = Plan {
         format: PLAN_FORMAT.to_string(),
+        redacted: false,
         spec: inputs.spec.to_string(),
         environment: inputs.environment.map(String::from),
         target_version: inputs.target_version,
@@ -539,6 +545,7 @@ impl Plan {
     pub(crate) fn of_changes(changes: Vec<Change>, desired: Vec<DesiredObject>) -> Plan {
         let mut plan = Plan {
             format: PLAN_FORMAT.into(),
+            redacted: false,
             spec: "shop".into(),
             environment: None,
             target_version: "4.0".into(),

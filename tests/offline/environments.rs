@@ -363,7 +363,13 @@ fn a_plan_names_its_environment_and_its_own_ownership_record() {
 fn a_saved_plan_is_refused_for_another_environment() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, diff("staging", "json")).unwrap();
+    // A saved plan as `plan -o` writes it needs a broker; the printed one is the same
+    // document but for its `redacted` flag and the password hashes it hides.
+    let mut saved: serde_json::Value = serde_json::from_str(&diff("staging", "json")).unwrap();
+    assert_eq!(saved["redacted"], true);
+    saved.as_object_mut().unwrap().remove("redacted");
+    fill_hidden_hashes(&mut saved);
+    std::fs::write(&plan, saved.to_string()).unwrap();
     let plan = plan.to_string_lossy().into_owned();
     let run = warren(&[
         "apply",
@@ -393,6 +399,20 @@ fn a_saved_plan_is_refused_for_another_environment() {
         "--auto-approve",
     ]);
     assert!(!run.stderr.contains("was made for"), "{}", run.stderr);
+}
+
+/// Puts a made-up password hash where a printed plan hides one.
+fn fill_hidden_hashes(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("password_hash").is_some_and(|h| h == "(redacted)") {
+                map.insert("password_hash".into(), "bWFkZS11cC1oYXNo".into());
+            }
+            map.values_mut().for_each(fill_hidden_hashes);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(fill_hidden_hashes),
+        _ => {}
+    }
 }
 
 /// The messages of `warren lint ARGS --format json`.

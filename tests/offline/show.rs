@@ -5,7 +5,7 @@
 //!
 //! A saved plan needs a broker to make; offline, `diff --against FILE --format json`
 //! prints the same document (the plan format, password hashes redacted), which `show`
-//! and `apply` read as a plan file.
+//! reads as a plan file and `apply` refuses (its secrets are hidden).
 
 use std::path::Path;
 
@@ -277,4 +277,82 @@ fn a_spec_written_in_json_is_still_a_spec() {
         .run()
         .expect(0);
     assert!(run.stdout.contains("tiny.json: valid"), "{}", run.stdout);
+}
+
+/// A plan as `--format json` prints it hides its password hashes and URI passwords
+/// (`"redacted": true`): `show` prints it, `apply` refuses it before it reaches the
+/// broker (applied, it would set the users' passwords to the mask). A printed plan of
+/// an earlier warren, without the marker, is refused by its masks alone.
+#[test]
+fn a_printed_plan_is_shown_but_never_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let text = printed(
+        "examples/shop.yaml",
+        "tests/definitions/empty-4.1.json",
+        "json",
+        &[],
+    );
+    let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(document["redacted"], true, "{text}");
+    let printed_plan = file(dir, "printed.json", &text);
+    let mut unmarked = document.clone();
+    unmarked.as_object_mut().unwrap().remove("redacted");
+    let unmarked = file(dir, "unmarked.json", &unmarked.to_string());
+
+    // A broker that would notice any connection.
+    let broker = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    broker.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", broker.local_addr().unwrap());
+    for plan in [&printed_plan, &unmarked] {
+        let stderr = error_in(dir, &["apply", plan, "--auto-approve", "--url", &url]);
+        assert!(
+            stderr.contains(&format!(
+                "error: {plan} is a plan as `--format json` prints it, with its password hashes and URI passwords hidden"
+            )) && stderr.contains("nothing was changed")
+                && stderr.contains("warren plan SPEC -o FILE"),
+            "{stderr}"
+        );
+        assert!(
+            broker.accept().is_err(),
+            "apply of {plan} connected to the broker"
+        );
+        support::warren(&["show", plan])
+            .current_dir(dir)
+            .run()
+            .expect(0);
+    }
+}
+
+/// A saved plan given where a definitions file is expected (`diff --against`, `lint
+/// --definitions`, `import --from`) is named as a plan, with what to run instead.
+#[test]
+fn a_saved_plan_given_for_definitions_is_named_as_a_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let plan = file(
+        dir,
+        "plan.json",
+        &printed(
+            "examples/shop.yaml",
+            "tests/definitions/empty-4.1.json",
+            "json",
+            &[],
+        ),
+    );
+    let spec = std::fs::canonicalize("examples/shop.yaml").unwrap();
+    let spec = spec.to_str().unwrap();
+    for args in [
+        vec!["diff", spec, "--against", &plan],
+        vec!["lint", "--definitions", &plan],
+        vec!["import", "--from", &plan, "-o", "imported.yaml"],
+    ] {
+        let out = error_in(dir, &args);
+        assert!(
+            out.contains(
+                "plan.json:1:1: this is a saved warren plan (`warren-plan/2`), not a RabbitMQ definitions file; `warren show FILE` prints it"
+            ),
+            "{args:?}: {out}"
+        );
+    }
 }

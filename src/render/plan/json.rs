@@ -11,6 +11,7 @@ use crate::plan::Plan;
 /// and in the desired state (what `--format json` prints).
 pub fn redacted_json(plan: &Plan) -> Value {
     let mut plan = plan.clone();
+    plan.redacted = true;
     for change in &mut plan.changes {
         change.before = change.before.as_ref().map(redact);
         change.after = change.after.as_ref().map(redact);
