@@ -29,6 +29,13 @@ pub(super) async fn close(connection: &lapin::Connection, reason: &str) {
     let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
 }
 
+/// Closes `channel`, waiting at most [`CLOSE_WAIT`] for the broker's answer: a
+/// channel's close-ok can fail to come as a connection's can.
+pub(super) async fn close_channel(channel: &lapin::Channel) {
+    let closing = channel.close(200, "".into());
+    let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
+}
+
 /// The AMQP reply code and text of a protocol error, if it is one.
 pub(super) fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
     match error.kind() {

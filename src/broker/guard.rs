@@ -162,7 +162,7 @@ impl Client {
             }
         }
         if let Some(channel) = open {
-            let _ = channel.close(200, "".into()).await;
+            super::amqp::close_channel(&channel).await;
         }
         tried
     }

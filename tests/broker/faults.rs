@@ -1,9 +1,10 @@
 //! Faults during an apply: the report says what the broker confirmed, what was sent
 //! without a confirmation, and what was not done, never "nothing was changed" when
-//! something was.
+//! something was; and a broker that never answers a close does not hold the apply.
 
 use std::time::{Duration, Instant};
 
+use crate::amqp_proxy::CloseSwallowingProxy;
 use crate::background::Background;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
@@ -49,3 +50,36 @@ fn a_broker_killed_mid_apply_gets_an_honest_report(version: Version) {
 }
 
 per_version!(a_broker_killed_mid_apply_gets_an_honest_report);
+
+/// The broker's close-ok never comes, for the apply lock's connection, the delete
+/// guard's channel and its connection (a proxy keeps them back): each apply finishes
+/// all the same, having waited a couple of seconds per close, instead of hanging after
+/// its work is done. One line: what is tried is warren's side of the protocol.
+#[test]
+fn an_unanswered_close_does_not_hold_the_apply() {
+    let node = Node::shared(Version::V3_10);
+    let vhost = node.unused_vhost("noclose");
+    let proxy = CloseSwallowingProxy::start(node.amqp_port);
+    let name = format!("noclose-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, 2));
+    let apply = || {
+        let command = node.apply(spec.arg()).with(&["--amqp-url", &proxy.url()]);
+        Background::spawn(command.command()).finish_within(Duration::from_secs(60))
+    };
+    let created = apply();
+    assert_eq!(created.code, Some(0), "{}", created.stderr);
+    // The second apply deletes r1, through the guard's AMQP channel.
+    spec.write(&queues_spec(&name, &vhost, 1));
+    let deleted = apply();
+    assert_eq!(deleted.code, Some(0), "{}", deleted.stderr);
+    assert!(
+        node.get_opt(&format!("/api/queues/{}/r1", pct(&vhost)))
+            .is_none()
+    );
+    // Two lock connections, and the guard's channel and connection.
+    assert!(
+        proxy.swallowed() >= 4,
+        "the proxy kept back {} close-oks",
+        proxy.swallowed()
+    );
+}

@@ -83,6 +83,7 @@ fn run(module: &str, name: &str, version: node::Version, scenario: fn(node::Vers
 }
 
 mod amqp;
+mod amqp_proxy;
 mod background;
 mod node;
 mod report;

@@ -89,7 +89,7 @@ impl<'a> Window<'a> {
                 });
             }
         }
-        let _ = check.close(200, "".into()).await;
+        crate::broker::amqp::close_channel(&check).await;
         let taker = new_channel(taking).await?;
         let sender = new_channel(sending).await?;
         sender
@@ -374,7 +374,7 @@ impl<'a> Window<'a> {
             .ok()
             .flatten();
         if now.is_some() {
-            let _ = channel.close(200, "".into()).await;
+            crate::broker::amqp::close_channel(&channel).await;
         }
         now
     }
