@@ -365,7 +365,10 @@ impl Client {
     /// The AMQP connection that holds the locks: named after the holder (so the
     /// management API shows who holds a lock) and with a short heartbeat (so a frozen
     /// holder loses its locks in seconds). A new vhost may take a moment to start on
-    /// every node: refused connections are tried again until `--timeout`.
+    /// every node: connections the broker refuses are tried again until `--timeout`.
+    /// A port nothing listens on (the TCP connection refused) is an error at once:
+    /// the broker answered over HTTP a moment ago, so the AMQP URL is wrong, and
+    /// waiting out `--timeout` would only delay saying so.
     async fn lock_connection(&self, holder: &str) -> Result<Connection, BrokerError> {
         let url = self.amqp_url().await.map_err(|NoAmqp { url, reason }| {
             BrokerError::LockUnavailable {
@@ -381,12 +384,15 @@ impl Client {
         loop {
             let properties = ConnectionProperties::default().with_connection_name(holder.into());
             let connect = Connection::connect(with_login.as_str(), properties);
-            let reason = match tokio::time::timeout_at(deadline, connect).await {
+            let (reason, nothing_listens) = match tokio::time::timeout_at(deadline, connect).await {
                 Ok(Ok(connection)) => return Ok(connection),
-                Ok(Err(error)) => error.to_string(),
-                Err(_) => format!("no answer within {} s", self.endpoint.timeout.as_secs()),
+                Ok(Err(error)) => (error.to_string(), tcp_refused(&error)),
+                Err(_) => (
+                    format!("no answer within {} s", self.endpoint.timeout.as_secs()),
+                    false,
+                ),
             };
-            if tokio::time::Instant::now() + RETRY_EVERY * 2 > deadline {
+            if nothing_listens || tokio::time::Instant::now() + RETRY_EVERY * 2 > deadline {
                 return Err(BrokerError::LockUnavailable {
                     url: shown,
                     vhost: LOCK_VHOST.into(),
@@ -396,6 +402,11 @@ impl Client {
             tokio::time::sleep(RETRY_EVERY * 2).await;
         }
     }
+}
+
+/// Whether `error` is a TCP connection refused: nothing listens at the address.
+fn tcp_refused(error: &lapin::Error) -> bool {
+    matches!(error.kind(), lapin::ErrorKind::IOError(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
 }
 
 #[cfg(test)]

@@ -386,14 +386,23 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
     node.plan(spec.arg()).expect(0);
 }
 
+/// An AMQP URL where nothing listens: the apply cannot take its lock, says so at once
+/// (a refused TCP connection is not waited out as a vhost still starting is: the
+/// default `--timeout` is 60 s) and changes nothing.
 fn without_the_amqp_port_apply_changes_nothing(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("noamqp");
     let spec = Spec::new(&queues_spec(&format!("noamqp-{vhost}"), &vhost, "q", 1));
+    let started = Instant::now();
     let refused = node
         .apply(spec.arg())
         .with(&["--amqp-url", "amqp://127.0.0.1:1"])
         .expect(3);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{version}: a refused AMQP port took {:?} to report",
+        started.elapsed()
+    );
     assert!(
         refused
             .stderr
