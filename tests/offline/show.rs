@@ -150,6 +150,18 @@ fn file(dir: &Path, name: &str, text: &str) -> String {
     name.to_string()
 }
 
+/// The shop's plan against an empty broker, as `--format json` prints it, written to
+/// `plan.json` in `dir`.
+fn shop_plan_in(dir: &Path) -> String {
+    let json = printed(
+        "examples/shop.yaml",
+        "tests/definitions/empty-4.1.json",
+        "json",
+        &[],
+    );
+    file(dir, "plan.json", &json)
+}
+
 /// `warren ARGS` run in `dir`: exit 1, and what it said: its stdout (empty, but for
 /// `lint`, whose report is its output), then its stderr.
 fn error_in(dir: &Path, args: &[&str]) -> String {
@@ -201,16 +213,7 @@ fn show_of_a_file_that_is_not_a_plan_it_reads_says_why() {
 fn a_saved_plan_given_for_a_spec_names_show_and_apply() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let plan = file(
-        dir,
-        "plan.json",
-        &printed(
-            "examples/shop.yaml",
-            "tests/definitions/empty-4.1.json",
-            "json",
-            &[],
-        ),
-    );
+    let plan = shop_plan_in(dir);
     // Cut short, or of an older format, it is still a plan, not a spec.
     let truncated = file(
         dir,
@@ -287,15 +290,10 @@ fn a_spec_written_in_json_is_still_a_spec() {
 fn a_printed_plan_is_shown_but_never_applied() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let text = printed(
-        "examples/shop.yaml",
-        "tests/definitions/empty-4.1.json",
-        "json",
-        &[],
-    );
+    let printed_plan = shop_plan_in(dir);
+    let text = std::fs::read_to_string(dir.join(&printed_plan)).unwrap();
     let document: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(document["redacted"], true, "{text}");
-    let printed_plan = file(dir, "printed.json", &text);
     let mut unmarked = document.clone();
     unmarked.as_object_mut().unwrap().remove("redacted");
     let unmarked = file(dir, "unmarked.json", &unmarked.to_string());
@@ -330,16 +328,7 @@ fn a_printed_plan_is_shown_but_never_applied() {
 fn a_saved_plan_given_for_definitions_is_named_as_a_plan() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let plan = file(
-        dir,
-        "plan.json",
-        &printed(
-            "examples/shop.yaml",
-            "tests/definitions/empty-4.1.json",
-            "json",
-            &[],
-        ),
-    );
+    let plan = shop_plan_in(dir);
     let spec = std::fs::canonicalize("examples/shop.yaml").unwrap();
     let spec = spec.to_str().unwrap();
     for args in [
