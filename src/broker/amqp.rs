@@ -36,6 +36,119 @@ pub(super) async fn close_channel(channel: &lapin::Channel) {
     let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
 }
 
+/// How long an AMQP connection attempt may go unanswered before warren asks the
+/// kernel, with a bare TCP connect, whether anything listens at its address. The AMQP
+/// client answers a refused port at once almost always, but it connects from a thread
+/// of its own, and when that thread fails the TCP connect in the instant between the
+/// handshake's check for a failure and the handshake's first step, the attempt waits
+/// forever (seen under load: an apply waited out its whole `--timeout` of 60 s on a
+/// port nothing listened on). A refused TCP connect is the kernel's own answer,
+/// immediate on any load, so the check costs one connect and only on attempts that
+/// are already slow.
+const ASK_THE_KERNEL_AFTER: Duration = Duration::from_secs(2);
+
+/// Why an AMQP connection could not be opened.
+pub(super) enum ConnectFailure {
+    /// Nothing listens at the address: every address the host has refused a TCP
+    /// connection. Never worth trying again.
+    NothingListens(String),
+    /// The broker or the network failed the attempt (a vhost still starting, a
+    /// refused login, a reset): the client's error.
+    Failed(lapin::Error),
+    /// No answer before the deadline.
+    NoAnswer,
+}
+
+impl ConnectFailure {
+    /// What went wrong, for an error message.
+    pub(super) fn reason(&self, timeout: Duration) -> String {
+        match self {
+            ConnectFailure::NothingListens(reason) => reason.clone(),
+            ConnectFailure::Failed(error) => error.to_string(),
+            ConnectFailure::NoAnswer => format!("no answer within {} s", timeout.as_secs()),
+        }
+    }
+}
+
+/// Opens an AMQP connection at `url` (with its login), answering by `deadline`. A
+/// port nothing listens on is said so as soon as the kernel says it (see
+/// [`ASK_THE_KERNEL_AFTER`]), never after the deadline.
+pub(super) async fn connect(
+    url: &Url,
+    properties: lapin::ConnectionProperties,
+    deadline: tokio::time::Instant,
+) -> Result<lapin::Connection, ConnectFailure> {
+    let attempt = tokio::time::timeout_at(
+        deadline,
+        lapin::Connection::connect(url.as_str(), properties),
+    );
+    tokio::pin!(attempt);
+    let settled = tokio::select! {
+        settled = &mut attempt => Some(settled),
+        () = tokio::time::sleep(ASK_THE_KERNEL_AFTER) => None,
+    };
+    let settled = match settled {
+        Some(settled) => settled,
+        None => match nothing_listens(url, deadline).await {
+            Some(reason) => return Err(ConnectFailure::NothingListens(reason)),
+            None => attempt.await,
+        },
+    };
+    match settled {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(error)) if tcp_refused(&error) => Err(ConnectFailure::NothingListens(refused(url))),
+        Ok(Err(error)) => Err(ConnectFailure::Failed(error)),
+        Err(_) => Err(ConnectFailure::NoAnswer),
+    }
+}
+
+/// Whether `error` is a TCP connection refused: nothing listens at the address.
+fn tcp_refused(error: &lapin::Error) -> bool {
+    matches!(error.kind(), lapin::ErrorKind::IOError(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
+}
+
+/// `Some(why)` when every address of `url`'s host refuses a TCP connection on its port;
+/// `None` when one accepts, or when the kernel's answer is anything else (the AMQP
+/// attempt then answers for itself).
+async fn nothing_listens(url: &Url, deadline: tokio::time::Instant) -> Option<String> {
+    let (host, port) = host_and_port(url)?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses: Vec<std::net::SocketAddr> = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => vec![std::net::SocketAddr::new(ip, port)],
+        Err(_) => {
+            let found = tokio::time::timeout_at(deadline, tokio::net::lookup_host((bare, port)));
+            found.await.ok()?.ok()?.collect()
+        }
+    };
+    if addresses.is_empty() {
+        return None;
+    }
+    for address in &addresses {
+        let connect = tokio::net::TcpStream::connect(address);
+        match tokio::time::timeout_at(deadline, connect).await {
+            Ok(Err(error)) if error.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            _ => return None,
+        }
+    }
+    Some(refused(url))
+}
+
+/// The host and port an AMQP URL names (5672, or 5671 for `amqps`, when it names none).
+fn host_and_port(url: &Url) -> Option<(&str, u16)> {
+    let default_port = if url.scheme() == "amqps" { 5671 } else { 5672 };
+    Some((url.host_str()?, url.port().unwrap_or(default_port)))
+}
+
+/// What a refused connection means, in the words warren uses for the management API's.
+fn refused(url: &Url) -> String {
+    match host_and_port(url) {
+        Some((host, port)) => {
+            format!("connection refused: nothing listens on port {port} of {host}")
+        }
+        None => "connection refused: nothing listens there".into(),
+    }
+}
+
 /// The AMQP reply code and text of a protocol error, if it is one.
 pub(super) fn reply_of(error: &lapin::Error) -> Option<(u16, String)> {
     match error.kind() {
@@ -102,5 +215,65 @@ impl Client {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port of this machine that nothing listens on: bound, then closed.
+    fn closed_port() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }
+
+    fn deadline() -> tokio::time::Instant {
+        tokio::time::Instant::now() + Duration::from_secs(30)
+    }
+
+    #[tokio::test]
+    async fn the_kernel_says_when_nothing_listens_and_when_something_does() {
+        let closed = Url::parse(&format!("amqp://127.0.0.1:{}/", closed_port())).unwrap();
+        let reason = nothing_listens(&closed, deadline()).await;
+        assert_eq!(reason, Some(refused(&closed)));
+        assert!(
+            reason
+                .unwrap()
+                .starts_with("connection refused: nothing listens on port")
+        );
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Url::parse(&format!("amqp://guest:guest@127.0.0.1:{port}/")).unwrap();
+        assert_eq!(nothing_listens(&open, deadline()).await, None);
+        let bracketed = Url::parse(&format!("amqp://[::1]:{}/", closed_port()));
+        if let Ok(url) = bracketed
+            && std::net::TcpListener::bind("[::1]:0").is_ok()
+        {
+            assert!(nothing_listens(&url, deadline()).await.is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_amqp_port_is_a_failure_that_names_it() {
+        let port = closed_port();
+        let url = Url::parse(&format!("amqp://guest:guest@127.0.0.1:{port}/")).unwrap();
+        let failure = connect(&url, lapin::ConnectionProperties::default(), deadline())
+            .await
+            .expect_err("nothing listens");
+        assert!(
+            matches!(&failure, ConnectFailure::NothingListens(reason) if reason.contains(&format!("port {port} of 127.0.0.1"))),
+            "{}",
+            failure.reason(Duration::from_secs(30))
+        );
+    }
+
+    #[test]
+    fn the_default_port_follows_the_scheme() {
+        let plain = Url::parse("amqp://host/").unwrap();
+        let tls = Url::parse("amqps://host/").unwrap();
+        assert_eq!(host_and_port(&plain), Some(("host", 5672)));
+        assert_eq!(host_and_port(&tls), Some(("host", 5671)));
     }
 }

@@ -23,7 +23,7 @@ use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties};
 
-use super::amqp::{NoAmqp, reply_of};
+use super::amqp::{ConnectFailure, NoAmqp, reply_of};
 use super::error::{RedactedText, removed_binding};
 use super::{BrokerError, Client, QueueBinding};
 use crate::model::effective::CompiledPolicies;
@@ -394,24 +394,20 @@ impl Client {
         let shown = redact_uri(url.as_str());
         let with_login = self.amqp_login(&url, vhost);
         let properties = ConnectionProperties::default().with_connection_name(name.into());
-        let connect = Connection::connect(with_login.as_str(), properties);
-        match tokio::time::timeout(self.endpoint.timeout, connect).await {
-            Ok(Ok(connection)) => Ok(connection),
-            Ok(Err(error)) => {
-                let reason = error.to_string();
+        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
+        match super::amqp::connect(&with_login, properties, deadline).await {
+            Ok(connection) => Ok(connection),
+            Err(failure) => {
+                let reason = failure.reason(self.endpoint.timeout);
                 // RabbitMQ: "NOT_ALLOWED - access to vhost 'v' refused for user 'u'".
-                let denied = reason.contains("access to vhost");
+                let denied = matches!(failure, ConnectFailure::Failed(_))
+                    && reason.contains("access to vhost");
                 Err(BrokerError::Amqp {
                     url: shown,
                     reason: reason.into(),
                     denied_vhost: denied.then(|| vhost.to_string()),
                 })
             }
-            Err(_) => Err(BrokerError::Amqp {
-                url: shown,
-                reason: format!("no answer within {} s", self.endpoint.timeout.as_secs()).into(),
-                denied_vhost: None,
-            }),
         }
     }
 }

@@ -19,7 +19,7 @@ use lapin::{Connection, ConnectionProperties};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::amqp::{NoAmqp, reply_of};
+use super::amqp::{self, ConnectFailure, NoAmqp, reply_of};
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
 use crate::model::record::in_words;
@@ -366,9 +366,9 @@ impl Client {
     /// management API shows who holds a lock) and with a short heartbeat (so a frozen
     /// holder loses its locks in seconds). A new vhost may take a moment to start on
     /// every node: connections the broker refuses are tried again until `--timeout`.
-    /// A port nothing listens on (the TCP connection refused) is an error at once:
-    /// the broker answered over HTTP a moment ago, so the AMQP URL is wrong, and
-    /// waiting out `--timeout` would only delay saying so.
+    /// A port nothing listens on is an error at once ([`amqp::connect`] tells it
+    /// within seconds on any load): the broker answered over HTTP a moment ago, so the
+    /// AMQP URL is wrong, and waiting out `--timeout` would only delay saying so.
     async fn lock_connection(&self, holder: &str) -> Result<Connection, BrokerError> {
         let url = self.amqp_url().await.map_err(|NoAmqp { url, reason }| {
             BrokerError::LockUnavailable {
@@ -383,30 +383,24 @@ impl Client {
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         loop {
             let properties = ConnectionProperties::default().with_connection_name(holder.into());
-            let connect = Connection::connect(with_login.as_str(), properties);
-            let (reason, nothing_listens) = match tokio::time::timeout_at(deadline, connect).await {
-                Ok(Ok(connection)) => return Ok(connection),
-                Ok(Err(error)) => (error.to_string(), tcp_refused(&error)),
-                Err(_) => (
-                    format!("no answer within {} s", self.endpoint.timeout.as_secs()),
-                    false,
-                ),
+            let failure = match amqp::connect(&with_login, properties, deadline).await {
+                Ok(connection) => return Ok(connection),
+                Err(failure) => failure,
             };
-            if nothing_listens || tokio::time::Instant::now() + RETRY_EVERY * 2 > deadline {
+            let final_failure = matches!(
+                failure,
+                ConnectFailure::NothingListens(_) | ConnectFailure::NoAnswer
+            );
+            if final_failure || tokio::time::Instant::now() + RETRY_EVERY * 2 > deadline {
                 return Err(BrokerError::LockUnavailable {
                     url: shown,
                     vhost: LOCK_VHOST.into(),
-                    reason: reason.into(),
+                    reason: failure.reason(self.endpoint.timeout).into(),
                 });
             }
             tokio::time::sleep(RETRY_EVERY * 2).await;
         }
     }
-}
-
-/// Whether `error` is a TCP connection refused: nothing listens at the address.
-fn tcp_refused(error: &lapin::Error) -> bool {
-    matches!(error.kind(), lapin::ErrorKind::IOError(io) if io.kind() == std::io::ErrorKind::ConnectionRefused)
 }
 
 #[cfg(test)]
