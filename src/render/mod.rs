@@ -11,6 +11,7 @@ pub mod lint;
 pub mod markdown;
 pub mod plan;
 pub mod progress;
+pub mod progress_line;
 pub mod replay;
 pub mod sections;
 pub mod state;

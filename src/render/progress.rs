@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::progress_line::{Awaiting, Missed, PhaseLine};
 use super::stopping::{Step, Watch, apply_notice};
 use crate::apply::Interrupt;
 use crate::apply::progress::{ChangeOutcome, Event, MigrationStep, Phase};
@@ -39,46 +40,33 @@ fn label(phase: Phase) -> (&'static str, &'static str) {
     }
 }
 
-/// `12 s`, `3 min 05 s`.
-pub fn elapsed(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds < 60 {
-        format!("{seconds} s")
-    } else {
-        format!("{} min {:02} s", seconds / 60, seconds % 60)
-    }
-}
-
-/// `creating: 2,000 of 8,000 objects, 12 s`, and what was not made (`; 1 refused`).
+/// A phase's line as the grammar writes it ([`PhaseLine`]): `creating: 2,000 of 8,000
+/// objects, 12 s`, what was not made (`; 1 refused`), and the import part in flight
+/// (`; the broker is making the next 5,000 objects (sent 38 s ago, …)`), which the
+/// broker answers for only once it has made all of it.
 fn phase_line(
     phase: Phase,
     done: usize,
     total: usize,
     started: Instant,
     missed: &Missed,
+    in_flight: Option<(usize, Instant)>,
 ) -> String {
     let (label, noun) = label(phase);
-    format!(
-        "{label}: {} of {} {}, {}{}",
-        grouped(done as u64),
-        grouped(total as u64),
-        noun_for(total, noun),
-        elapsed(started.elapsed()),
-        self::missed(missed)
-    )
-}
-
-/// `; the broker is making the next 5,000 (sent 38 s ago)`: why the count has not
-/// moved while an import's part is in flight, which the broker answers for only once
-/// it has made all of it.
-fn awaited(phase: Phase, sent: usize, since: Instant) -> String {
-    let (_, noun) = label(phase);
-    format!(
-        "; the broker is making the next {} {} (sent {} ago, answered when all are made)",
-        grouped(sent as u64),
-        noun_for(sent, noun),
-        elapsed(since.elapsed())
-    )
+    PhaseLine {
+        label: label.to_string(),
+        done: done as u64,
+        total: total as u64,
+        noun: noun_for(total, noun),
+        elapsed: started.elapsed(),
+        missed: *missed,
+        awaiting: in_flight.map(|(sent, since)| Awaiting {
+            sent: sent as u64,
+            noun: noun_for(sent, noun),
+            since: since.elapsed(),
+        }),
+    }
+    .to_string()
 }
 
 /// `creating 6,000 of 22,204 objects`: how far a phase is, for a signal's notice.
@@ -144,14 +132,6 @@ struct Running {
     in_flight: Option<(usize, Instant)>,
 }
 
-/// Changes of the phase that just ran that were not made, by outcome.
-#[derive(Default)]
-struct Missed {
-    refused: usize,
-    unconfirmed: usize,
-    not_sent: usize,
-}
-
 /// Which phases an apply has been through, for a signal's notice when none runs.
 #[derive(Default)]
 struct Course {
@@ -204,16 +184,14 @@ impl<W: Write> Lines<W> {
     /// `creating: 2,000 of 8,000 objects, 12 s`.
     fn state(&mut self) {
         if let Some(running) = &self.running {
-            let mut text = phase_line(
+            let text = phase_line(
                 running.phase,
                 running.done,
                 running.total,
                 running.started,
                 &Missed::default(),
+                running.in_flight,
             );
-            if let Some((sent, since)) = running.in_flight {
-                text.push_str(&awaited(running.phase, sent, since));
-            }
             self.last_done = running.done;
             self.line(&text);
         }
@@ -291,8 +269,14 @@ impl<W: Write> Lines<W> {
                     running.total = total;
                 }
                 if let Some(running) = &self.running {
-                    let text =
-                        phase_line(running.phase, done, total, running.started, &self.missed);
+                    let text = phase_line(
+                        running.phase,
+                        done,
+                        total,
+                        running.started,
+                        &self.missed,
+                        None,
+                    );
                     self.line(&text);
                 }
                 self.running = None;
@@ -307,28 +291,6 @@ impl<W: Write> Lines<W> {
                 self.line(&text);
             }
         }
-    }
-}
-
-/// `; 1 refused, 4,999 not sent` after a phase that did not make every change.
-fn missed(missed: &Missed) -> String {
-    let mut parts = Vec::new();
-    if missed.refused > 0 {
-        parts.push(format!("{} refused", grouped(missed.refused as u64)));
-    }
-    if missed.unconfirmed > 0 {
-        parts.push(format!(
-            "{} not confirmed",
-            grouped(missed.unconfirmed as u64)
-        ));
-    }
-    if missed.not_sent > 0 {
-        parts.push(format!("{} not sent", grouped(missed.not_sent as u64)));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", parts.join(", "))
     }
 }
 
@@ -347,7 +309,7 @@ impl Drawn {
         self.bar.finish_and_clear();
         eprintln!(
             "{}",
-            phase_line(self.phase, done, total, self.started, missed)
+            phase_line(self.phase, done, total, self.started, missed, None)
         );
     }
 }
@@ -817,11 +779,5 @@ mod tests {
             ],
             "{text}"
         );
-    }
-
-    #[test]
-    fn elapsed_times_read_in_seconds_then_minutes() {
-        assert_eq!(elapsed(Duration::from_millis(12_400)), "12 s");
-        assert_eq!(elapsed(Duration::from_secs(185)), "3 min 05 s");
     }
 }
