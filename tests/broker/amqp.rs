@@ -349,8 +349,20 @@ impl Client {
 
     /// Ready messages in `queue` (passive declare: exact, no statistics delay).
     pub async fn ready(&self, queue: &str) -> u32 {
-        let channel = self.connection.create_channel().await.expect("channel");
-        let q = channel
+        self.try_ready(queue)
+            .await
+            .unwrap_or_else(|e| panic!("passive declare of {queue}: {e}"))
+    }
+
+    /// [`Client::ready`], or the broker's refusal: a quorum queue of a restarted
+    /// broker answers with an error until its Raft member has recovered.
+    pub async fn try_ready(&self, queue: &str) -> Result<u32, String> {
+        let channel = self
+            .connection
+            .create_channel()
+            .await
+            .map_err(|e| e.to_string())?;
+        let declared = channel
             .queue_declare(
                 queue.into(),
                 QueueDeclareOptions {
@@ -359,10 +371,11 @@ impl Client {
                 },
                 FieldTable::default(),
             )
-            .await
-            .unwrap_or_else(|e| panic!("passive declare of {queue}: {e}"));
+            .await;
         let _ = channel.close(200, "".into()).await;
-        q.message_count()
+        declared
+            .map(|q| q.message_count())
+            .map_err(|e| e.to_string())
     }
 
     /// Takes one message from `queue` with basic.get and acks it.

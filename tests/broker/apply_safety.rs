@@ -30,12 +30,14 @@ fn publish(node: &Node, vhost: &str, queue: &str, count: usize) {
     }
 }
 
-/// The queue's type and, once the statistics show it, its message count.
+/// The queue's type and, once the statistics show it, its message count. The
+/// statistics are emitted every 5 s and lag further on a loaded node: the wait is a
+/// bound for a count that never shows, not for a late one.
 #[track_caller]
 fn assert_holds(node: &Node, vhost: &str, queue: &str, kind: &str, expected: u64) {
     let path = format!("/api/queues/{}/{}", pct(vhost), pct(queue));
     let mut last = serde_json::Value::Null;
-    let shown = node.wait_until(std::time::Duration::from_secs(30), || {
+    let shown = node.wait_until(std::time::Duration::from_secs(90), || {
         last = node.get_opt(&path).unwrap_or_default();
         last["messages"].as_u64() == Some(expected)
     });

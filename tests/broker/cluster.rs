@@ -50,7 +50,9 @@ fn a_three_node_cluster_fails_over_and_keeps_messages(version: Version) {
 
     warren(&nodes[0], &urls, &["apply", spec.arg(), "--auto-approve"]).expect(0);
     let queue = format!("/api/queues/{}/{}", pct(VHOST), pct(WORK_QUEUE));
-    let replicated = nodes[1].wait_until(std::time::Duration::from_secs(30), || {
+    // Generous: members show once every node's Ra member has started, which a loaded
+    // machine slows down; the bound is for a queue that never replicates.
+    let replicated = nodes[1].wait_until(std::time::Duration::from_secs(120), || {
         nodes[1].get(&queue)["members"]
             .as_array()
             .map_or(0, Vec::len)
@@ -84,7 +86,8 @@ fn a_three_node_cluster_fails_over_and_keeps_messages(version: Version) {
     // The queue elects a new leader among the two nodes left; then the message is
     // delivered from a node that never held the first leader.
     let mut got = serde_json::Value::Null;
-    let delivered = nodes[2].wait_until(std::time::Duration::from_secs(30), || {
+    // An election takes a few seconds of Raft timeouts, more on a loaded machine.
+    let delivered = nodes[2].wait_until(std::time::Duration::from_secs(120), || {
         let answer = nodes[2].request(
             reqwest::Method::POST,
             &format!("{queue}/get"),

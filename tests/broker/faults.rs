@@ -23,9 +23,16 @@ fn a_broker_killed_mid_apply_gets_an_honest_report(version: Version) {
     let vhost = "crash";
     let spec = Spec::new(&queues_spec("crash", vhost, 1500));
     let child = Background::spawn(node.apply(spec.arg()).with(&["--timeout", "10"]).command());
+    // Killed once the import has started making queues, however long warren takes to
+    // get there on a loaded machine (the bound is for an apply that never starts).
     let first = format!("/api/queues/{}/r0", pct(vhost));
     let started = Instant::now();
-    while node.get_opt(&first).is_none() && started.elapsed() < Duration::from_secs(60) {
+    while node.get_opt(&first).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the apply made no queue: {}",
+            child.stderr_so_far()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     node.kill();
@@ -54,7 +61,9 @@ per_version!(a_broker_killed_mid_apply_gets_an_honest_report);
 /// The broker's close-ok never comes, for the apply lock's connection, the delete
 /// guard's channel and its connection (a proxy keeps them back): each apply finishes
 /// all the same, having waited a couple of seconds per close, instead of hanging after
-/// its work is done. One line: what is tried is warren's side of the protocol.
+/// its work is done (the bound is for an apply that hangs: a few closes of 2 s each and
+/// an apply that a loaded machine may stretch to tens of seconds fit well within it).
+/// One line: what is tried is warren's side of the protocol.
 #[test]
 fn an_unanswered_close_does_not_hold_the_apply() {
     let node = Node::shared(Version::V3_10);
@@ -64,7 +73,7 @@ fn an_unanswered_close_does_not_hold_the_apply() {
     let spec = Spec::new(&queues_spec(&name, &vhost, 2));
     let apply = || {
         let command = node.apply(spec.arg()).with(&["--amqp-url", &proxy.url()]);
-        Background::spawn(command.command()).finish_within(Duration::from_secs(60))
+        Background::spawn(command.command()).finish_within(Duration::from_secs(180))
     };
     let created = apply();
     assert_eq!(created.code, Some(0), "{}", created.stderr);

@@ -9,6 +9,11 @@ use serde_json::json;
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
 
+/// How long to wait for what the management API shows from its statistics (a queue's
+/// effective policy, its message count): they are emitted every 5 s and lag further
+/// on a loaded node. A bound for what never shows, never reached when all is well.
+const STATISTICS_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// A spec whose consumer `orders.email` takes its delays from `place`: the top-level
 /// `defaults` or the vhost's.
 fn spec_text(name: &str, vhost: &str, service: &str, top_level: bool) -> String {
@@ -75,7 +80,7 @@ fn an_undeclared_queue_with_a_tier_ending_stops_the_plan(version: Version) {
     // The broker gives the tier its policy, and the renamed queue none (the queue's
     // `policy` shows once the statistics catch up).
     let mut last = serde_json::Value::Null;
-    let settled = node.wait_until(std::time::Duration::from_secs(30), || {
+    let settled = node.wait_until(STATISTICS_WAIT, || {
         last = node.get(&format!("/api/queues/{}?columns=name,policy", pct(&vhost)));
         let policy = |queue: &str| {
             last.as_array()
@@ -165,7 +170,7 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     spec.write(&text(false));
     let mut plan = serde_json::Value::Null;
     // The message count is a statistic: plan until it shows.
-    let counted = node.wait_until(std::time::Duration::from_secs(30), || {
+    let counted = node.wait_until(STATISTICS_WAIT, || {
         let run = node
             .cli(&[
                 "plan",
@@ -233,7 +238,7 @@ fn an_upgrade_renames_tiers_behind_the_data_loss_gate(version: Version) {
     );
     let work = || node.get(&format!("/api/queues/{}/orders.email", pct(&vhost)))["messages"] == 1;
     assert!(
-        node.wait_until(std::time::Duration::from_secs(30), work),
+        node.wait_until(STATISTICS_WAIT, work),
         "the message waits in the work queue"
     );
 }
@@ -271,7 +276,7 @@ fn quorum_parking_queues_are_selected_by_their_ending_from_4_0_on(version: Versi
         _ => json!(""),
     };
     let mut last = serde_json::Value::Null;
-    let settled = node.wait_until(std::time::Duration::from_secs(30), || {
+    let settled = node.wait_until(STATISTICS_WAIT, || {
         last = node.get(&format!("/api/queues/{}?columns=name,policy", pct(&vhost)));
         [
             "orders.email.parking",

@@ -195,22 +195,18 @@ fn refusals_exit_4(version: Version) {
             .replace("      work: { type: classic }\n", "")
             .replace("    queues:\n", "    queues: {}\n"),
     );
-    // The statistics show the message after a moment.
-    let mut planned = None;
-    for _ in 0..40 {
-        let run = node
-            .plan(spec.arg())
+    // The statistics show the message after a moment (emitted every 5 s, later on a
+    // loaded node): plan until the plan shows it.
+    let shown = node.wait_until(std::time::Duration::from_secs(90), || {
+        node.plan(spec.arg())
             .command()
             .env(&var, "pw")
             .run()
-            .expect(0);
-        if run.stdout.contains("DATA LOSS") {
-            planned = Some(run);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-    assert!(planned.is_some(), "the plan shows the data loss");
+            .expect(0)
+            .stdout
+            .contains("DATA LOSS")
+    });
+    assert!(shown, "the plan shows the data loss");
     let refused = node
         .apply(spec.arg())
         .with(&["--format", "json", "--lock-timeout", "2m"])

@@ -23,14 +23,19 @@ const CREATES: usize = 6_000;
 /// Queues deleted by the interrupted apply.
 const DELETES: usize = 3_000;
 
-/// How soon after the signal its notice must be on stderr.
-const NOTICE_BOUND: Duration = Duration::from_secs(1);
+/// How soon after the signal its notice must be on stderr: warren prints it itself,
+/// without a round trip to the broker, where waiting for the current chunk would take
+/// seconds to tens of seconds; a loaded machine may still keep warren off the CPU for a
+/// moment.
+const NOTICE_BOUND: Duration = Duration::from_secs(5);
 
-/// How soon after the signal the apply must have exited, at most: one import chunk of
-/// 1,000 queues, the report and the record, on a loaded node. The stop must also take
-/// under half as long as the next apply takes to make what was left (at least five
-/// times as much), measured in the same minute.
-const STOP_BOUND: Duration = Duration::from_secs(30);
+/// How soon after the signal the apply must have exited, at most: a bound for a stop
+/// that does not come, wide enough for one import chunk of 1,000 queues, the report
+/// and the record on a node whose machine is loaded. What shows that the stop does not
+/// run the apply to its end is the control: it must take under half as long as the
+/// next apply takes to make what was left (at least five times as much), measured in
+/// the same minute on the same machine.
+const STOP_BOUND: Duration = Duration::from_secs(120);
 
 fn queues_spec(spec: &str, vhost: &str, count: usize) -> String {
     let mut text = format!("version: 1\nname: {spec}\nvhosts:\n  {vhost}:\n    queues:\n");
@@ -114,7 +119,7 @@ fn interrupt(
                 .contains("Still stopping at the safe point")
         });
     }
-    let run = child.finish_within(Duration::from_secs(120));
+    let run = child.finish_within(Duration::from_secs(300));
     let stopped = signalled.elapsed();
     eprintln!(
         "{}: notice after {} ms, exit after {} ms",
@@ -247,7 +252,7 @@ fn a_third_signal_stops_at_once(version: Version) {
         child.signal(libc::SIGINT);
         std::thread::sleep(Duration::from_millis(50));
     }
-    let run = child.finish_within(Duration::from_secs(10));
+    let run = child.finish_within(Duration::from_secs(60));
     let stopped = signalled.elapsed();
     eprintln!(
         "{}: stopped at once after {} ms",
@@ -255,8 +260,11 @@ fn a_third_signal_stops_at_once(version: Version) {
         stopped.as_millis()
     );
     assert_eq!(run.code, Some(1), "{}", run.stderr);
+    // At once: the third signal exits without waiting for the broker, where the
+    // import in flight (2,000 queues) takes seconds to tens of seconds on a loaded
+    // node; the bound leaves a loaded machine room to schedule warren.
     assert!(
-        stopped < Duration::from_secs(3),
+        stopped < Duration::from_secs(10),
         "{stopped:?}: {}",
         run.stderr
     );

@@ -316,8 +316,10 @@ pub fn summary(run: &Run) -> String {
 
 /// Asserts the shape every connection error has: one line, each of `parts`, never
 /// `password`, and well before `--timeout` (60 s): nothing of the kind heals by
-/// retrying. The bound is 20 s, not less: a name that does not resolve can take the
-/// system resolver its own timeout (5 s per attempt, two attempts). The exit code is
+/// retrying. The bound is 40 s: a name that does not resolve can take the system
+/// resolver its own timeout (5 s per attempt, two attempts), a loaded machine adds
+/// seconds to a process's start, and an error retried until `--timeout` would still
+/// take 20 s more. The exit code is
 /// 1 for a URL that does not parse (bad input), else 3: the broker cannot be reached
 /// or refused the login (docs/exit-codes.md).
 #[track_caller]
@@ -341,7 +343,7 @@ pub fn assert_connection_error(
     }
     assert!(!run.stderr.contains(password), "{}", run.stderr);
     assert!(
-        waited < std::time::Duration::from_secs(20),
+        waited < std::time::Duration::from_secs(40),
         "took {waited:?}"
     );
 }
