@@ -117,7 +117,7 @@ impl BrokerArgs {
                 origin: origin?,
             })
         }
-        let urls = (!flags.urls.is_empty()).then_some(flags.urls);
+        let urls = (!flags.urls.is_empty()).then(|| crate::config::url_list(flags.urls));
         BrokerArgs {
             given: Given {
                 urls: stated(urls, origin(Input::Url)),

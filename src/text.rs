@@ -109,12 +109,25 @@ pub fn visible_colored(text: &str) -> std::borrow::Cow<'_, str> {
     shown(text, true)
 }
 
-/// Whether `rest` (after an escape character) is a color sequence: `[`, digits and
-/// semicolons, `m`.
+/// Whether `rest` (after an escape character) is a color sequence of the kind warren
+/// writes: `[`, parameters separated by semicolons, `m`, where every parameter sets a
+/// foreground color but black (31–37, 39, 90–97), bold, dim, italic or underline (1–4,
+/// 22–24) or resets (0, or none). A name can reach a colored output with such a
+/// sequence in it (the text cannot tell warren's from a name's), so none that could
+/// hide text is kept: concealed (8), reversed (7), blinking (5, 6), black (30) or any
+/// background (40–49, 100–107) is shown escaped.
 fn is_color(rest: &str) -> bool {
-    rest.strip_prefix('[').is_some_and(|r| {
-        let end = r.find(|c: char| !(c.is_ascii_digit() || c == ';'));
-        end.is_some_and(|end| r[end..].starts_with('m'))
+    let Some(parameters) = rest
+        .strip_prefix('[')
+        .and_then(|r| r.find('m').map(|end| &r[..end]))
+    else {
+        return false;
+    };
+    parameters.split(';').all(|parameter| {
+        parameter.is_empty()
+            || parameter
+                .parse::<u16>()
+                .is_ok_and(|n| matches!(n, 0..=4 | 22..=24 | 31..=37 | 39 | 90..=97))
     })
 }
 
@@ -149,6 +162,11 @@ mod visible_tests {
         assert_eq!(
             super::visible_colored("\u{1b}[1;31m!\u{1b}[0m \u{1b}]0;x"),
             "\u{1b}[1;31m!\u{1b}[0m \\u{1b}]0;x"
+        );
+        // Sequences that would hide or disguise text are never kept.
+        assert_eq!(
+            super::visible_colored("a\u{1b}[8mb\u{1b}[30;40mc\u{1b}[7md\u{1b}[m"),
+            "a\\u{1b}[8mb\\u{1b}[30;40mc\\u{1b}[7md\u{1b}[m"
         );
     }
 }

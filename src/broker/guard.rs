@@ -27,7 +27,7 @@ use super::amqp::{ConnectFailure, NoAmqp, reply_of};
 use super::error::{RedactedText, removed_binding};
 use super::{BrokerError, Client, QueueBinding};
 use crate::model::effective::CompiledPolicies;
-use crate::model::redact::redact_uri;
+use crate::model::redact::redact_url;
 use crate::model::{Permission, Policy, QueueType, TargetVersion};
 use serde_json::Value;
 
@@ -391,7 +391,7 @@ impl Client {
                 reason: reason.into(),
                 denied_vhost: None,
             })?;
-        let shown = redact_uri(url.as_str());
+        let shown = redact_url(url.as_str());
         let with_login = self.amqp_login(&url, vhost);
         let properties = ConnectionProperties::default().with_connection_name(name.into());
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;

@@ -23,7 +23,7 @@ use super::amqp::{self, ConnectFailure, NoAmqp, reply_of};
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
 use crate::model::record::in_words;
-use crate::model::redact::redact_uri;
+use crate::model::redact::redact_url;
 
 /// The AMQP reply code of a declare refused because another connection holds the queue.
 const RESOURCE_LOCKED: u16 = 405;
@@ -377,7 +377,7 @@ impl Client {
                 reason: reason.into(),
             }
         })?;
-        let shown = redact_uri(url.as_str());
+        let shown = redact_url(url.as_str());
         let mut with_login = self.amqp_login(&url, LOCK_VHOST);
         with_login.set_query(Some(&format!("heartbeat={HEARTBEAT_SECS}")));
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;

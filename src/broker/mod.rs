@@ -471,7 +471,7 @@ const OVERVIEW_WITHOUT_STATISTICS: &str =
 /// A URL as it may be printed (an endpoint's URLs hold no credentials, see
 /// [`Endpoint::from_urls`]; this holds even for one built by hand).
 fn without_credentials(url: &Url) -> String {
-    crate::model::redact::redact_uri(url.as_str())
+    crate::model::redact::redact_url(url.as_str())
 }
 
 fn join(base: &Url, path: &str) -> Url {

@@ -21,6 +21,39 @@ pub use resolve::resolve;
 /// rabbitmqadmin v2's default node and the AWS CLI's `[default]`).
 pub const DEFAULT_PROFILE: &str = "default";
 
+/// The URLs of `--url` or `WARREN_URL`, from the pieces between its commas: a comma
+/// separates two URLs, except inside a URL's user information, where it is legal (a
+/// password `a,b` in `http://ops:a,b@host`). A piece joins the URL before it while that
+/// URL names a scheme and has no `@` yet, and an `@` comes before the next piece that
+/// names a scheme; a scheme-less URL after a URL with a scheme (`http://h1,h2`) stays a
+/// URL of its own unless an `@` follows it.
+pub fn url_list(pieces: Vec<String>) -> Vec<String> {
+    use crate::model::redact::is_one_url;
+    let in_userinfo = |url: &str| {
+        is_one_url(url)
+            && url
+                .split_once("://")
+                .is_some_and(|(_, rest)| !rest.contains('@'))
+    };
+    let mut urls: Vec<String> = Vec::with_capacity(pieces.len());
+    for (at, piece) in pieces.iter().enumerate() {
+        let continues = urls.last().is_some_and(|url| in_userinfo(url))
+            && !is_one_url(piece)
+            && pieces[at..]
+                .iter()
+                .take_while(|later| !is_one_url(later))
+                .any(|later| later.contains('@'));
+        match urls.last_mut() {
+            Some(url) if continues => {
+                url.push(',');
+                url.push_str(piece);
+            }
+            _ => urls.push(piece.clone()),
+        }
+    }
+    urls
+}
+
 /// How a value reached warren through clap, which reads a flag and its variable as one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -212,4 +245,29 @@ pub struct Resolved {
     /// What stops warren from connecting (a password variable not set, a password file
     /// not readable): no command reaches the broker while there is one.
     pub problems: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_list;
+
+    fn list(text: &str) -> Vec<String> {
+        url_list(text.split(',').map(str::to_string).collect())
+    }
+
+    #[test]
+    fn commas_separate_urls_but_not_inside_a_password() {
+        assert_eq!(
+            list("http://a:15672,http://b:15672"),
+            ["http://a:15672", "http://b:15672"]
+        );
+        assert_eq!(list("a:15672,b:15672"), ["a:15672", "b:15672"]);
+        assert_eq!(list("http://h1,h2"), ["http://h1", "h2"]);
+        assert_eq!(list("http://ops:a,b@h"), ["http://ops:a,b@h"]);
+        assert_eq!(
+            list("http://ops:,a,,b,@h,http://x:y@z"),
+            ["http://ops:,a,,b,@h", "http://x:y@z"]
+        );
+        assert_eq!(list("http://ops:a@h,b@i"), ["http://ops:a@h", "b@i"]);
+    }
 }

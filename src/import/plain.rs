@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::Notes;
 use super::ladders::Claimed;
 use crate::model::objects::normalize_value;
-use crate::model::redact::redact_uri;
+use crate::model::redact::redact_uris;
 use crate::model::{
     Arguments, Definitions, OPERATOR_POLICY_COMPONENT, QueueType, VHOST_LIMITS_COMPONENT,
     binding_id,
@@ -215,7 +215,7 @@ pub(super) fn place(
 pub fn credentials_from_env(parameter: &crate::model::Parameter) -> (Value, Vec<(String, String)>) {
     fn walk(value: &Value, at: &str, found: &mut Vec<(String, String)>) -> Value {
         match value {
-            Value::String(text) if redact_uri(text) != *text => {
+            Value::String(text) if redact_uris(value) != *value => {
                 let mut variable = at.to_string();
                 let mut n = 2;
                 while found.iter().any(|(v, _)| *v == variable) {

@@ -14,9 +14,13 @@ use serde_json::Value;
 /// What a hidden secret is replaced with.
 pub const MASK: &str = "***";
 
-/// Hides the password of every URI inside a value (`amqp://user:***@host`).
+/// Hides the password of every URI inside a value (`amqp://user:***@host`). A string
+/// that starts with a scheme (`amqp://…`: a shovel's or a federation upstream's `uri`)
+/// is one URL as a whole ([`redact_url`]), whatever characters its password holds;
+/// any other string is text that may quote URIs ([`redact_uri`]).
 pub fn redact_uris(value: &Value) -> Value {
     match value {
+        Value::String(text) if is_one_url(text) => Value::String(redact_url(text)),
         Value::String(text) => Value::String(redact_uri(text)),
         Value::Array(items) => Value::Array(items.iter().map(redact_uris).collect()),
         Value::Object(map) => Value::Object(
@@ -28,20 +32,40 @@ pub fn redact_uris(value: &Value) -> Value {
     }
 }
 
+/// Whether `text` is a URL from its first character: a scheme (RFC 3986: a letter,
+/// then letters, digits, `+`, `-` or `.`) and `://`.
+pub fn is_one_url(text: &str) -> bool {
+    let Some((scheme, _)) = text.split_once("://") else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// Whether `c` ends a URI quoted in free text: white space, or a character RFC 3986
+/// allows nowhere in a URI (a double quote, a backquote, angle brackets), which text
+/// uses to delimit one. A single quote is not among them: it is legal in a password.
+fn ends_a_quoted_uri(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '"' | '`' | '<' | '>')
+}
+
 /// Hides the credentials of every `scheme://user:password@host…` in `text`, wherever it
 /// stands (alone, inside quotes, JSON or Erlang terms): `scheme://user:***@host…`.
-/// Other text is unchanged.
+/// Other text is unchanged. For a value that is one URL as a whole, [`redact_url`]
+/// hides more surely: a password may hold characters that end a URI here.
 ///
-/// A URI ends at white space or a quote. Its user information runs to the LAST `@`
-/// before that end, as in the URL standard: a password may hold `@`, `/` or `:`, and a
-/// URI that does not parse loses as much as one that does.
+/// A URI ends at white space or a character no URI holds ([`ends_a_quoted_uri`]). Its
+/// user information runs to the LAST `@` before that end, as in the URL standard: a
+/// password may hold `@`, `/`, `:` or `'`, and a URI that does not parse loses as much
+/// as one that does.
 pub fn redact_uri(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(separator) = rest.find("://") {
         let authority_start = separator + 3;
         let end = rest[authority_start..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>'))
+            .find(ends_a_quoted_uri)
             .map_or(rest.len(), |at| authority_start + at);
         out.push_str(&rest[..authority_start]);
         let uri_rest = &rest[authority_start..end];
@@ -90,15 +114,22 @@ pub fn redact(value: &Value) -> Value {
 /// to a broker: it would set a user's password, or a shovel's, to the mask.
 pub fn holds_hidden_secrets(value: &Value) -> bool {
     match value {
-        Value::String(text) => text.split("://").skip(1).any(|after| {
-            let authority = after
-                .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>'))
-                .next()
-                .unwrap_or_default();
-            authority.rsplit_once('@').is_some_and(|(userinfo, _)| {
-                userinfo == MASK || userinfo.ends_with(&format!(":{MASK}"))
+        Value::String(text) => {
+            let masked =
+                |userinfo: &str| userinfo == MASK || userinfo.ends_with(&format!(":{MASK}"));
+            if is_one_url(text) {
+                let (_, after) = text.split_once("://").unwrap_or_default();
+                return after
+                    .rsplit_once('@')
+                    .is_some_and(|(userinfo, _)| masked(userinfo));
+            }
+            text.split("://").skip(1).any(|after| {
+                let authority = after.split(ends_a_quoted_uri).next().unwrap_or_default();
+                authority
+                    .rsplit_once('@')
+                    .is_some_and(|(userinfo, _)| masked(userinfo))
             })
-        }),
+        }
         Value::Array(items) => items.iter().any(holds_hidden_secrets),
         Value::Object(map) => {
             map.get("password_hash").and_then(Value::as_str) == Some(HIDDEN_HASH)
@@ -108,13 +139,25 @@ pub fn holds_hidden_secrets(value: &Value) -> bool {
     }
 }
 
-/// A URL given on the command line, as it may be printed in an error: `scheme://` URLs
-/// lose their password as in [`redact_uri`]; anything else with an `@` loses everything
-/// before its last `@` (it may be `user:password@host` without a scheme, and the
-/// password may hold `@`).
+/// A value that is one URL as a whole (`--url`, `--amqp-url`, a profile's `url`, a
+/// shovel's `src-uri`), as it may be printed. Its user information runs from `://` to
+/// the value's last `@`, whatever characters the password holds: a quote, `<`, a space
+/// or a tab (illegal in a URL, and typed all the same) cannot end it early. The user
+/// name stays (`user:***@host`); anything else with an `@` loses everything before its
+/// last `@` (it may be `user:password@host` without a scheme). An `@` in a path or a
+/// query hides the host with the password, never the other way round.
 pub fn redact_url(text: &str) -> String {
-    if text.contains("://") {
-        return redact_uri(text);
+    if let Some(separator) = text.find("://") {
+        let authority_start = separator + 3;
+        return match text[authority_start..].rfind('@') {
+            Some(at) => format!(
+                "{}{}{}",
+                &text[..authority_start],
+                hidden_userinfo(&text[authority_start..authority_start + at]),
+                &text[authority_start + at..]
+            ),
+            None => text.to_string(),
+        };
     }
     match text.rfind('@') {
         Some(at) => format!("{MASK}{}", &text[at..]),
@@ -375,6 +418,67 @@ mod tests {
         ] {
             let shown = redact_url(shape);
             assert!(!shown.contains("cret99"), "{shape} → {shown}");
+        }
+    }
+
+    /// Passwords made of every printable ASCII character and some that are not ASCII,
+    /// each in the middle and at both ends of a password.
+    fn hard_passwords() -> Vec<String> {
+        let mut characters: Vec<char> = (0x20u8..0x7f).map(char::from).collect();
+        characters.extend(['\t', 'é', 'ß', '€', '\u{202e}', '🐇']);
+        characters
+            .into_iter()
+            .map(|c| format!("{c}Pw{c}Zq{c}{c}9{c}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_url_as_a_whole_hides_any_password() {
+        for password in hard_passwords() {
+            for url in [
+                format!("amqp://deployer:{password}@mq.example:5672/%2F"),
+                format!("https://deployer:{password}@mq.example"),
+                format!("amqps://deployer:{password}@mq.example/v?heartbeat=5"),
+            ] {
+                for shown in [
+                    redact_url(&url),
+                    redact_uris(&json!(url)).as_str().unwrap().to_string(),
+                    redact_uris(&json!({"uri": [url.clone()]}))["uri"][0]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                ] {
+                    assert!(!shown.contains("Zq"), "{url:?} → {shown:?}");
+                    assert!(shown.starts_with(&url[..url.find("://").unwrap() + 3]));
+                    assert!(
+                        shown.ends_with(&url[url.rfind('@').unwrap()..]),
+                        "{shown:?}"
+                    );
+                    assert!(holds_hidden_secrets(&json!(shown)), "{shown:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_uri_quoted_in_text_hides_a_password_of_any_legal_character() {
+        // RFC 3986 userinfo: unreserved, percent-encoded, sub-delims and `:`; `@`
+        // and `/` are taken to the last `@` as warren always has.
+        let legal = |c: char| {
+            c.is_ascii_alphanumeric() || "-._~%!$&'()*+,;=:@/".contains(c) || !c.is_ascii()
+        };
+        for password in hard_passwords() {
+            if !password.chars().all(legal) {
+                continue;
+            }
+            for text in [
+                format!("failed: amqp://u:{password}@h:5672 refused"),
+                format!("{{uri, \"amqp://u:{password}@h\"}}"),
+                format!("'amqp://u:{password}@h' and more"),
+            ] {
+                let shown = redact_text(&text);
+                assert!(!shown.contains("Zq"), "{text:?} → {shown:?}");
+            }
         }
     }
 

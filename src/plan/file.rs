@@ -29,15 +29,20 @@ pub fn read(path: &Path) -> Result<Option<Plan>, String> {
         || path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let damaged = |why: String| {
+    // A damaged plan is told at its line and column, and what the file holds there is
+    // quoted with every character a reader cannot see escaped.
+    let damaged = |line: usize, column: usize, why: String| {
         format!(
-            "{} is a damaged plan file ({why}); make a new plan with `warren plan SPEC -o FILE`",
-            path.display()
+            "{}:{line}:{column}: a damaged plan file ({}); make a new plan with `warren plan SPEC -o FILE`",
+            path.display(),
+            crate::text::visible(&why)
         )
     };
     let value = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(value) => value,
-        Err(err) if looks_like_json => return Err(damaged(err.to_string())),
+        Err(err) if looks_like_json => {
+            return Err(damaged(err.line(), err.column(), without_position(&err)));
+        }
         Err(_) => return Ok(None),
     };
     match value["format"].as_str() {
@@ -55,9 +60,28 @@ pub fn read(path: &Path) -> Result<Option<Plan>, String> {
             ));
         }
     }
-    serde_json::from_value(value)
+    let mut reading = serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(&mut reading)
         .map(Some)
-        .map_err(|err| damaged(err.to_string()))
+        .map_err(|err| {
+            let at = err.path().to_string();
+            let inner = err.inner();
+            damaged(
+                inner.line(),
+                inner.column(),
+                format!("at `{at}`: {}", without_position(inner)),
+            )
+        })
+}
+
+/// What a JSON error says, without serde's own "at line L column C" (the message says
+/// where as `FILE:LINE:COLUMN`).
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }
 
 /// Reads the plan file `path` where only a plan will do (`warren show`): as [`read`],

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use crate::config::{Chosen, DEFAULT_PROFILE, FileUsed, Input, Origin, Resolved, Setting, Source};
-use crate::model::redact::redact_uri;
+use crate::model::redact::redact_url;
 
 /// Version of the JSON document.
 const FORMAT: &str = "warren-config/1";
@@ -98,8 +98,8 @@ struct Row {
 }
 
 fn rows(resolved: &Resolved) -> Vec<Row> {
-    let urls: Vec<String> = resolved.urls.value.iter().map(|u| redact_uri(u)).collect();
-    let amqp_url = resolved.amqp_url.value.as_deref().map(redact_uri);
+    let urls: Vec<String> = resolved.urls.value.iter().map(|u| redact_url(u)).collect();
+    let amqp_url = resolved.amqp_url.value.as_deref().map(redact_url);
     let ca_cert = resolved
         .ca_cert
         .value

@@ -57,7 +57,8 @@ pub fn render_with(
     diagnostics: &[Diagnostic],
     ending: &str,
 ) -> io::Result<()> {
-    super::visibly(out, |out| {
+    // Diagnostics are never colored: every escape character in them is a name's.
+    super::visibly(out, false, |out| {
         render_all(out, file, sources, diagnostics, ending)
     })
 }

@@ -21,14 +21,22 @@ pub mod trace;
 pub mod upgrade;
 
 /// Runs `render` into a buffer and writes what it wrote with every character a reader
-/// cannot see escaped ([`crate::text::visible_colored`]): a name can never hide in, or
-/// reorder, a plan or a diagnostic.
+/// cannot see escaped: a name can never hide in, or reorder, a plan or a diagnostic.
+/// `colored` says whether `render` colors its output: only then are color sequences
+/// kept, and only those that cannot hide text ([`crate::text::visible_colored`]);
+/// uncolored output (a pipe, a CI log, `NO_COLOR`) shows every escape character.
 pub(crate) fn visibly(
     out: &mut dyn std::io::Write,
+    colored: bool,
     render: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut buffer: Vec<u8> = Vec::new();
     render(&mut buffer)?;
     let text = String::from_utf8_lossy(&buffer);
-    out.write_all(crate::text::visible_colored(&text).as_bytes())
+    let shown = if colored {
+        crate::text::visible_colored(&text)
+    } else {
+        crate::text::visible(&text)
+    };
+    out.write_all(shown.as_bytes())
 }

@@ -56,6 +56,11 @@ impl Style {
         }
     }
 
+    /// Whether this style colors its text.
+    pub fn colored(&self) -> bool {
+        !self.reset.is_empty()
+    }
+
     /// The escape that starts a span of this tone: the color, then bold.
     fn start(&self, tone: Tone, strong: bool) -> String {
         let color = match tone {
@@ -97,7 +102,7 @@ const LISTED: usize = 20;
 
 /// Writes the plan for people: each section of [`sections::sections`] in turn.
 pub fn render_text(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
-    super::visibly(out, |out| text_sections(out, plan, style))
+    super::visibly(out, style.colored(), |out| text_sections(out, plan, style))
 }
 
 fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {

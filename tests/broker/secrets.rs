@@ -12,17 +12,19 @@ use crate::node::{Node, Version};
 use crate::spec::Spec;
 use crate::support::{self, Capture, Run};
 
-/// The federation upstream's password, in the URI from `FED_URI`.
-const FEDERATION: &str = "FedSecretAA1";
+/// The federation upstream's password, in the URI from `FED_URI`. The passwords in URIs
+/// hold a single quote, legal in a URI's user information (RFC 3986), which once ended
+/// a URI early for warren's redaction and let the password through.
+const FEDERATION: &str = "Fed'SecretAA1";
 /// The shovel's password, in the URIs from `SHOVEL_URI`.
-const SHOVEL: &str = "ShovelSecretBB2";
+const SHOVEL: &str = "Shovel'SecretBB2";
 /// A user's password, from `USER_PASSWORD`.
 const USER_FROM_ENV: &str = "UserPwEnvCC3";
 /// A user's password, from a file.
 const USER_FROM_FILE: &str = "UserPwFileDD4";
 /// Credentials in the `WARREN_*` variables.
-const IN_WARREN_URL: &str = "UrlPwEE5";
-const IN_WARREN_AMQP_URL: &str = "AmqpPwFF6";
+const IN_WARREN_URL: &str = "Url'PwEE5";
+const IN_WARREN_AMQP_URL: &str = "Amqp'PwFF6";
 const IN_WARREN_PASSWORD: &str = "WarrenPwGG7";
 
 const SECRETS: &[&str] = &[

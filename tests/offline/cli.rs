@@ -392,8 +392,9 @@ fn a_damaged_plan_file_is_reported_as_such() {
     )
     .unwrap();
     let run = warren(&["apply", truncated.to_str().unwrap()]).expect(1);
+    // At its line and column, as a spec's errors are.
     assert!(
-        run.stderr.contains("is a damaged plan file"),
+        run.stderr.contains("plan.json:1:") && run.stderr.contains(": a damaged plan file ("),
         "{}",
         run.stderr
     );
@@ -417,7 +418,10 @@ fn a_damaged_plan_file_is_reported_as_such() {
     std::fs::write(&edited, r#"{"format": "warren-plan/2", "spec": 7}"#).unwrap();
     let run = warren(&["apply", edited.to_str().unwrap()]).expect(1);
     assert!(
-        run.stderr.contains("is a damaged plan file"),
+        run.stderr.contains("edited.json:1:")
+            && run
+                .stderr
+                .contains(": a damaged plan file (at `spec`: invalid type"),
         "{}",
         run.stderr
     );

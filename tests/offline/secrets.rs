@@ -224,3 +224,60 @@ fn written_files_are_for_their_owner_only() {
         .expect(0);
     assert_eq!(mode(&imported), 0o600, "an imported spec");
 }
+
+/// Passwords made of every printable ASCII character and some that are not ASCII (each
+/// at both ends and in the middle), with the marker `Zq` a leak would show.
+fn hard_passwords() -> Vec<String> {
+    let mut characters: Vec<char> = (0x20u8..0x7f).map(char::from).collect();
+    characters.extend(['\t', 'é', '€', '\u{202e}', '🐇']);
+    characters
+        .into_iter()
+        .map(|c| format!("{c}Pw{c}Zq{c}{c}9{c}"))
+        .collect()
+}
+
+/// `warren config` (text and JSON) and `warren compile` never print a password in a
+/// URL, whatever characters it holds: URLs from the environment (`WARREN_URL`,
+/// `WARREN_AMQP_URL`), a shovel's and a federation upstream's URIs from the spec.
+#[test]
+fn no_password_of_any_character_is_printed_from_a_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("uris.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: uris\nvhosts:\n  v:\n    queues:\n      inbox: {}\n    parameters:\n      federation-upstream:\n        origin:\n          uri: { env: FED_URI }\n      shovel:\n        mover:\n          src-uri: { env: SHOVEL_URI }\n          src-queue: inbox\n          dest-uri: [{ env: SHOVEL_URI }]\n          dest-queue: outbox\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    for password in hard_passwords() {
+        let environment = [
+            (
+                "WARREN_URL",
+                format!("http://deployer:{password}@127.0.0.1:1"),
+            ),
+            (
+                "WARREN_AMQP_URL",
+                format!("amqp://deployer:{password}@127.0.0.1:1"),
+            ),
+            ("FED_URI", format!("amqp://fed:{password}@origin.example")),
+            (
+                "SHOVEL_URI",
+                format!("amqps://shovel:{password}@mq.example:5671/%2F"),
+            ),
+        ];
+        for args in [
+            &["config"][..],
+            &["config", "--format", "json"],
+            &["compile", spec],
+            &["compile", spec, "--target-version", "3.10"],
+        ] {
+            let run = support::warren(args).envs(environment.clone()).run();
+            assert!(
+                run.code == Some(0) || args[0] == "config",
+                "{args:?} with {password:?}: {}",
+                run.stderr
+            );
+            assert_hidden(&run, &["Zq"], &format!("{args:?} with {password:?}"));
+        }
+    }
+}

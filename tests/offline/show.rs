@@ -345,3 +345,57 @@ fn a_saved_plan_given_for_definitions_is_named_as_a_plan() {
         );
     }
 }
+
+/// A saved plan whose names hold control characters (an escape sequence that would
+/// recolor, conceal or retitle a terminal, NUL, a right-to-left override) prints them
+/// escaped, in every text format; a plan damaged where the broker's names are read is
+/// reported at its line and column, its quoted value escaped too.
+#[test]
+fn show_escapes_what_a_plan_file_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let saved = shop_plan_in(dir);
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(&saved)).unwrap()).unwrap();
+    let hostile = "\u{1b}[8mhidden\u{1b}]0;title\u{7}\u{0}\u{202e}";
+    plan["spec"] = serde_json::json!(format!("shop{hostile}"));
+    let name = plan["changes"][0]["id"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    plan["changes"][0]["id"]["name"] = serde_json::json!(format!("{name}{hostile}"));
+    file(dir, "hostile.json", &plan.to_string());
+    let hostile_plan = dir.join("hostile.json").to_str().unwrap().to_string();
+    for format in ["text", "markdown"] {
+        for color in ["never", "always"] {
+            let run = show(&[&hostile_plan, "--format", format, "--color", color]).expect(0);
+            for raw in ['\u{0}', '\u{7}', '\u{202e}'] {
+                assert!(!run.stdout.contains(raw), "{format}, {color}: {raw:?}");
+            }
+            assert!(
+                !run.stdout.contains("\u{1b}[8m") && !run.stdout.contains("\u{1b}]0"),
+                "{format}, {color}: {:?}",
+                run.stdout
+            );
+            assert!(run.stdout.contains("\\u{1b}[8mhidden"), "{format}, {color}");
+        }
+    }
+    plan["changes"][0]["action"] = serde_json::json!("explode\u{1b}[2J");
+    file(
+        dir,
+        "damaged.json",
+        &serde_json::to_string_pretty(&plan).unwrap(),
+    );
+    let damaged = dir.join("damaged.json").to_str().unwrap().to_string();
+    let run = show(&[&damaged]).expect(1);
+    assert!(
+        run.stderr.contains("damaged.json:")
+            && run
+                .stderr
+                .contains(": a damaged plan file (at `changes[0].action`")
+            && run.stderr.contains("explode\\u{1b}[2J")
+            && !run.stderr.contains('\u{1b}'),
+        "{:?}",
+        run.stderr
+    );
+}
