@@ -134,18 +134,31 @@ impl ApplyReport {
 }
 
 impl ApplyError {
-    /// The report of what was done and not done, when the apply changed anything.
+    /// The report of what was done and not done; `None` when the apply failed before
+    /// its first write, so that nothing was changed. The one place that decides
+    /// whether "nothing was changed" may be said: every variant answers (no wildcard),
+    /// so a new one cannot fall through to it by default.
     pub fn report(&self) -> Option<&ApplyReport> {
         match self {
-            ApplyError::Interrupted { report, .. } | ApplyError::LocksLost { report } => {
-                Some(report)
-            }
+            ApplyError::Interrupted { report, .. }
+            | ApplyError::LocksLost { report }
+            | ApplyError::RecordNotWritten { report, .. } => Some(report),
             // A failure before the first change (a lock held elsewhere, an unreadable
             // broker) has nothing to report: "nothing was changed".
             ApplyError::Broker { report, .. } => {
                 Some(report.as_ref()).filter(|r| r.changed_anything() || !r.not_done.is_empty())
             }
-            _ => None,
+            // Refusals and checks made before the first write.
+            ApplyError::DataLoss(_)
+            | ApplyError::HeldNow(_)
+            | ApplyError::Permissions { .. }
+            | ApplyError::UnknownPasswords(_)
+            | ApplyError::Conflict(_)
+            | ApplyError::Captures(_)
+            | ApplyError::NoShovels(_)
+            | ApplyError::MigrationUnderWay(_)
+            | ApplyError::OtherBroker(_)
+            | ApplyError::Stale(_) => None,
         }
     }
 }

@@ -125,6 +125,18 @@ pub enum BrokerError {
         /// What the broker found.
         reason: RedactedText,
     },
+    /// An AMQP request was sent and its connection failed before the broker answered
+    /// (the node died, or closed the connection): the broker may or may not have
+    /// done it, so it is reported as not confirmed, never as refused.
+    #[error(
+        "{what}: sent, and the AMQP connection failed before the broker answered ({reason}); it may or may not have been done"
+    )]
+    AmqpUnanswered {
+        /// The request (`queue.delete "q" in vhost "v"`).
+        what: String,
+        /// The client's error.
+        reason: RedactedText,
+    },
     /// The broker refused a queue's deletion (as [`BrokerError::Refused`]) after
     /// warren had removed the bindings into it for the check, and some of them could
     /// not be declared again: until they are, nothing is routed to the queue through

@@ -196,8 +196,13 @@ impl Client {
         };
         match checked {
             Ok(()) => Ok(()),
-            // Deleted, with what arrived in the window: nothing to bind to.
-            Err(error @ BrokerError::LostInWindow { .. }) => Err(error),
+            // Deleted, with what arrived in the window: nothing to bind to. Or sent
+            // and not answered: the queue may be gone, and the broker with it; the
+            // bindings are not declared again here but by the next apply, whose plan
+            // sees them missing if the queue stayed.
+            Err(
+                error @ (BrokerError::LostInWindow { .. } | BrokerError::AmqpUnanswered { .. }),
+            ) => Err(error),
             Err(error) => Err(self.bind_again(queue, &removed, error).await),
         }
     }
@@ -422,6 +427,27 @@ async fn channel(
         .map_err(|error| failed(queue, &error))
 }
 
+/// A `queue.delete` that got no answer: refused when the broker answered on the
+/// channel (a soft error: the queue is as it was), not confirmed when the connection
+/// failed under it (an I/O error, or the broker closing the connection: the delete
+/// may have been done before the node went away).
+fn delete_failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
+    match reply_of(error) {
+        Some((code, _)) if is_channel_error(code) => failed(queue, error),
+        _ => BrokerError::AmqpUnanswered {
+            what: format!("queue.delete {:?} in vhost {:?}", queue.name, queue.vhost),
+            reason: RedactedText::new(&error.to_string()),
+        },
+    }
+}
+
+/// Whether an AMQP reply code is a channel-level (soft) error, after which the
+/// request is known not to have been done: access refused, not found, locked,
+/// precondition failed (AMQP 0-9-1's soft error codes).
+fn is_channel_error(code: u16) -> bool {
+    matches!(code, 311 | 312 | 313 | 403 | 404 | 405 | 406)
+}
+
 fn failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
     BrokerError::Api {
         method: "AMQP".into(),
@@ -459,7 +485,7 @@ async fn delete_if_empty(channel: &Channel, queue: &GuardedQueue<'_>) -> Result<
                         queue,
                         format!("the broker found it not empty or in use ({text})"),
                     )),
-                    _ => Err(failed(queue, &error)),
+                    _ => Err(delete_failed(queue, &error)),
                 },
             }
         }
@@ -517,7 +543,7 @@ async fn delete_quorum_if_empty(
         }),
         Err(error) => match reply_of(&error) {
             Some((NOT_FOUND, _)) => Ok(()),
-            _ => Err(failed(queue, &error)),
+            _ => Err(delete_failed(queue, &error)),
         },
     }
 }
@@ -649,5 +675,22 @@ async fn declare_passive(
             Some((NOT_FOUND, _)) => Ok(None),
             _ => Err(failed(queue, &error)),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_channel_error_proves_a_delete_was_not_done() {
+        for code in [403, 404, 405, 406] {
+            assert!(is_channel_error(code), "{code}");
+        }
+        // Connection-forced (a node shutting down), internal and frame errors: the
+        // connection went, and the delete may have been done first.
+        for code in [320, 501, 505, 530, 541] {
+            assert!(!is_channel_error(code), "{code}");
+        }
     }
 }

@@ -125,9 +125,9 @@ impl WriteOutcome {
     /// The outcome of one request that failed.
     fn failed(error: BrokerError) -> WriteOutcome {
         match error {
-            BrokerError::Unreachable { .. } | BrokerError::TimedOut { .. } => {
-                WriteOutcome::Unconfirmed(error)
-            }
+            BrokerError::Unreachable { .. }
+            | BrokerError::TimedOut { .. }
+            | BrokerError::AmqpUnanswered { .. } => WriteOutcome::Unconfirmed(error),
             error => WriteOutcome::Refused(error),
         }
     }
@@ -547,6 +547,30 @@ fn tags_text(tags: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::error::RedactedText;
+
+    /// A request sent whose answer never came is "may have been made"; a refusal the
+    /// broker answered is "not made".
+    #[test]
+    fn an_unanswered_request_is_unconfirmed_and_an_answered_refusal_is_not_made() {
+        let unanswered = BrokerError::AmqpUnanswered {
+            what: "queue.delete \"q\" in vhost \"v\"".into(),
+            reason: RedactedText::new("IO error: connection reset by peer"),
+        };
+        assert!(matches!(
+            WriteOutcome::failed(unanswered),
+            WriteOutcome::Unconfirmed(_)
+        ));
+        let refused = BrokerError::Refused {
+            vhost: "v".into(),
+            queue: "q".into(),
+            reason: RedactedText::new("the broker counts 1 ready message in it"),
+        };
+        assert!(matches!(
+            WriteOutcome::failed(refused),
+            WriteOutcome::Refused(_)
+        ));
+    }
 
     #[test]
     fn import_chunks_hold_at_most_2_mb_in_order() {

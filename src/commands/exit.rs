@@ -41,6 +41,7 @@ pub fn of_broker(error: &BrokerError) -> u8 {
         | BrokerError::Forbidden { .. }
         | BrokerError::NotManagementApi { .. }
         | BrokerError::Amqp { .. }
+        | BrokerError::AmqpUnanswered { .. }
         | BrokerError::LockUnavailable { .. } => BROKER_UNAVAILABLE,
         BrokerError::Refused { .. }
         | BrokerError::BindingsNotRestored { .. }
