@@ -304,8 +304,8 @@ fn a_killed_apply_frees_its_locks_at_once(version: Version) {
     let killed = Instant::now();
     // The socket closes with the process, and the broker deletes the exclusive queues
     // of a closed connection as it notices; a holder that merely stopped answering
-    // would lose them only after two heartbeats without a frame (10 s). Freed in under
-    // 8 s is the close, even on a loaded broker.
+    // would lose them only after about three heartbeats without a frame (15 s). Freed
+    // in under 8 s is the close, even on a loaded broker.
     while lock_queues(node).contains(&wanted) {
         assert!(
             killed.elapsed() < Duration::from_secs(8),
