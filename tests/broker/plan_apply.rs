@@ -347,16 +347,22 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
         "{text}"
     );
 
+    // Refused when planned, if the statistics the apply's own plan reads count the
+    // message, else under the locks from the queue's own count: both are right, and
+    // which comes first races with the statistics (a loaded 4.3 node was seen
+    // answering the second read without the count the first had shown).
     let refused = node.apply(spec.arg()).envs(SHOP_PASSWORDS).expect(4);
     assert!(
-        refused.stderr.contains("queue \"audit\" in vhost"),
+        refused.stderr.contains("queue \"audit\" in vhost")
+            && refused.stderr.contains("nothing was changed"),
         "{}",
         refused.stderr
     );
     assert!(
         refused
             .stderr
-            .contains("holds 1 message (--migrate moves it)"),
+            .contains("holds 1 message (--migrate moves it)")
+            || refused.stderr.contains("holds 1 ready message"),
         "{}",
         refused.stderr
     );
