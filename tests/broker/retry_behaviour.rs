@@ -936,7 +936,7 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
     // until the message is in the tier. An empty work queue alone proves nothing: the
     // last requeue may not be applied yet. The tier's 3 s delay is the window in which
     // the message is seen there before it expires back and is dropped.
-    let requeues = s.rt.block_on(async {
+    let (requeues, in_tier) = s.rt.block_on(async {
         let channel = s.client.connection.create_channel().await.unwrap();
         let mut requeues = 0;
         let deadline = Instant::now() + SOON;
@@ -957,16 +957,18 @@ fn a_delivery_limit_dead_letter_is_dropped_by_cycle_detection(version: Version) 
                     }
                     requeues += 1;
                 }
-                None if s.client.ready(&tier).await > 0 => break,
+                None if s.client.ready(&tier).await > 0 => return (requeues, true),
                 None => {}
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        requeues
+        (requeues, false)
     });
     eprintln!("{version}: dead-lettered after {requeues} requeues");
     assert!(requeues >= 2, "{requeues}");
-    assert_eq!(s.ready(&tier), 1, "it entered the delay tier");
+    // Seen in the tier by the loop itself: read again here, it may already have
+    // expired back on a loaded machine (its delay is the whole window).
+    assert!(in_tier, "it entered the delay tier");
     // It expires back towards the work queue after 3 s, and is dropped: read until
     // no queue holds it (a message the broker did not drop stays, and fails this).
     let mut depths = BTreeMap::new();
