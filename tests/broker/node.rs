@@ -401,8 +401,10 @@ impl Node {
                 startup: Duration::ZERO,
                 launch,
                 child: Mutex::new(Some(child)),
+                // The tests' own requests: a loaded 3.10 node deleting a vhost of
+                // hundreds of queues was seen taking over 30 s to answer.
                 http: reqwest::blocking::Client::builder()
-                    .timeout(Duration::from_secs(30))
+                    .timeout(Duration::from_secs(120))
                     .build()
                     .expect("HTTP client"),
             };

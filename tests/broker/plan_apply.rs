@@ -372,7 +372,15 @@ fn replacing_a_queue_with_messages_needs_allow_data_loss(version: Version) {
         .with(&["--allow-data-loss"])
         .envs(SHOP_PASSWORDS)
         .expect(0);
-    let queue = node.get(&format!("/api/queues/{}/audit", pct(&vhost)));
+    // A loaded 4.3 node was seen answering 404 for the new quorum queue right after
+    // the apply that declared it: the management API lists it a moment later.
+    let path = format!("/api/queues/{}/audit", pct(&vhost));
+    let mut queue = Value::Null;
+    let listed = node.wait_until(std::time::Duration::from_secs(90), || {
+        queue = node.get_opt(&path).unwrap_or(Value::Null);
+        !queue.is_null()
+    });
+    assert!(listed, "{}: the replaced queue is not listed", node.version);
     assert_eq!(queue["type"], "quorum");
     node.plan(spec.arg()).envs(SHOP_PASSWORDS).expect(0);
 }
