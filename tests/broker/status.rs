@@ -323,7 +323,8 @@ fn reports_what_the_broker_holds(version: Version) {
     assert!(problems(plain).is_empty(), "{plain:#}");
     assert_eq!(plain["tiers"], json!([]));
     assert_eq!(plain["parking"], Value::Null);
-    assert!(problems(consumer(&report, "odd")).is_empty());
+    let odd = consumer(&report, "odd");
+    assert!(problems(odd).is_empty(), "{odd:#}");
     assert_eq!(report["problems"].as_u64().unwrap() as usize, {
         report["consumers"]
             .as_array()
