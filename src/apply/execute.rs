@@ -26,8 +26,30 @@ use crate::model::ObjectKind;
 use crate::plan::Plan;
 
 /// Makes the plan's changes, phase by phase, under locks the caller holds; the first
-/// failure stops the apply with a report of what was done and what was not.
+/// failure stops the apply with a report of what was done and what was not. A write
+/// refused because the locks were lost (every write asks the broker first: see
+/// `broker::fence`) stops it as a lost lock at a safe point does.
 pub(super) async fn make_changes(
+    client: &Client,
+    plan: &Plan,
+    options: &Options,
+    lock: &BrokerLock,
+    progress: &mut Progress<'_>,
+) -> Result<ApplyReport, ApplyError> {
+    carry_out(client, plan, options, lock, progress)
+        .await
+        .map_err(|error| match error {
+            ApplyError::Broker { error, report } if error.is_locks_lost() => {
+                ApplyError::Interrupted {
+                    why: LOCKS_LOST.to_string(),
+                    report,
+                }
+            }
+            other => other,
+        })
+}
+
+async fn carry_out(
     client: &Client,
     plan: &Plan,
     options: &Options,
@@ -236,6 +258,7 @@ fn report_outcomes<'a>(
             change,
             outcome: match &outcome {
                 WriteOutcome::Done => ChangeOutcome::Done,
+                WriteOutcome::Refused(error) if error.is_locks_lost() => ChangeOutcome::NotSent,
                 WriteOutcome::Refused(_) => ChangeOutcome::Refused,
                 WriteOutcome::Unconfirmed(_) => ChangeOutcome::Unconfirmed,
                 WriteOutcome::NotSent => ChangeOutcome::NotSent,

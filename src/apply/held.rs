@@ -106,6 +106,8 @@ pub(super) async fn apply_held(
     }
     match written {
         Ok(()) => outcome,
+        // Not sent: the broker no longer confirmed the locks (see `broker::fence`).
+        Err(error) if error.is_locks_lost() => locks_lost(outcome),
         // The record could not be written (the broker went away): the report of
         // what was done must still reach the user, never "nothing was changed".
         Err(error) => match outcome {

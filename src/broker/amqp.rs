@@ -15,6 +15,13 @@ pub(super) struct NoAmqp {
     pub reason: String,
 }
 
+/// Heartbeat of every AMQP connection an apply holds locks or writes over (the lock
+/// connection, the emptiness checks at deletion, a migration's): a frozen process
+/// loses them after about three of these, and a connection the broker closed cannot
+/// write. The lock's confirmation before each write is timed against it too
+/// (`fence::PROMPT`).
+pub(super) const WRITER_HEARTBEAT_SECS: u16 = 5;
+
 /// How long closing an AMQP connection may wait for the broker's close-ok. A close
 /// whose answer never comes would otherwise hold the command forever after its work
 /// was done: the broker does not read a blocked connection (a replay publishing under

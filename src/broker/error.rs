@@ -154,6 +154,19 @@ pub enum BrokerError {
         /// Why the first of them failed.
         reason: RedactedText,
     },
+    /// A write was not sent because the broker no longer confirms this process's
+    /// locks (its lock connection closed: frozen for longer than three heartbeats, or
+    /// cut off by `warren unlock`); another apply may hold them now. When `sent`, an
+    /// earlier attempt of the same write was sent and not answered.
+    #[error(
+        "{}: this process's locks were lost ({reason}); another apply may hold them now", if *sent { "not sent again" } else { "not sent" }
+    )]
+    LocksLost {
+        /// Whether an earlier attempt of the write was sent (its outcome unknown).
+        sent: bool,
+        /// What the confirmation found.
+        reason: RedactedText,
+    },
     /// A quorum queue was empty when checked, but messages arrived before its deletion.
     #[error(
         "queue {queue:?} in vhost {vhost:?} was empty when checked, but {} arrived before it was deleted and {} deleted with it", crate::text::count(*messages, "message"), if *messages == 1 { "was" } else { "were" }
@@ -297,6 +310,18 @@ pub enum BrokerError {
         /// What was wrong.
         reason: RedactedText,
     },
+}
+
+impl BrokerError {
+    /// Whether this failure, or the refusal under it, is a write that was not sent
+    /// because the locks were lost ([`BrokerError::LocksLost`]).
+    pub fn is_locks_lost(&self) -> bool {
+        match self {
+            BrokerError::LocksLost { .. } => true,
+            BrokerError::BindingsNotRestored { refusal, .. } => refusal.is_locks_lost(),
+            _ => false,
+        }
+    }
 }
 
 /// What `plan`, `apply` and `import` need, said wherever a refusal names a tag: they

@@ -177,7 +177,7 @@ impl Client {
     ) -> Result<(), BrokerError> {
         if queue.queue_type == QueueType::Stream {
             // Refused whatever it holds: nothing to unbind for.
-            return delete_if_empty(channel, queue).await;
+            return self.delete_if_empty(channel, queue).await;
         }
         let mut removed: Vec<&QueueBinding> = Vec::new();
         for binding in into {
@@ -191,7 +191,7 @@ impl Client {
             _ => Ok(()),
         };
         let checked = match waited {
-            Ok(()) => delete_if_empty(channel, queue).await,
+            Ok(()) => self.delete_if_empty(channel, queue).await,
             Err(error) => Err(error),
         };
         match checked {
@@ -397,7 +397,10 @@ impl Client {
                 denied_vhost: None,
             })?;
         let shown = redact_url(url.as_str());
-        let with_login = self.amqp_login(&url, vhost);
+        let mut with_login = self.amqp_login(&url, vhost);
+        // A frozen process loses this connection as it loses its locks (see `fence`).
+        let heartbeat = format!("heartbeat={}", super::amqp::WRITER_HEARTBEAT_SECS);
+        with_login.set_query(Some(&heartbeat));
         let properties = ConnectionProperties::default().with_connection_name(name.into());
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         match super::amqp::connect(&with_login, properties, deadline).await {
@@ -465,86 +468,97 @@ fn refused(queue: &GuardedQueue<'_>, reason: String) -> BrokerError {
     }
 }
 
-async fn delete_if_empty(channel: &Channel, queue: &GuardedQueue<'_>) -> Result<(), BrokerError> {
-    match queue.queue_type {
-        QueueType::Stream => Err(refused(
-            queue,
-            "it is a stream: deleting it deletes its log, and RabbitMQ has no emptiness check for streams".into(),
-        )),
-        QueueType::Classic => {
-            let options = QueueDeleteOptions {
-                if_empty: true,
-                if_unused: true,
-                nowait: false,
-            };
-            match channel.queue_delete(queue.name.into(), options).await {
-                Ok(_) => Ok(()),
-                Err(error) => match reply_of(&error) {
-                    Some((NOT_FOUND, _)) => Ok(()),
-                    Some((PRECONDITION_FAILED, text)) => Err(refused(
-                        queue,
-                        format!("the broker found it not empty or in use ({text})"),
-                    )),
-                    _ => Err(delete_failed(queue, &error)),
-                },
+impl Client {
+    /// The deletion itself, the broker checking emptiness; sent only once the broker has
+    /// confirmed this apply's locks (see `fence`).
+    async fn delete_if_empty(
+        &self,
+        channel: &Channel,
+        queue: &GuardedQueue<'_>,
+    ) -> Result<(), BrokerError> {
+        match queue.queue_type {
+            QueueType::Stream => Err(refused(
+                queue,
+                "it is a stream: deleting it deletes its log, and RabbitMQ has no emptiness check for streams".into(),
+            )),
+            QueueType::Classic => {
+                let options = QueueDeleteOptions {
+                    if_empty: true,
+                    if_unused: true,
+                    nowait: false,
+                };
+                self.fenced(false).await?;
+                match channel.queue_delete(queue.name.into(), options).await {
+                    Ok(_) => Ok(()),
+                    Err(error) => match reply_of(&error) {
+                        Some((NOT_FOUND, _)) => Ok(()),
+                        Some((PRECONDITION_FAILED, text)) => Err(refused(
+                            queue,
+                            format!("the broker found it not empty or in use ({text})"),
+                        )),
+                        _ => Err(delete_failed(queue, &error)),
+                    },
+                }
             }
+            QueueType::Quorum => self.delete_quorum_if_empty(channel, queue).await,
         }
-        QueueType::Quorum => delete_quorum_if_empty(channel, queue).await,
     }
-}
 
-async fn delete_quorum_if_empty(
-    channel: &Channel,
-    queue: &GuardedQueue<'_>,
-) -> Result<(), BrokerError> {
-    let passive = QueueDeclareOptions {
-        passive: true,
-        ..QueueDeclareOptions::default()
-    };
-    let state = match channel
-        .queue_declare(queue.name.into(), passive, FieldTable::default())
-        .await
-    {
-        Ok(state) => state,
-        Err(error) => {
-            return match reply_of(&error) {
-                Some((NOT_FOUND, _)) => Ok(()),
-                _ => Err(failed(queue, &error)),
-            };
+    async fn delete_quorum_if_empty(
+        &self,
+        channel: &Channel,
+        queue: &GuardedQueue<'_>,
+    ) -> Result<(), BrokerError> {
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let state = match channel
+            .queue_declare(queue.name.into(), passive, FieldTable::default())
+            .await
+        {
+            Ok(state) => state,
+            Err(error) => {
+                return match reply_of(&error) {
+                    Some((NOT_FOUND, _)) => Ok(()),
+                    _ => Err(failed(queue, &error)),
+                };
+            }
+        };
+        if state.message_count() > 0 {
+            return Err(refused(
+                queue,
+                format!(
+                    "the broker counts {} ready messages in it",
+                    state.message_count()
+                ),
+            ));
         }
-    };
-    if state.message_count() > 0 {
-        return Err(refused(
-            queue,
-            format!(
-                "the broker counts {} ready messages in it",
-                state.message_count()
-            ),
-        ));
-    }
-    if state.consumer_count() > 0 {
-        return Err(refused(
-            queue,
-            format!(
-                "it has {}, whose unacknowledged messages would be lost",
-                crate::text::count(state.consumer_count(), "consumer")
-            ),
-        ));
-    }
-    match channel
-        .queue_delete(queue.name.into(), QueueDeleteOptions::default())
-        .await
-    {
-        Ok(0) => Ok(()),
-        Ok(lost) => Err(BrokerError::LostInWindow {
-            vhost: queue.vhost.to_string(),
-            queue: queue.name.to_string(),
-            messages: lost,
-        }),
-        Err(error) => match reply_of(&error) {
-            Some((NOT_FOUND, _)) => Ok(()),
-            _ => Err(delete_failed(queue, &error)),
-        },
+        if state.consumer_count() > 0 {
+            return Err(refused(
+                queue,
+                format!(
+                    "it has {}, whose unacknowledged messages would be lost",
+                    crate::text::count(state.consumer_count(), "consumer")
+                ),
+            ));
+        }
+        self.fenced(false).await?;
+        match channel
+            .queue_delete(queue.name.into(), QueueDeleteOptions::default())
+            .await
+        {
+            Ok(0) => Ok(()),
+            Ok(lost) => Err(BrokerError::LostInWindow {
+                vhost: queue.vhost.to_string(),
+                queue: queue.name.to_string(),
+                messages: lost,
+            }),
+            Err(error) => match reply_of(&error) {
+                Some((NOT_FOUND, _)) => Ok(()),
+                _ => Err(delete_failed(queue, &error)),
+            },
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! An exclusive queue cannot be made over HTTP (the flag is ignored), so the lock
 //! needs the broker's AMQP port; without it an apply stops before changing anything.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use lapin::options::QueueDeclareOptions;
@@ -19,7 +20,8 @@ use lapin::{Connection, ConnectionProperties};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::amqp::{self, ConnectFailure, NoAmqp, reply_of};
+use super::amqp::{self, ConnectFailure, NoAmqp, WRITER_HEARTBEAT_SECS, reply_of};
+use super::fence::Fence;
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
 use crate::model::record::in_words;
@@ -27,23 +29,6 @@ use crate::model::redact::redact_url;
 
 /// The AMQP reply code of a declare refused because another connection holds the queue.
 const RESOURCE_LOCKED: u16 = 405;
-
-/// Heartbeat of the lock connection: a frozen holder loses its locks after about
-/// three of these.
-const HEARTBEAT_SECS: u16 = 5;
-
-/// How fast the broker must confirm a lock for the answer to count: a heartbeat and a
-/// half. The broker frees a silent holder's locks only after about three heartbeats
-/// (15 s; measured 12.0 s at a 4 s heartbeat on 3.10 and 4.0), so an answer this fresh
-/// was given while the lock was held and no freeze inside the request can have
-/// outlasted it, with half of that to spare. Half a heartbeat read a management API
-/// that a loaded machine slowed past 2.5 s as a lost lock, and failed applies that
-/// held their locks the whole time.
-const PROMPT: Duration = Duration::from_millis(HEARTBEAT_SECS as u64 * 1500);
-
-/// How many times a lock confirmed too slowly is asked again before it counts as lost:
-/// a slow answer is doubt, not loss, and a fresh one settles it either way.
-const SLOW_ANSWERS: usize = 3;
 
 /// How often a waiting apply tries again.
 const RETRY_EVERY: Duration = Duration::from_millis(250);
@@ -106,7 +91,9 @@ impl LockName {
 pub struct BrokerLock {
     connection: Connection,
     names: Vec<LockName>,
-    holder: String,
+    /// The broker's confirmation that the locks are still this process's, also
+    /// installed in the client that took them: every write it sends asks it first.
+    fence: Arc<Fence>,
 }
 
 impl BrokerLock {
@@ -219,42 +206,33 @@ impl Client {
                 }
             }
         }
+        let Some(first) = names.first() else {
+            super::amqp::close(&connection, "no lock needed").await;
+            return Err(unavailable("no lock was asked for".into()));
+        };
+        // A channel of its own: a confirmation never waits behind anything else.
+        let confirming = match connection.create_channel().await {
+            Ok(confirming) => confirming,
+            Err(error) => {
+                super::amqp::close(&connection, "lock not taken").await;
+                return Err(unavailable(error.to_string()));
+            }
+        };
+        let fence = Arc::new(Fence::new(confirming, first.queue()));
+        self.fence_writes(Some(Arc::clone(&fence)));
         Ok(BrokerLock {
             connection,
             names,
-            holder: holder.to_string(),
+            fence,
         })
     }
 
-    /// Whether the broker holds `lock` for this process now, asked of the broker: the
-    /// client's own view of its connection lags (a process thawed after a freeze still
-    /// believes in a connection the broker closed long ago). True only when the lock
-    /// queue exists and names this holder; any doubt is "not held".
-    ///
-    /// An answer that took longer than [`PROMPT`] does not count: a process frozen
-    /// while the answer waited in its socket would otherwise act on a lock the broker
-    /// gave away meanwhile. It is asked again, up to [`SLOW_ANSWERS`] times (a loaded
-    /// broker answers slowly without anything being lost), and counts as "not held"
-    /// when no answer came in time.
+    /// Whether the broker holds `lock` for this process now, asked of the broker over
+    /// the lock connection itself (see [`Fence`]): the client's own view of its
+    /// connection lags (a process thawed after a freeze still believes in a connection
+    /// the broker closed long ago). Any doubt is "not held".
     pub async fn still_holds(&self, lock: &BrokerLock) -> bool {
-        let Some(name) = lock.names.first() else {
-            return false;
-        };
-        for _ in 0..SLOW_ANSWERS {
-            let asked = std::time::Instant::now();
-            if !lock.connection.status().connected() {
-                return false;
-            }
-            let ours =
-                matches!(self.holder_of(name).await, Ok(Some(found)) if found.id == lock.holder);
-            if !ours {
-                return false;
-            }
-            if asked.elapsed() < PROMPT {
-                return true;
-            }
-        }
-        false
+        lock.fence.confirm(false).await.is_ok()
     }
 
     /// Closes the connection of the apply that holds `name`, when it is `holder`
@@ -396,7 +374,7 @@ impl Client {
         })?;
         let shown = redact_url(url.as_str());
         let mut with_login = self.amqp_login(&url, LOCK_VHOST);
-        with_login.set_query(Some(&format!("heartbeat={HEARTBEAT_SECS}")));
+        with_login.set_query(Some(&format!("heartbeat={WRITER_HEARTBEAT_SECS}")));
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         loop {
             let properties = ConnectionProperties::default().with_connection_name(holder.into());

@@ -404,6 +404,10 @@ impl Client {
             .await?;
         let outcome = async {
             let channel = connection.create_channel().await.map_err(|e| failed(&e))?;
+            // The deletion and the declaration after it go together: the broker
+            // confirms the locks once before both (see `fence`), so that a lock lost
+            // in between never leaves the queue deleted and not declared again.
+            self.fenced(false).await?;
             let drained = drain_check(&channel, name, vhost, queue_type, &failed).await?;
             if let (Drained::Deleted, Some(value)) = (drained, declare_after) {
                 // At once, over the same connection: what is published to the queue by

@@ -13,6 +13,7 @@ mod connect;
 mod deprecated;
 mod endpoint;
 mod error;
+mod fence;
 mod guard;
 mod live;
 mod lock;
@@ -22,6 +23,7 @@ mod replay;
 mod stats;
 mod write;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -62,6 +64,9 @@ pub struct Client {
     endpoint: Endpoint,
     current: AtomicUsize,
     requests: AtomicU64,
+    /// Set while this client holds apply locks: every write asks it first
+    /// ([`fence::Fence`]), so that no write leaves after the locks are lost.
+    fence: std::sync::Mutex<Option<Arc<fence::Fence>>>,
 }
 
 const ATTEMPTS_PER_NODE: u32 = 3;
@@ -101,7 +106,32 @@ impl Client {
             endpoint,
             current: AtomicUsize::new(0),
             requests: AtomicU64::new(0),
+            fence: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Makes every later write of this client wait for the broker's confirmation of
+    /// `fence` (locks just taken), or no longer (`None`).
+    fn fence_writes(&self, fence: Option<Arc<fence::Fence>>) {
+        *self
+            .fence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = fence;
+    }
+
+    /// `Ok` when this client holds no locks, or when the broker confirms that it
+    /// still does: asked right before each write ([`fence::Fence::confirm`]).
+    /// `sent` says whether the write was already sent once (a retry).
+    pub(super) async fn fenced(&self, sent: bool) -> Result<(), BrokerError> {
+        let fence = self
+            .fence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match fence {
+            Some(fence) => fence.confirm(sent).await,
+            None => Ok(()),
+        }
     }
 
     /// Number of HTTP requests made so far.
@@ -172,6 +202,7 @@ impl Client {
         let mut failures: Vec<String> = Vec::new();
         let mut permanent: Vec<BrokerError> = Vec::new();
         let mut timed_out_at: Vec<String> = Vec::new();
+        let mut sent_once = false;
         for offset in 0..nodes {
             let index = (start + offset) % nodes;
             let base = &self.endpoint.urls[index];
@@ -193,6 +224,11 @@ impl Client {
                     node_deadline.saturating_duration_since(tokio::time::Instant::now());
                 if remaining.is_zero() {
                     break;
+                }
+                if method != Method::GET {
+                    // No write leaves after the locks are lost (see `fence`).
+                    self.fenced(sent_once).await?;
+                    sent_once = true;
                 }
                 self.requests.fetch_add(1, Ordering::Relaxed);
                 let mut request = self

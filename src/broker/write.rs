@@ -112,7 +112,8 @@ type Request = (&'static str, String, Option<Value>);
 pub enum WriteOutcome {
     /// The broker confirmed it.
     Done,
-    /// The broker answered with a refusal: not made.
+    /// Not made: the broker answered with a refusal, or the write was never sent
+    /// because the locks were lost ([`BrokerError::LocksLost`]).
     Refused(BrokerError),
     /// Sent, but the broker did not confirm it (it stopped answering, or an import
     /// chunk failed part way): it may or may not have been made.
@@ -127,7 +128,8 @@ impl WriteOutcome {
         match error {
             BrokerError::Unreachable { .. }
             | BrokerError::TimedOut { .. }
-            | BrokerError::AmqpUnanswered { .. } => WriteOutcome::Unconfirmed(error),
+            | BrokerError::AmqpUnanswered { .. }
+            | BrokerError::LocksLost { sent: true, .. } => WriteOutcome::Unconfirmed(error),
             error => WriteOutcome::Refused(error),
         }
     }
@@ -221,6 +223,10 @@ impl Client {
             // partly made.
             let outcome = match result {
                 Ok(()) => WriteOutcome::Done,
+                // Never sent: the locks were lost before it left.
+                Err(error @ BrokerError::LocksLost { sent: false, .. }) => {
+                    WriteOutcome::Refused(error)
+                }
                 Err(error) => WriteOutcome::Unconfirmed(error),
             };
             step(ImportStep::Answered(members.len()));

@@ -51,6 +51,7 @@ pub fn of_broker(error: &BrokerError) -> u8 {
         | BrokerError::Api { .. }
         | BrokerError::Setup(_)
         | BrokerError::LockInterrupted { .. }
+        | BrokerError::LocksLost { .. }
         | BrokerError::Decode { .. } => ERROR,
     }
 }

@@ -100,6 +100,7 @@ mod crash;
 mod demo;
 mod environments;
 mod faults;
+mod fencing;
 mod import;
 mod locks;
 mod migrate;

@@ -1,0 +1,411 @@
+//! No write after the locks are lost: an apply frozen (SIGSTOP, as a VM freeze or a
+//! stalled container would) in the middle of a phase loses its locks after about three
+//! heartbeats; a second apply takes them and applies another spec over the same
+//! objects. Thawed, the first apply must write nothing more (the broker is exactly as
+//! the second left it, and the record keeps the second's serial), and its report must
+//! say exactly what it made, checked against what the second apply found missing or
+//! present.
+//!
+//! One scenario per phase kind that writes one object after another: the creates (an
+//! import in chunks), the guarded deletes, and a replace (removals, then the import of
+//! the new versions).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::background::Background;
+use crate::node::{Node, Version, pct};
+use crate::spec::Spec;
+use crate::support::Run;
+
+/// A spec of `count` queues `r0…` of `queue_type` in `vhost`.
+fn queues_spec(spec: &str, vhost: &str, count: usize, queue_type: &str) -> String {
+    let mut text = format!("version: 1\nname: {spec}\nvhosts:\n  {vhost}:\n    queues:\n");
+    for n in 0..count {
+        text.push_str(&format!("      r{n}: {{ type: {queue_type} }}\n"));
+    }
+    text
+}
+
+/// What a vhost holds, section by section (queues, exchanges, bindings, policies),
+/// each entry as the broker's definitions give it, sorted.
+fn holds(node: &Node, vhost: &str) -> BTreeMap<&'static str, Vec<String>> {
+    let definitions = node.get(&format!("/api/definitions/{}", pct(vhost)));
+    ["queues", "exchanges", "bindings", "policies"]
+        .into_iter()
+        .map(|section| {
+            let mut entries: Vec<String> = definitions[section]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(Value::to_string)
+                .collect();
+            entries.sort();
+            (section, entries)
+        })
+        .collect()
+}
+
+/// The names of the queues of `vhost`.
+fn queue_names(node: &Node, vhost: &str) -> BTreeSet<String> {
+    node.get(&format!("/api/queues/{}?columns=name", pct(vhost)))
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| q["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The serial of spec `name`'s ownership record.
+fn serial(node: &Node, name: &str) -> Value {
+    let path = format!("/api/global-parameters/{}", pct(&format!("warren.{name}")));
+    node.get_opt(&path)
+        .map_or(Value::Null, |record| record["value"]["serial"].clone())
+}
+
+/// The queue a report's line names (`delete queue "r7" in vhost "v"`, possibly
+/// followed by why).
+fn named_queue(line: &str) -> Option<String> {
+    let (_, quoted) = line.split_once(" queue \"")?;
+    Some(quoted[..quoted.find('"')?].to_string())
+}
+
+/// One list of an apply's JSON report (`done`, `unconfirmed`, `not_done`): each
+/// queue named, with the line.
+fn listed(run: &Run, key: &str) -> Vec<(String, String)> {
+    let document: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}{}", run.stdout, run.stderr));
+    document["applied"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no applied.{key} in {document}"))
+        .iter()
+        .filter_map(|line| {
+            let line = line.as_str()?;
+            Some((named_queue(line)?, line.to_string()))
+        })
+        .collect()
+}
+
+/// The first apply, frozen, and what the second one did meanwhile.
+struct TakenOver {
+    /// The first apply's run, once thawed.
+    first: Run,
+    /// The second apply's run (`--format json`).
+    second: Run,
+    /// What the vhost held once the second apply had finished.
+    after_second: BTreeMap<&'static str, Vec<String>>,
+}
+
+/// Starts `first` (an `apply --format json`), freezes it once `writing` says it is in
+/// the middle of its phase, lets `second` (an apply of the same spec name) take the
+/// locks and finish, then thaws the first and lets it run to its end. Asserts what
+/// holds whichever way the two met: the second applied; the thawed first stopped with
+/// its locks lost (or, frozen in the middle of an AMQP request, with that request not
+/// confirmed), never "applied" and never "nothing was changed"; and it wrote nothing
+/// more, the vhost and the record as the second left them.
+fn freeze_and_take_over(
+    node: &Node,
+    vhost: &str,
+    name: &str,
+    first: std::process::Command,
+    writing: &dyn Fn() -> bool,
+    second: &dyn Fn() -> Run,
+) -> TakenOver {
+    let mut child = Background::spawn(first);
+    let started = Instant::now();
+    // However long a loaded machine takes to get there; the bound is for an apply
+    // that never starts the phase.
+    while !writing() {
+        assert!(
+            child.exited().is_none() && started.elapsed() < Duration::from_secs(300),
+            "the apply never reached its phase: {}",
+            child.stderr_so_far()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.signal(libc::SIGSTOP);
+    let frozen = Instant::now();
+    // The second apply waits for the locks (`--lock-timeout`) and plans again under them.
+    let second = second();
+    assert_eq!(second.code, Some(0), "the second apply: {}", second.stderr);
+    eprintln!(
+        "locks taken over and applied {:?} after the first apply froze",
+        frozen.elapsed()
+    );
+    let after_second = holds(node, vhost);
+    let serial_after_second = serial(node, name);
+    child.signal(libc::SIGCONT);
+    let first = child.finish();
+    assert!(
+        matches!(first.code, Some(1 | 3)),
+        "the thawed apply: {}",
+        first.stderr
+    );
+    assert!(
+        first.stderr.contains("its locks were lost") || first.stderr.contains("not confirmed"),
+        "the thawed apply stops on its lost locks: {}",
+        first.stderr
+    );
+    assert!(
+        !first.stderr.contains("nothing was changed") && !first.stdout.contains("Applied"),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(
+        holds(node, vhost),
+        after_second,
+        "the thawed apply wrote after the second apply held the locks: {}",
+        first.stderr
+    );
+    assert_eq!(
+        serial(node, name),
+        serial_after_second,
+        "the record is the second's"
+    );
+    TakenOver {
+        first,
+        second,
+        after_second,
+    }
+}
+
+/// An apply of `count` queues is frozen while the broker imports its first chunk;
+/// meanwhile a second apply of the same spec name, now declaring only `r0`, takes the
+/// locks. Thawed, the first sends no further chunk: each create it reports made is on
+/// the broker, each it reports not made is not.
+fn creates_stop_when_the_locks_are_lost(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("fence-create");
+    let name = format!("fence-{vhost}");
+    let count = 3000;
+    let spec = Spec::new(&queues_spec(&name, &vhost, count, "classic"));
+    let first = node.apply(spec.arg()).with(&["--format", "json"]).command();
+    let second_spec = Spec::new(&queues_spec(&name, &vhost, 1, "classic"));
+    let made_one = format!("/api/queues/{}/r0", pct(&vhost));
+    let over = freeze_and_take_over(
+        node,
+        &vhost,
+        &name,
+        first,
+        &|| node.get_opt(&made_one).is_some(),
+        &|| {
+            node.apply(second_spec.arg())
+                .with(&["--lock-timeout", "120s", "--format", "json"])
+                .run()
+        },
+    );
+    let held: BTreeSet<String> = queue_names(node, &vhost);
+    assert!(held.len() < count, "the thawed apply went on creating");
+    let (done, unconfirmed, not_done) = (
+        listed(&over.first, "done"),
+        listed(&over.first, "unconfirmed"),
+        listed(&over.first, "not_done"),
+    );
+    for (queue, line) in &done {
+        assert!(
+            held.contains(queue),
+            "{version}: reported made, not there: {line}"
+        );
+    }
+    for (queue, line) in &not_done {
+        assert!(
+            !held.contains(queue),
+            "{version}: reported not made, there: {line}"
+        );
+    }
+    assert_eq!(
+        done.len() + unconfirmed.len() + not_done.len(),
+        count,
+        "{version}: each create in one list"
+    );
+    eprintln!(
+        "{version}: frozen in the creates: {} made, {} not confirmed, {} not made",
+        done.len(),
+        unconfirmed.len(),
+        not_done.len()
+    );
+}
+
+/// The queues a successful `apply --format json` created.
+fn created_queues(run: &Run) -> BTreeSet<String> {
+    listed(run, "done")
+        .into_iter()
+        .filter(|(_, line)| line.starts_with("create queue "))
+        .map(|(queue, _)| queue)
+        .collect()
+}
+
+/// An apply deleting `count` queues is frozen after its first deletes; a second apply
+/// of the spec that declares them all takes the locks and declares again what the
+/// first deleted. Thawed, the first deletes nothing more (the issue this guards
+/// against: a resumed apply deleted 2,699 of the second apply's queues). Its report is
+/// exact against the second's: every delete it reports made is one the second found
+/// missing, and none it reports not made.
+fn deletes_stop_when_the_locks_are_lost(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("fence-delete");
+    let name = format!("fence-{vhost}");
+    let count = 1500;
+    let all = queues_spec(&name, &vhost, count, "classic");
+    let spec = Spec::new(&all);
+    node.apply(spec.arg()).expect(0);
+    let none = Spec::new(&format!(
+        "version: 1\nname: {name}\nvhosts:\n  {vhost}: {{}}\n"
+    ));
+    let first = node.apply(none.arg()).with(&["--format", "json"]).command();
+    let over = freeze_and_take_over(
+        node,
+        &vhost,
+        &name,
+        first,
+        &|| queue_names(node, &vhost).len() < count,
+        &|| {
+            node.apply(spec.arg())
+                .with(&["--lock-timeout", "120s", "--format", "json"])
+                .run()
+        },
+    );
+    assert_eq!(
+        queue_names(node, &vhost).len(),
+        count,
+        "every queue is there"
+    );
+    let deleted_before = created_queues(&over.second);
+    assert!(
+        !deleted_before.is_empty(),
+        "the first apply was frozen while deleting"
+    );
+    exact_against(version, &over, &deleted_before, count, |line| {
+        line.starts_with("delete queue ")
+    });
+}
+
+/// Checks the thawed first apply's report against `gone`, the queues the second apply
+/// found missing (so those the first had removed): each of `count` changes in exactly
+/// one list; every one reported made (`made` says which lines of `not_done` mean
+/// made and not put back, for a replace) in `gone`, every one reported not made not
+/// in it, and every queue of `gone` reported made or not confirmed.
+fn exact_against(
+    version: Version,
+    over: &TakenOver,
+    gone: &BTreeSet<String>,
+    count: usize,
+    made: impl Fn(&str) -> bool,
+) {
+    let (done, unconfirmed, not_done) = (
+        listed(&over.first, "done"),
+        listed(&over.first, "unconfirmed"),
+        listed(&over.first, "not_done"),
+    );
+    let (removed, not_made): (Vec<_>, Vec<_>) = not_done
+        .iter()
+        .partition(|(_, line)| line.contains("DELETED AND NOT DECLARED AGAIN"));
+    let reported_made: BTreeSet<&String> = done
+        .iter()
+        .filter(|(_, line)| made(line))
+        .chain(removed.iter().copied())
+        .map(|(queue, _)| queue)
+        .collect();
+    for queue in &reported_made {
+        assert!(
+            gone.contains(*queue),
+            "{version}: {queue} reported made, but the second apply found it as it was"
+        );
+    }
+    for (queue, line) in &not_made {
+        assert!(
+            !gone.contains(queue),
+            "{version}: reported not made, but the second apply found it gone: {line}"
+        );
+    }
+    let unconfirmed_names: BTreeSet<&String> = unconfirmed.iter().map(|(q, _)| q).collect();
+    for queue in gone {
+        assert!(
+            reported_made.contains(queue) || unconfirmed_names.contains(queue),
+            "{version}: {queue} was gone, and the report does not say it was made"
+        );
+    }
+    let mut every: Vec<&String> = done
+        .iter()
+        .chain(&unconfirmed)
+        .chain(&not_done)
+        .map(|(queue, _)| queue)
+        .collect();
+    let listed = every.len();
+    every.sort();
+    every.dedup();
+    assert_eq!(
+        (every.len(), listed),
+        (count, count),
+        "{version}: each queue's change in exactly one list: {}",
+        over.first.stderr
+    );
+    assert!(
+        over.after_second["queues"].len() >= count,
+        "{version}: the second apply declared every queue"
+    );
+    eprintln!(
+        "{version}: frozen mid-phase: {} made, {} not confirmed, {} not made; the second apply found {} missing",
+        reported_made.len(),
+        unconfirmed.len(),
+        not_made.len(),
+        gone.len()
+    );
+}
+
+/// A replace (600 classic queues become quorum queues: each is removed, found empty
+/// by the broker, then the new ones are imported) is frozen during its removals; a
+/// second apply of the classic spec takes the locks and declares again the queues the
+/// first removed. Thawed, the first removes nothing more and declares nothing: its
+/// report names the queues it removed and could not declare again, which are exactly
+/// those the second found missing.
+fn a_replace_stops_when_the_locks_are_lost(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("fence-replace");
+    let name = format!("fence-{vhost}");
+    let count = 600;
+    let classic = Spec::new(&queues_spec(&name, &vhost, count, "classic"));
+    node.apply(classic.arg()).expect(0);
+    let quorum = Spec::new(&queues_spec(&name, &vhost, count, "quorum"));
+    let first = node
+        .apply(quorum.arg())
+        .with(&["--format", "json"])
+        .command();
+    let over = freeze_and_take_over(
+        node,
+        &vhost,
+        &name,
+        first,
+        &|| queue_names(node, &vhost).len() < count,
+        &|| {
+            node.apply(classic.arg())
+                .with(&["--lock-timeout", "120s", "--format", "json"])
+                .run()
+        },
+    );
+    let definitions = node.get(&format!("/api/definitions/{}", pct(&vhost)));
+    let quorum_queues = definitions["queues"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["arguments"]["x-queue-type"] == "quorum")
+        .count();
+    assert_eq!(
+        quorum_queues, 0,
+        "{version}: the thawed apply declared no new queue"
+    );
+    let gone = created_queues(&over.second);
+    assert!(
+        !gone.is_empty(),
+        "the first apply was frozen while removing"
+    );
+    exact_against(version, &over, &gone, count, |_| false);
+}
+
+per_version!(
+    creates_stop_when_the_locks_are_lost,
+    deletes_stop_when_the_locks_are_lost,
+    a_replace_stops_when_the_locks_are_lost,
+);
