@@ -16,6 +16,7 @@ use super::{
 use crate::apply::run::{self, Confirmation, Conversation, Input, Outcome};
 use crate::apply::{self, ApplyReport};
 use crate::cli::{BrokerArgs, Format, PlanOptions, parse_wait};
+use crate::plan::file::NotRead;
 use crate::plan::{self, Plan};
 use crate::render;
 use crate::render::plan::{Applied, Style, apply_document, render_text};
@@ -48,6 +49,10 @@ pub struct ApplyArgs {
     /// an apply that finds its spec or a vhost locked stops at once.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_wait)]
     pub lock_timeout: Duration,
+    /// Apply the saved plan only if its digest is this one (`sha256:…`, as `warren
+    /// plan -o` prints it): the plan that was reviewed, byte for byte. Exit 4 otherwise.
+    #[arg(long, value_name = "DIGEST")]
+    pub expect_digest: Option<plan::file::PlanDigest>,
 }
 
 /// `warren apply PLAN|SPEC`. With `--format json`, stdout gets one document at the end:
@@ -90,9 +95,11 @@ fn apply_target(
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
 ) -> u8 {
-    let saved = match plan::file::read(&args.target) {
+    let saved = match plan::file::read_expecting(&args.target, args.expect_digest.as_ref()) {
         Ok(saved) => saved,
-        Err(err) => return fail(stderr, &err),
+        // A file that is not the reviewed plan is refused, as a stale plan is.
+        Err(NotRead::NotReviewed(why)) => return fail_with(stderr, exit::REFUSED, &why),
+        Err(NotRead::Unreadable(why)) => return fail(stderr, &why),
     };
     if let Some(plan) = &saved
         && let Err(err) = plan::file::check_appliable(plan, &args.target)

@@ -158,10 +158,18 @@ pub fn plan(
         return EXIT_ERROR;
     }
     if let Some(output) = &args.output {
-        if let Err(err) = plan::file::write(output, &plan) {
-            return fail(stderr, &format!("cannot write {}: {err}", output.display()));
-        }
-        let _ = render::apply::saved(stderr, output);
+        let digest = match plan::file::write(output, &plan) {
+            Ok(digest) => digest,
+            Err(err) => return fail(stderr, &format!("cannot write {}: {err}", output.display())),
+        };
+        // The digest goes where the plan is read (a pull request shows the text or the
+        // Markdown), so that the apply can be pinned to the plan that was reviewed.
+        let _ = match options.format {
+            Format::Text => render::apply::saved_digest_text(stdout, output, &digest),
+            Format::Markdown => render::apply::saved_digest_markdown(stdout, output, &digest),
+            Format::Json => Ok(()),
+        };
+        let _ = render::apply::saved(stderr, output, &digest);
     }
     exit_for_plan(&plan, args.detailed_exitcode)
 }

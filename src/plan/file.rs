@@ -10,21 +10,124 @@ use crate::model::plan_format::is_plan_format;
 use crate::model::redact::holds_hidden_secrets;
 use crate::spec::environment::Choice;
 
-/// Writes `plan` to `path` as its JSON document, whole or not at all.
-pub fn write(path: &Path, plan: &Plan) -> std::io::Result<()> {
+/// Writes `plan` to `path` as its JSON document, whole or not at all; the digest of
+/// what was written.
+pub fn write(path: &Path, plan: &Plan) -> std::io::Result<PlanDigest> {
     let text = serde_json::to_string_pretty(plan).expect("plans serialize") + "\n";
-    crate::definitions_file::write_atomically(path, &text)
+    crate::definitions_file::write_atomically(path, &text)?;
+    Ok(PlanDigest::of(text.as_bytes()))
+}
+
+/// The SHA-256 digest of a saved plan file's bytes: `plan -o` prints it (in the text
+/// and Markdown a pull request shows), and `apply FILE --expect-digest` refuses a file
+/// whose digest is another, so that what is applied is byte for byte the plan that was
+/// reviewed. It protects against a plan edited or swapped between review and apply,
+/// consistently or not; it does not say who made the plan (it is not a signature).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanDigest {
+    /// 64 lowercase hexadecimal digits.
+    hex: String,
+}
+
+impl PlanDigest {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> PlanDigest {
+        use sha2::{Digest, Sha256};
+        let hex = Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        PlanDigest { hex }
+    }
+}
+
+impl fmt::Display for PlanDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sha256:{}", self.hex)
+    }
+}
+
+impl std::str::FromStr for PlanDigest {
+    type Err = String;
+
+    /// `sha256:` and 64 hexadecimal digits, as `plan -o` prints it (the prefix may be
+    /// left out; case does not matter). A shortened digest is refused: it would let a
+    /// different file pass.
+    fn from_str(text: &str) -> Result<PlanDigest, String> {
+        let hex = text.strip_prefix("sha256:").unwrap_or(text);
+        if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(PlanDigest {
+                hex: hex.to_ascii_lowercase(),
+            })
+        } else {
+            Err(format!(
+                "`{}` is not a plan digest: give it as `warren plan -o` prints it, `sha256:` and 64 hexadecimal digits",
+                crate::text::visible(text)
+            ))
+        }
+    }
 }
 
 /// Reads a plan file, or `None` when the file is not a plan (then it is a spec; a
 /// directory is a spec in several files). A file that looks like a plan (`.json`, or
 /// text that starts with `{`) but does not read as one is a damaged plan, never a spec.
 pub fn read(path: &Path) -> Result<Option<Plan>, String> {
+    read_expecting(path, None).map_err(|not_read| match not_read {
+        NotRead::Unreadable(why) | NotRead::NotReviewed(why) => why,
+    })
+}
+
+/// Why [`read_expecting`] read no plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRead {
+    /// The file could not be read as a plan or a spec (or is a spec where only a plan
+    /// will do).
+    Unreadable(String),
+    /// The file is not the plan whose digest was given: a refusal, nothing is changed.
+    NotReviewed(String),
+}
+
+/// [`read`], refusing a plan file whose digest is not `expected` (`apply
+/// --expect-digest`): the digest is of the very bytes that are then read as the plan,
+/// so the file cannot be changed in between. `expected` with a spec is an error.
+pub fn read_expecting(path: &Path, expected: Option<&PlanDigest>) -> Result<Option<Plan>, NotRead> {
     if path.is_dir() {
-        return Ok(None);
+        return match expected {
+            Some(_) => Err(NotRead::Unreadable(not_a_plan_for_digest(path))),
+            None => Ok(None),
+        };
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let bytes = std::fs::read(path)
+        .map_err(|err| NotRead::Unreadable(format!("cannot read {}: {err}", path.display())))?;
+    let read = String::from_utf8(bytes.clone())
+        .map_err(|err| format!("cannot read {}: {err}", path.display()))
+        .and_then(|text| parse(path, &text))
+        .map_err(NotRead::Unreadable);
+    let Some(expected) = expected else {
+        return read;
+    };
+    if let Ok(None) = read {
+        return Err(NotRead::Unreadable(not_a_plan_for_digest(path)));
+    }
+    let found = PlanDigest::of(&bytes);
+    if &found != expected {
+        return Err(NotRead::NotReviewed(format!(
+            "refusing to apply {}: its digest is {found}, not the {expected} given with --expect-digest, so it is not the plan that was reviewed; nothing was changed (make and review a new plan with `warren plan SPEC -o FILE`)",
+            path.display()
+        )));
+    }
+    read
+}
+
+fn not_a_plan_for_digest(path: &Path) -> String {
+    format!(
+        "--expect-digest is for a saved plan, and {} is a spec: save its plan with `warren plan SPEC -o FILE`, review it, and apply FILE",
+        path.display()
+    )
+}
+
+/// A plan file's text as a plan (see [`read`]).
+fn parse(path: &Path, text: &str) -> Result<Option<Plan>, String> {
     let looks_like_json = text.trim_start().starts_with('{')
         || path
             .extension()
@@ -38,7 +141,7 @@ pub fn read(path: &Path) -> Result<Option<Plan>, String> {
             crate::text::visible(&why)
         )
     };
-    let value = match serde_json::from_str::<serde_json::Value>(&text) {
+    let value = match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) => value,
         Err(err) if looks_like_json => {
             return Err(damaged(err.line(), err.column(), without_position(&err)));
@@ -60,7 +163,7 @@ pub fn read(path: &Path) -> Result<Option<Plan>, String> {
             ));
         }
     }
-    let mut reading = serde_json::Deserializer::from_str(&text);
+    let mut reading = serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(&mut reading)
         .map(Some)
         .map_err(|err| {

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use crate::apply::{ApplyReport, Unlocked};
 use crate::plan::Plan;
-use crate::text::count;
+use crate::plan::file::PlanDigest;
+use crate::text::{count, visible};
 
 /// How many changes of each list a stopped apply names before it says how many more.
 const LISTED: usize = 20;
@@ -74,12 +75,34 @@ pub fn nothing_to_apply(out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// `warren plan -o FILE`: where the plan went, and how to apply it.
-pub fn saved(out: &mut dyn Write, path: &Path) -> io::Result<()> {
+pub fn saved(out: &mut dyn Write, path: &Path, digest: &PlanDigest) -> io::Result<()> {
     writeln!(
         out,
-        "saved the plan to {} (apply it with `warren apply {}`)",
-        path.display(),
-        path.display()
+        "saved the plan to {path} (apply it with `warren apply {path} --expect-digest {digest}`)",
+        path = visible(&path.display().to_string()),
+    )
+}
+
+/// The saved plan's digest after a text plan.
+pub fn saved_digest_text(out: &mut dyn Write, path: &Path, digest: &PlanDigest) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nSaved plan: {} ({digest})",
+        visible(&path.display().to_string())
+    )
+}
+
+/// The saved plan's digest after a Markdown plan (a pull request's comment): the
+/// reviewer approves this digest, and the apply is pinned to it.
+pub fn saved_digest_markdown(
+    out: &mut dyn Write,
+    path: &Path,
+    digest: &PlanDigest,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nSaved plan `{}`, digest `{digest}`: `warren apply FILE --expect-digest {digest}` applies this plan and no other.",
+        visible(&path.display().to_string()).replace('`', "'")
     )
 }
 

@@ -4,6 +4,7 @@
 //! only do what a fresh plan would do, on the broker it was made against.
 
 use serde_json::json;
+use sha2::Digest;
 
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
@@ -257,6 +258,83 @@ fn an_edited_plan_is_refused_and_changes_nothing(version: Version) {
     );
 }
 
+/// The digest `plan -o` prints after a Markdown plan (what a pull request shows).
+fn printed_digest(markdown: &str) -> String {
+    let (_, after) = markdown
+        .split_once("digest `")
+        .unwrap_or_else(|| panic!("no digest after the plan: {markdown}"));
+    after[..after.find('`').unwrap()].to_string()
+}
+
+/// A reviewed plan is the applied plan: `plan -o` prints the saved file's digest with
+/// the Markdown a pull request shows, and `apply FILE --expect-digest` refuses any
+/// other file, here a consistent one (the plan of a spec with one more queue, which
+/// the recheck alone would accept), with exit 4 and nothing changed; the reviewed file
+/// then applies.
+fn only_the_reviewed_plan_applies(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("digest");
+    let name = format!("digest-{vhost}");
+    let dir = tempfile::tempdir().unwrap();
+    let plan_of = |queues: &[(&str, &str)], file: &str| {
+        let spec = Spec::new(&queues_spec(&name, &vhost, queues));
+        let path = dir.path().join(file);
+        let run = node
+            .cli(&[
+                "plan",
+                spec.arg(),
+                "--format",
+                "markdown",
+                "-o",
+                path.to_str().unwrap(),
+            ])
+            .expect(0);
+        let digest = printed_digest(&run.stdout);
+        let bytes = std::fs::read(&path).unwrap();
+        let hex: String = sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            digest,
+            format!("sha256:{hex}"),
+            "the digest of the file's bytes"
+        );
+        (path, digest)
+    };
+    let (reviewed, digest) = plan_of(&[("audit", "quorum")], "reviewed.json");
+    let (other, _) = plan_of(&[("audit", "quorum"), ("audit2", "quorum")], "other.json");
+    std::fs::copy(&other, &reviewed).unwrap();
+    let refused = node
+        .cli(&[
+            "apply",
+            reviewed.to_str().unwrap(),
+            "--expect-digest",
+            &digest,
+        ])
+        .expect(4);
+    assert!(
+        refused.stderr.contains("is not the plan that was reviewed")
+            && refused.stderr.contains("nothing was changed"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        node.get_opt(&format!("/api/vhosts/{}", pct(&vhost)))
+            .is_none(),
+        "{version}: nothing of the swapped plan was applied"
+    );
+    let (reviewed, digest) = plan_of(&[("audit", "quorum")], "reviewed.json");
+    node.cli(&[
+        "apply",
+        reviewed.to_str().unwrap(),
+        "--expect-digest",
+        &digest,
+    ])
+    .expect(0);
+    assert_holds(node, &vhost, "audit", "quorum", 0);
+}
+
 /// A plan made against one broker is refused by another (the shared test nodes of two
 /// versions are two brokers), before anything is changed there.
 fn a_plan_for_another_broker_is_refused(version: Version) {
@@ -300,6 +378,7 @@ fn a_plan_for_another_broker_is_refused(version: Version) {
 
 per_version!(
     an_edited_plan_is_refused_and_changes_nothing,
+    only_the_reviewed_plan_applies,
     a_plan_for_another_broker_is_refused;
     also_on_4_0:
         a_saved_replace_keeps_messages_that_arrived_after_planning,

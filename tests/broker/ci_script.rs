@@ -205,6 +205,70 @@ fn the_documented_flow_lints_plans_comments_applies_and_converges() {
 /// A spec with environments in CI: the pull request's lint checks every environment,
 /// and each environment's job (`WARREN_ENV`) plans and comments on its own: two
 /// comments, each found again by its own marker and updated in place.
+/// The merge applies exactly the plan the review approved: `warren-ci plan` saves the
+/// plan and its digest (in plan.md, OUT/plan.digest and the step outputs), and
+/// `warren-ci apply PLAN --expect-digest DIGEST` refuses the file once a byte of it
+/// changed (exit 4, nothing changed), then applies it as reviewed.
+#[test]
+fn a_pinned_apply_applies_only_the_reviewed_plan() {
+    let node = Node::shared(Version::V3_10);
+    let vhost = node.unused_vhost("ci-pinned");
+    let name = format!("ci_{}", vhost.replace('-', "_"));
+    let checkout = Checkout {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let spec = format!(
+        "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    queues:\n      audit: {{ type: quorum }}\n"
+    );
+    std::fs::write(checkout.path("warren.yaml"), spec).unwrap();
+    expect(checkout.script(node, &["plan", "warren.yaml"]).run(), 0);
+    let digest = checkout.read("out/plan.digest").trim().to_string();
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{digest}"
+    );
+    assert!(checkout.read("out/plan.md").contains(&digest));
+    let outputs = checkout.read("github-output");
+    assert!(
+        outputs.lines().any(|l| l == format!("digest={digest}")),
+        "{outputs}"
+    );
+    let saved = checkout.path("out/plan.saved.json");
+    let reviewed = std::fs::read(&saved).unwrap();
+    // One byte more (still the same JSON): not the reviewed file.
+    let mut edited = reviewed.clone();
+    edited.push(b'\n');
+    std::fs::write(&saved, &edited).unwrap();
+    let pinned = |node| {
+        checkout.script(
+            node,
+            &[
+                "apply",
+                "out/plan.saved.json",
+                "--expect-digest",
+                &digest,
+                "--",
+                "--lock-timeout",
+                "2m",
+            ],
+        )
+    };
+    let refused = expect(pinned(node).run(), 4);
+    assert!(
+        refused.stderr.contains("is not the plan that was reviewed"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        node.get_opt(&format!("/api/vhosts/{}", crate::node::pct(&vhost)))
+            .is_none(),
+        "nothing was applied"
+    );
+    std::fs::write(&saved, &reviewed).unwrap();
+    let applied = expect(pinned(node).run(), 0);
+    assert!(applied.stdout.contains("Applied: "), "{}", applied.stdout);
+}
+
 #[test]
 fn each_environment_is_linted_planned_and_commented_on_its_own() {
     let node = Node::shared(Version::V3_10);

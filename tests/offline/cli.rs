@@ -382,6 +382,57 @@ fn timeout_is_the_whole_wait_and_names_the_request() {
 
 /// A truncated or edited plan file is reported as a damaged plan, not read as a spec,
 /// and a plan of another format is refused with what to do.
+/// `apply FILE --expect-digest D` reads the file once, and refuses it (exit 4, before
+/// it is even parsed, so before any broker is asked) unless its bytes have digest D;
+/// a malformed or shortened digest is a usage error, and a spec is not a plan.
+#[test]
+fn apply_expect_digest_refuses_any_other_file() {
+    use sha2::Digest;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let text = r#"{"format": "warren-plan/2", "spec": "shop", "chan"#;
+    std::fs::write(&plan, text).unwrap();
+    let path = plan.to_str().unwrap();
+    let other = format!("sha256:{}", "0".repeat(64));
+    let refused = warren(&["apply", path, "--expect-digest", &other]).expect(4);
+    assert!(
+        refused.stderr.contains("is not the plan that was reviewed")
+            && refused.stderr.contains("nothing was changed")
+            && refused.stderr.contains(&other),
+        "{}",
+        refused.stderr
+    );
+    // The right digest lets the file through to be read (here: a damaged plan).
+    let hex: String = sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
+    let read = warren(&["apply", path, "--expect-digest", &hex]).expect(1);
+    assert!(
+        read.stderr.contains("a damaged plan file"),
+        "{}",
+        read.stderr
+    );
+    let short = warren(&["apply", path, "--expect-digest", "sha256:0badf00d"]);
+    assert_eq!(short.code, Some(2), "{}", short.stderr);
+    assert!(
+        short.stderr.contains("64 hexadecimal digits"),
+        "{}",
+        short.stderr
+    );
+    let spec = dir.path().join("warren.yaml");
+    std::fs::write(&spec, "version: 1\nname: shop\n").unwrap();
+    let not_a_plan =
+        warren(&["apply", spec.to_str().unwrap(), "--expect-digest", &other]).expect(1);
+    assert!(
+        not_a_plan
+            .stderr
+            .contains("--expect-digest is for a saved plan"),
+        "{}",
+        not_a_plan.stderr
+    );
+}
+
 #[test]
 fn a_damaged_plan_file_is_reported_as_such() {
     let dir = tempfile::tempdir().unwrap();
