@@ -36,17 +36,37 @@ pub(super) async fn make_changes(
     lock: &BrokerLock,
     progress: &mut Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
-    carry_out(client, plan, options, lock, progress)
-        .await
-        .map_err(|error| match error {
-            ApplyError::Broker { error, report } if error.is_locks_lost() => {
-                ApplyError::Interrupted {
-                    why: LOCKS_LOST.to_string(),
-                    report,
-                }
-            }
-            other => other,
-        })
+    match carry_out(client, plan, options, lock, progress).await {
+        Err(ApplyError::Broker { error, report }) if error.is_locks_lost() => {
+            Err(locks_lost(client, report).await)
+        }
+        other => other,
+    }
+}
+
+/// Why the locks were lost, when it is that the broker went away (it stopped, or a
+/// node died): its management API does not answer either. Said as such (exit 3) rather
+/// than as a lost lock, which a running broker takes from a frozen process.
+pub(super) async fn broker_gone(client: &Client) -> Option<BrokerError> {
+    match client.version().await {
+        Err(error) if error.is_unavailable() => Some(error),
+        _ => None,
+    }
+}
+
+/// The stop of an apply whose locks the broker no longer confirms, with its report:
+/// the broker gone, or the locks lost to a freeze or `warren unlock`.
+pub(super) async fn locks_lost(client: &Client, report: Box<ApplyReport>) -> ApplyError {
+    match broker_gone(client).await {
+        Some(gone) => ApplyError::Broker {
+            error: gone,
+            report,
+        },
+        None => ApplyError::Interrupted {
+            why: LOCKS_LOST.to_string(),
+            report,
+        },
+    }
 }
 
 async fn carry_out(
@@ -102,9 +122,13 @@ async fn carry_out(
                     .not_done
                     .extend(later.all().map(|c| not_done(c, later.kind)));
             }
-            return Err(ApplyError::Interrupted {
-                why: why.to_string(),
-                report: Box::new(report),
+            let report = Box::new(report);
+            return Err(match why {
+                LOCKS_LOST => locks_lost(client, report).await,
+                why => ApplyError::Interrupted {
+                    why: why.to_string(),
+                    report,
+                },
             });
         }
         let later = &phases[number + 1..];

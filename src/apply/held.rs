@@ -4,8 +4,8 @@
 //! apply whose locks went is never reported as applied.
 
 use super::Options;
-use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe, mismatch_error};
-use super::execute::make_changes;
+use super::error::{ApplyError, ApplyReport, describe, mismatch_error};
+use super::execute::{broker_gone, locks_lost as locks_lost_with, make_changes};
 use super::precheck::check_before_writing;
 use super::progress::Progress;
 use crate::broker::{BrokerError, BrokerLock, Client};
@@ -38,13 +38,11 @@ pub(super) async fn apply_held(
             // else can have written a record since, as long as the locks are still
             // ours (a confirmation may take a while; the locks may be cut off).
             if !client.still_holds(lock).await {
-                return Err(ApplyError::Interrupted {
-                    why: LOCKS_LOST.to_string(),
-                    report: Box::new(ApplyReport {
-                        not_done: plan.changes.iter().map(describe).collect(),
-                        ..ApplyReport::default()
-                    }),
+                let report = Box::new(ApplyReport {
+                    not_done: plan.changes.iter().map(describe).collect(),
+                    ..ApplyReport::default()
                 });
+                return Err(locks_lost_with(client, report).await);
             }
             (global_parameters, None)
         }
@@ -91,7 +89,8 @@ pub(super) async fn apply_held(
     if !client.still_holds(lock).await {
         // The locks were lost (the connection died): another apply may hold them now
         // and its record is the truth. What this one made is adopted by the next apply.
-        return locks_lost(outcome);
+        // Unless the broker itself went away: then the record is simply not written.
+        return not_recorded(client, outcome).await;
     }
     record.serial += 1;
     record.applied_at = record::now();
@@ -106,8 +105,9 @@ pub(super) async fn apply_held(
     }
     match written {
         Ok(()) => outcome,
-        // Not sent: the broker no longer confirmed the locks (see `broker::fence`).
-        Err(error) if error.is_locks_lost() => locks_lost(outcome),
+        // Not sent: the broker no longer confirmed the locks (see `broker::fence`),
+        // because it went away, or because they went to another apply.
+        Err(error) if error.is_locks_lost() => not_recorded(client, outcome).await,
         // The record could not be written (the broker went away): the report of
         // what was done must still reach the user, never "nothing was changed".
         Err(error) => match outcome {
@@ -117,6 +117,22 @@ pub(super) async fn apply_held(
             }),
             Err(first) => Err(first),
         },
+    }
+}
+
+/// An apply whose record was not written because the broker no longer confirmed its
+/// locks: the broker went away (the record is simply not written, exit 3), or the
+/// locks went to another apply.
+async fn not_recorded(
+    client: &Client,
+    outcome: Result<ApplyReport, ApplyError>,
+) -> Result<ApplyReport, ApplyError> {
+    match (broker_gone(client).await, outcome) {
+        (Some(gone), Ok(report)) => Err(ApplyError::RecordNotWritten {
+            error: Box::new(gone.into()),
+            report: Box::new(report),
+        }),
+        (_, outcome) => locks_lost(outcome),
     }
 }
 

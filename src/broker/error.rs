@@ -313,6 +313,15 @@ pub enum BrokerError {
 }
 
 impl BrokerError {
+    /// Whether the broker could not be reached at all (no node answered, or not in
+    /// time): the failure of a broker that is down, not of a request.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            BrokerError::Unreachable { .. } | BrokerError::TimedOut { .. }
+        )
+    }
+
     /// Whether this failure, or the refusal under it, is a write that was not sent
     /// because the locks were lost ([`BrokerError::LocksLost`]).
     pub fn is_locks_lost(&self) -> bool {

@@ -225,11 +225,6 @@ impl Client {
                 if remaining.is_zero() {
                     break;
                 }
-                if method != Method::GET {
-                    // No write leaves after the locks are lost (see `fence`).
-                    self.fenced(sent_once).await?;
-                    sent_once = true;
-                }
                 self.requests.fetch_add(1, Ordering::Relaxed);
                 let mut request = self
                     .http
@@ -238,6 +233,12 @@ impl Client {
                     .basic_auth(&self.endpoint.user, Some(&self.endpoint.password));
                 if let Some(body) = body {
                     request = request.json(body);
+                }
+                if method != Method::GET {
+                    // No write leaves after the locks are lost (see `fence`): confirmed
+                    // once the request is built, right before it is sent.
+                    self.fenced(sent_once).await?;
+                    sent_once = true;
                 }
                 match request.send().await {
                     Err(err) => match connect::classify(&err, base, &url, remaining).await {

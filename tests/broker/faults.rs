@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::amqp_proxy::CloseSwallowingProxy;
 use crate::background::Background;
+use crate::http_tap::HttpTap;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 
@@ -129,7 +130,18 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
     let (done, unconfirmed, not_done) = (list("done"), list("unconfirmed"), list("not_done"));
     node.restart();
     let held = queue_names(&node, vhost);
+    // The report says what the broker confirmed. A broker killed (kill -9) right after
+    // it confirmed a delete may bring that queue back when it restarts (3.10: the
+    // delete had not reached its disk): the last delete confirmed, and only it, may be
+    // back (seen once, docs/reliability.md).
+    let last = done.last();
     for queue in &done {
+        if held.contains(queue) && Some(queue) == last {
+            eprintln!(
+                "{version}: {queue}, the last delete the broker confirmed, came back with its restart"
+            );
+            continue;
+        }
         assert!(
             !held.contains(queue),
             "{version}: {queue} reported deleted, still there"
@@ -161,9 +173,164 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
     );
 }
 
+/// `warren apply SPEC --auto-approve --format json --timeout 10` against `node`
+/// through `tap`.
+fn apply_through(node: &Node, tap: &HttpTap, spec: &Spec) -> Background {
+    let mut command = crate::support::warren(&["apply", spec.arg(), "--auto-approve"]);
+    command.args([
+        "--format",
+        "json",
+        "--timeout",
+        "10",
+        "--url",
+        &tap.url(),
+        "--user",
+        &node.user,
+        "--password",
+        &node.password,
+    ]);
+    Background::spawn(command)
+}
+
+/// The management port of `node`.
+fn management_port(node: &Node) -> u16 {
+    node.mgmt_url.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// The lists of an apply's JSON report, each change as its line.
+fn report_lists(run: &crate::support::Run) -> [Vec<String>; 3] {
+    let document: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}{}", run.stdout, run.stderr));
+    ["done", "unconfirmed", "not_done"].map(|key| {
+        document["applied"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no applied.{key} in {document}"))
+            .iter()
+            .map(|line| line.as_str().unwrap().to_string())
+            .collect()
+    })
+}
+
+/// The broker dies at the end of an apply: the node is killed at the very moment the
+/// apply sends its record (a proxy holds that request back until the node is dead), once
+/// after creating 300 queues and once after deleting them. Every change was made, and
+/// the report must say so, change by change (never "nothing was changed"), with a rerun
+/// path that works: after the restart, `warren apply` records them and the next plan
+/// has nothing to do.
+fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
+    let node = Node::start(version, NodeOptions::default());
+    let vhost = "crash";
+    let count = 300;
+    let spec = Spec::new(&queues_spec("crash", vhost, count));
+    for (step, expected) in [("create", count), ("delete", 0)] {
+        if step == "delete" {
+            spec.write(&format!(
+                "version: 1\nname: crash\nvhosts:\n  {vhost}: {{}}\n"
+            ));
+        }
+        let tap = HttpTap::start(
+            management_port(&node),
+            "PUT /api/global-parameters/warren.crash ",
+        );
+        let child = apply_through(&node, &tap, &spec);
+        assert!(
+            tap.wait_tripped(Duration::from_secs(300)),
+            "{version}: the apply never wrote its record: {}",
+            child.stderr_so_far()
+        );
+        node.kill();
+        tap.cut();
+        let output = child.finish();
+        assert!(
+            matches!(output.code, Some(1 | 3)),
+            "{version} {step}: {}",
+            output.stderr
+        );
+        assert!(
+            !output.stderr.contains("nothing was changed"),
+            "{version} {step}: every change was made: {}",
+            output.stderr
+        );
+        assert!(
+            output.stderr.contains("run `warren plan` again")
+                || output.stderr.contains("run `warren apply` again"),
+            "{version} {step}: a rerun path: {}",
+            output.stderr
+        );
+        let [done, unconfirmed, not_done] = report_lists(&output);
+        let queues = done
+            .iter()
+            .filter(|line| line.starts_with(&format!("{step} queue ")))
+            .count();
+        assert_eq!(
+            (queues, unconfirmed.len(), not_done.len()),
+            (count, 0, 0),
+            "{version} {step}: every change reported made: {}",
+            output.stderr
+        );
+        node.restart();
+        assert_eq!(
+            queue_names(&node, vhost).len(),
+            expected,
+            "{version} {step}: the broker holds what the report says"
+        );
+        node.apply(spec.arg()).expect(0);
+        node.plan(spec.arg()).expect(0);
+    }
+}
+
+/// The broker dies as an apply sends its first write (the import of 300 queues, held
+/// back by a proxy until the node is dead): nothing was made, and the report says no
+/// change was made; those sent are "not confirmed" (warren cannot know the broker
+/// never read them), and after the restart none of them is there.
+fn a_broker_killed_at_the_first_write_reports_nothing_made(version: Version) {
+    let node = Node::start(version, NodeOptions::default());
+    let vhost = "crash";
+    let count = 300;
+    let spec = Spec::new(&queues_spec("crash", vhost, count));
+    let tap = HttpTap::start(management_port(&node), "POST /api/definitions ");
+    let child = apply_through(&node, &tap, &spec);
+    assert!(
+        tap.wait_tripped(Duration::from_secs(300)),
+        "{version}: the apply never sent its import: {}",
+        child.stderr_so_far()
+    );
+    node.kill();
+    tap.cut();
+    let output = child.finish();
+    assert_eq!(output.code, Some(3), "{version}: {}", output.stderr);
+    let [done, unconfirmed, not_done] = report_lists(&output);
+    assert!(
+        done.is_empty(),
+        "{version}: nothing was confirmed: {done:?}"
+    );
+    let document: Value = serde_json::from_str(&output.stdout).unwrap();
+    let planned = document["plan"]["changes"].as_array().map_or(0, Vec::len);
+    assert!(
+        planned > count,
+        "{version}: the vhost and its queues: {planned}"
+    );
+    assert_eq!(
+        unconfirmed.len() + not_done.len(),
+        planned,
+        "{version}: every change in one list: {}",
+        output.stderr
+    );
+    node.restart();
+    assert!(
+        node.get_opt(&format!("/api/vhosts/{}", pct(vhost)))
+            .is_none(),
+        "{version}: the broker never read the import"
+    );
+    node.apply(spec.arg()).expect(0);
+    node.plan(spec.arg()).expect(0);
+}
+
 per_version!(
     a_broker_killed_mid_apply_gets_an_honest_report,
-    a_broker_killed_mid_delete_reports_what_the_broker_holds
+    a_broker_killed_mid_delete_reports_what_the_broker_holds,
+    a_broker_killed_as_the_record_is_written_keeps_the_report,
+    a_broker_killed_at_the_first_write_reports_nothing_made
 );
 
 /// The broker's close-ok never comes, for the apply lock's connection, the delete

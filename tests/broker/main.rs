@@ -85,6 +85,7 @@ fn run(module: &str, name: &str, version: node::Version, scenario: fn(node::Vers
 mod amqp;
 mod amqp_proxy;
 mod background;
+mod http_tap;
 mod node;
 mod report;
 mod spec;

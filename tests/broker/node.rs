@@ -683,6 +683,28 @@ impl Node {
         self.expect_success(reqwest::Method::DELETE, path, None);
     }
 
+    /// Deletes `vhost` to keep the node light, however long the broker takes: a vhost
+    /// of hundreds of queues on a loaded node can outlast the client's wait, and the
+    /// broker goes on deleting it after the client gave up, so a request that failed
+    /// is followed by polling until the vhost is gone (up to 5 minutes, a bound for a
+    /// node that never deletes it).
+    #[track_caller]
+    pub fn remove_vhost(&self, vhost: &str) {
+        let path = format!("/api/vhosts/{}", pct(vhost));
+        match self.try_request(reqwest::Method::DELETE, &path, None) {
+            Ok(r) if r.is_success() || r.status == 404 => return,
+            Ok(r) if r.status < 500 => panic!(
+                "DELETE {path} on {} failed: HTTP {}: {}",
+                self.version, r.status, r.body
+            ),
+            _ => {}
+        }
+        let gone = self.wait_until(Duration::from_secs(300), || {
+            matches!(self.try_request(reqwest::Method::GET, &path, None), Ok(r) if r.status == 404)
+        });
+        assert!(gone, "{}: vhost {vhost} was never deleted", self.version);
+    }
+
     /// Creates a fresh vhost named `PREFIX-N-...` and gives the node's user
     /// full permissions on it. Returns the vhost name (not URL-encoded).
     #[track_caller]

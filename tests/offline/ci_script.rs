@@ -164,10 +164,14 @@ fn plan_takes_detailed_exitcode_before_the_spec_or_after_the_double_dash() {
         .filter(|c| c.contains("--format markdown"))
         .collect();
     assert_eq!(markdown.len(), 3, "{calls:#?}");
+    let saved = checkout.path("out/plan.saved.json");
     for call in markdown {
         assert_eq!(
             call,
-            "plan warren.yaml --format markdown --detailed-exitcode"
+            &format!(
+                "plan warren.yaml --format markdown --detailed-exitcode -o {}",
+                saved.display()
+            )
         );
     }
     assert_eq!(

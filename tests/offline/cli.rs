@@ -414,7 +414,7 @@ fn apply_expect_digest_refuses_any_other_file() {
         read.stderr
     );
     let short = warren(&["apply", path, "--expect-digest", "sha256:0badf00d"]);
-    assert_eq!(short.code, Some(2), "{}", short.stderr);
+    assert_eq!(short.code, Some(1), "a usage error: {}", short.stderr);
     assert!(
         short.stderr.contains("64 hexadecimal digits"),
         "{}",
