@@ -232,7 +232,7 @@ impl Client {
                 return Err(failed(connect_failure(request.vhost, error)));
             }
         };
-        let result = match window::Window::open(&taker, &sender, request, &publisher).await {
+        let result = match window::Window::open(&taker, &sender, request, &publisher, self).await {
             Ok(mut window) => {
                 let result = window.run(stop, moved).await;
                 if window.acked() > 0 {

@@ -21,7 +21,7 @@ use lapin::{Channel, Confirmation, Connection, Event, PublisherConfirm};
 
 use super::copy::rewrite;
 use super::{
-    NOT_FOUND, Publisher, Refusal, ReplayError, ReplayFailure, ReplayMove, declare_passive,
+    Client, NOT_FOUND, Publisher, Refusal, ReplayError, ReplayFailure, ReplayMove, declare_passive,
     failure_of, new_channel, reply_of,
 };
 
@@ -60,6 +60,9 @@ pub(super) struct Window<'a> {
     blocked_since: Option<Instant>,
     request: &'a ReplayMove<'a>,
     publisher: &'a Publisher,
+    /// The client that holds the replay's locks: each message is taken only once the
+    /// broker confirms them (see `broker::fence`).
+    client: &'a Client,
     in_flight: VecDeque<InFlight>,
     taken: u64,
     acked: u64,
@@ -79,6 +82,7 @@ impl<'a> Window<'a> {
         sending: &'a Connection,
         request: &'a ReplayMove<'a>,
         publisher: &'a Publisher,
+        client: &'a Client,
     ) -> Result<Window<'a>, ReplayFailure> {
         let check = new_channel(taking).await?;
         for queue in [request.parking, request.rule.work_queue.as_str()] {
@@ -106,6 +110,7 @@ impl<'a> Window<'a> {
             blocked_since: None,
             request,
             publisher,
+            client,
             in_flight: VecDeque::new(),
             taken: 0,
             acked: 0,
@@ -170,6 +175,12 @@ impl<'a> Window<'a> {
             if self.sending.status().blocked() {
                 let reason = self.blocked_reason();
                 self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+                break;
+            }
+            // No message is moved once the locks are lost: the copies in flight are
+            // settled and their originals acknowledged, nothing more is taken.
+            if let Err(lost) = self.client.fenced(false).await {
+                self.stop(ReplayFailure::Broker(lost));
                 break;
             }
             let got = self
