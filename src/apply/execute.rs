@@ -38,7 +38,7 @@ pub(super) async fn make_changes(
 ) -> Result<ApplyReport, ApplyError> {
     match carry_out(client, plan, options, lock, progress).await {
         Err(ApplyError::Broker { error, report }) if error.is_locks_lost() => {
-            Err(locks_lost(client, report).await)
+            Err(stop_for_lost_locks(client, report).await)
         }
         other => other,
     }
@@ -56,7 +56,7 @@ pub(super) async fn broker_gone(client: &Client) -> Option<BrokerError> {
 
 /// The stop of an apply whose locks the broker no longer confirms, with its report:
 /// the broker gone, or the locks lost to a freeze or `warren unlock`.
-pub(super) async fn locks_lost(client: &Client, report: Box<ApplyReport>) -> ApplyError {
+pub(super) async fn stop_for_lost_locks(client: &Client, report: Box<ApplyReport>) -> ApplyError {
     match broker_gone(client).await {
         Some(gone) => ApplyError::Broker {
             error: gone,
@@ -124,7 +124,7 @@ async fn carry_out(
             }
             let report = Box::new(report);
             return Err(match why {
-                LOCKS_LOST => locks_lost(client, report).await,
+                LOCKS_LOST => stop_for_lost_locks(client, report).await,
                 why => ApplyError::Interrupted {
                     why: why.to_string(),
                     report,

@@ -5,7 +5,7 @@
 
 use super::Options;
 use super::error::{ApplyError, ApplyReport, describe, mismatch_error};
-use super::execute::{broker_gone, locks_lost as locks_lost_with, make_changes};
+use super::execute::{broker_gone, make_changes, stop_for_lost_locks};
 use super::precheck::check_before_writing;
 use super::progress::Progress;
 use crate::broker::{BrokerError, BrokerLock, Client};
@@ -42,7 +42,7 @@ pub(super) async fn apply_held(
                     not_done: plan.changes.iter().map(describe).collect(),
                     ..ApplyReport::default()
                 });
-                return Err(locks_lost_with(client, report).await);
+                return Err(stop_for_lost_locks(client, report).await);
             }
             (global_parameters, None)
         }
