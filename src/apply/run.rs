@@ -13,7 +13,7 @@ use super::{ApplyError, ApplyReport, Options, apply, apply_locked_plan, lock_and
 use crate::broker::Client;
 use crate::compile::secrets::MissingPassword;
 use crate::model::TargetVersion;
-use crate::plan::{Plan, PlanError, Planned, against_broker};
+use crate::plan::{Plan, PlanError, Planned, Refusal, against_broker};
 use crate::spec::SpecFile;
 use crate::spec::diagnostic::Diagnostic;
 
@@ -64,6 +64,11 @@ pub enum Declined {
     Conflicts,
     /// The plan's generated policies would apply to queues that are not the spec's.
     Captures,
+    /// The plan's generated policies select what another spec's generated policies
+    /// select.
+    Overlaps,
+    /// Policies of the same highest priority match an object the spec manages.
+    Ties,
     /// The person asked said no (or there was no terminal to ask on).
     Cancelled,
 }
@@ -76,6 +81,12 @@ impl fmt::Display for Declined {
             }
             Declined::Captures => {
                 "the plan's generated policies would apply to queues that are not the spec's (see above); nothing was applied"
+            }
+            Declined::Overlaps => {
+                "the plan's generated policies select what another spec's generated policies select (see above); nothing was applied"
+            }
+            Declined::Ties => {
+                "policies of the same highest priority match objects the spec manages, and which of them the broker applies cannot be known (see above); nothing was applied"
             }
             Declined::Cancelled => "apply cancelled; nothing was changed",
         })
@@ -196,10 +207,14 @@ async fn apply_planned(
     let shown = conversation.show(&plan, confirming);
     let declined = if !shown {
         Some(Outcome::NotShown)
-    } else if !plan.conflicts.is_empty() {
-        Some(Outcome::Declined(Declined::Conflicts))
-    } else if plan.refusal().is_some() {
-        Some(Outcome::Declined(Declined::Captures))
+    } else if let Some(refusal) = plan.refusal() {
+        // Said as the plan's refusal is: each kind in its own words.
+        Some(Outcome::Declined(match refusal {
+            Refusal::Conflict { .. } => Declined::Conflicts,
+            Refusal::Captured { .. } => Declined::Captures,
+            Refusal::Overlap { .. } => Declined::Overlaps,
+            Refusal::Tie { .. } => Declined::Ties,
+        }))
     } else if !plan.has_changes() {
         Some(Outcome::NothingToApply)
     } else if confirming && conversation.confirm(&plan) == Confirmation::Declined {

@@ -84,7 +84,7 @@ pub fn of_apply(error: &ApplyError) -> u8 {
 /// another spec's objects or captured queues is a refusal, a person's "no" an error.
 pub fn of_declined(declined: Declined) -> u8 {
     match declined {
-        Declined::Conflicts | Declined::Captures => REFUSED,
+        Declined::Conflicts | Declined::Captures | Declined::Overlaps | Declined::Ties => REFUSED,
         Declined::Cancelled => ERROR,
     }
 }

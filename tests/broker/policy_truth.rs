@@ -189,7 +189,18 @@ fn a_tie_on_a_tier_makes_a_saved_plan_stale_and_a_plan_refused(version: Version)
             json["ties"][0]["policies"][0]["owner"],
             format!("tie-{vhost}")
         );
-        node.apply(spec.arg()).expect(4);
+        let refused = node.apply(spec.arg()).expect(4);
+        // Said as a tie, not as another kind of refusal.
+        assert!(
+            refused
+                .stderr
+                .contains("policies of the same highest priority match objects the spec manages")
+                && !refused
+                    .stderr
+                    .contains("would apply to queues that are not the spec's"),
+            "{}",
+            refused.stderr
+        );
         assert!(
             node.get_opt(&format!("/api/queues/{}/orders.email.retry.1", pct(&vhost)))
                 .is_none(),
