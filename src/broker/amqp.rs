@@ -15,12 +15,18 @@ pub(super) struct NoAmqp {
     pub reason: String,
 }
 
-/// Heartbeat of every AMQP connection an apply holds locks or writes over (the lock
-/// connection, the emptiness checks at deletion, a migration's): a frozen process
-/// loses them after about three of these, and a connection the broker closed cannot
-/// write. The lock's confirmation before each write is timed against it too
-/// (`fence::PROMPT`).
-pub(super) const WRITER_HEARTBEAT_SECS: u16 = 5;
+/// Heartbeat of the connection that holds an apply's locks: a frozen holder loses them
+/// after about three of these (the broker closes a connection it has heard nothing from
+/// for two to three heartbeats: 12.0 s measured at 4 s). The lock's confirmation before
+/// each write is timed against it (`fence::PROMPT`).
+pub(super) const LOCK_HEARTBEAT_SECS: u16 = 5;
+
+/// Heartbeat of every other AMQP connection an apply writes over (the emptiness checks
+/// at deletion, a migration's). Shorter than the lock's, so that the broker closes them
+/// first: a freeze long enough to lose the locks (10 s at least) has closed these
+/// already (6 s at most), and a write that was queued before the freeze and leaves
+/// after it meets a closed connection, which cannot write.
+pub(super) const WRITER_HEARTBEAT_SECS: u16 = 2;
 
 /// How long closing an AMQP connection may wait for the broker's close-ok. A close
 /// whose answer never comes would otherwise hold the command forever after its work

@@ -19,9 +19,11 @@
 //! the process, a few lines of code (docs/reliability.md has its measured size): a
 //! freeze of more than three heartbeats exactly there is the one window left.
 //!
-//! The other half is the broker's: every AMQP connection warren writes over asks for
-//! the lock connection's heartbeat (`amqp::WRITER_HEARTBEAT_SECS`), so a frozen
-//! process loses those too, and a closed connection cannot write at all.
+//! The other half is the broker's: every other AMQP connection an apply writes over
+//! asks for a heartbeat shorter than the lock's (`amqp::WRITER_HEARTBEAT_SECS`), so the
+//! broker closes it before it frees the locks, and an AMQP write queued in the process
+//! before a freeze and sent after it meets a closed connection, which cannot write.
+//! HTTP has no such connection: for an HTTP write, the window is what remains.
 
 use std::time::{Duration, Instant};
 
@@ -30,7 +32,7 @@ use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 
 use super::BrokerError;
-use super::amqp::WRITER_HEARTBEAT_SECS;
+use super::amqp::LOCK_HEARTBEAT_SECS;
 
 /// How fast the broker must confirm a lock for the answer to count: a heartbeat and a
 /// half. The broker frees a silent holder's locks only after about three heartbeats
@@ -40,7 +42,7 @@ use super::amqp::WRITER_HEARTBEAT_SECS;
 /// a heartbeat after it. Half a heartbeat read a management API that a loaded machine
 /// slowed past 2.5 s as a lost lock, and failed applies that held their locks the
 /// whole time.
-pub(super) const PROMPT: Duration = Duration::from_millis(WRITER_HEARTBEAT_SECS as u64 * 1500);
+pub(super) const PROMPT: Duration = Duration::from_millis(LOCK_HEARTBEAT_SECS as u64 * 1500);
 
 /// How many times a lock confirmed too slowly is asked again before it counts as lost:
 /// a slow answer is doubt, not loss, and a fresh one settles it either way.

@@ -141,6 +141,13 @@ impl Client {
                 break;
             }
             let queue = &queues[index];
+            // Nothing of this queue's deletion starts once the locks are lost: its
+            // connection may be gone with them (see `fence`), which is not a refusal.
+            if let Err(lost) = self.fenced(false).await {
+                tried.push((index, Err(lost)));
+                answered(1);
+                break;
+            }
             let result = match open.take() {
                 Some(channel) if channel.status().connected() => Ok(channel),
                 _ => channel(connection, queue).await,
@@ -398,7 +405,7 @@ impl Client {
             })?;
         let shown = redact_url(url.as_str());
         let mut with_login = self.amqp_login(&url, vhost);
-        // A frozen process loses this connection as it loses its locks (see `fence`).
+        // A frozen process loses this connection before it loses its locks (see `fence`).
         let heartbeat = format!("heartbeat={}", super::amqp::WRITER_HEARTBEAT_SECS);
         with_login.set_query(Some(&heartbeat));
         let properties = ConnectionProperties::default().with_connection_name(name.into());

@@ -20,7 +20,7 @@ use lapin::{Connection, ConnectionProperties};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::amqp::{self, ConnectFailure, NoAmqp, WRITER_HEARTBEAT_SECS, reply_of};
+use super::amqp::{self, ConnectFailure, LOCK_HEARTBEAT_SECS, NoAmqp, reply_of};
 use super::fence::Fence;
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
@@ -374,7 +374,7 @@ impl Client {
         })?;
         let shown = redact_url(url.as_str());
         let mut with_login = self.amqp_login(&url, LOCK_VHOST);
-        with_login.set_query(Some(&format!("heartbeat={WRITER_HEARTBEAT_SECS}")));
+        with_login.set_query(Some(&format!("heartbeat={LOCK_HEARTBEAT_SECS}")));
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
         loop {
             let properties = ConnectionProperties::default().with_connection_name(holder.into());
