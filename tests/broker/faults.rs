@@ -2,7 +2,6 @@
 //! without a confirmation, and what was not done, never "nothing was changed" when
 //! something was; and a broker that never answers a close does not hold the apply.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -60,16 +59,6 @@ fn a_broker_killed_mid_apply_gets_an_honest_report(version: Version) {
     );
 }
 
-/// The queues of `vhost` the node holds now, by name.
-fn queue_names(node: &Node, vhost: &str) -> BTreeSet<String> {
-    node.get(&format!("/api/queues/{}?columns=name", pct(vhost)))
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|q| q["name"].as_str().map(str::to_string))
-        .collect()
-}
-
 /// The queue a report's line names (`delete queue "r7" in vhost "crash"`, possibly
 /// followed by why).
 fn named_queue(line: &str) -> String {
@@ -101,7 +90,7 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
     // Killed once the deletes have begun, however long the apply takes to get there
     // on a loaded machine (the bound is for an apply that never starts deleting).
     let started = Instant::now();
-    while queue_names(&node, vhost).len() >= 1500 {
+    while node.queue_names(vhost).len() >= 1500 {
         assert!(
             child.exited().is_none() && started.elapsed() < Duration::from_secs(180),
             "the apply deleted no queue: {}",
@@ -129,7 +118,7 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
     };
     let (done, unconfirmed, not_done) = (list("done"), list("unconfirmed"), list("not_done"));
     node.restart();
-    let held = queue_names(&node, vhost);
+    let held = node.queue_names(vhost);
     // The report says what the broker confirmed. A broker killed (kill -9) right after
     // it confirmed a delete may bring that queue back when it restarts (3.10: the
     // delete had not reached its disk): the last delete confirmed, and only it, may be
@@ -270,7 +259,7 @@ fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
         );
         node.restart();
         assert_eq!(
-            queue_names(&node, vhost).len(),
+            node.queue_names(vhost).len(),
             expected,
             "{version} {step}: the broker holds what the report says"
         );

@@ -48,16 +48,6 @@ fn holds(node: &Node, vhost: &str) -> BTreeMap<&'static str, Vec<String>> {
         .collect()
 }
 
-/// The names of the queues of `vhost`.
-fn queue_names(node: &Node, vhost: &str) -> BTreeSet<String> {
-    node.get(&format!("/api/queues/{}?columns=name", pct(vhost)))
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|q| q["name"].as_str().map(str::to_string))
-        .collect()
-}
-
 /// The serial of spec `name`'s ownership record.
 fn serial(node: &Node, name: &str) -> Value {
     let path = format!("/api/global-parameters/{}", pct(&format!("warren.{name}")));
@@ -86,6 +76,13 @@ fn listed(run: &Run, key: &str) -> Vec<(String, String)> {
             Some((named_queue(line)?, line.to_string()))
         })
         .collect()
+}
+
+/// The second apply: `spec`, waiting for the frozen one's locks.
+fn take_over(node: &Node, spec: &Spec) -> Run {
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "120s", "--format", "json"])
+        .run()
 }
 
 /// The first apply, frozen, and what the second one did meanwhile.
@@ -203,13 +200,9 @@ fn creates_stop_when_the_locks_are_lost(version: Version) {
         &name,
         first,
         &|| node.get_opt(&made_one).is_some(),
-        &|| {
-            node.apply(second_spec.arg())
-                .with(&["--lock-timeout", "120s", "--format", "json"])
-                .run()
-        },
+        &|| take_over(node, &second_spec),
     );
-    let held: BTreeSet<String> = queue_names(node, &vhost);
+    let held: BTreeSet<String> = node.queue_names(&vhost);
     assert!(held.len() < count, "the thawed apply went on creating");
     let (done, unconfirmed, not_done) = (
         listed(&over.first, "done"),
@@ -273,15 +266,11 @@ fn deletes_stop_when_the_locks_are_lost(version: Version) {
         &vhost,
         &name,
         first,
-        &|| queue_names(node, &vhost).len() < count,
-        &|| {
-            node.apply(spec.arg())
-                .with(&["--lock-timeout", "120s", "--format", "json"])
-                .run()
-        },
+        &|| node.queue_names(&vhost).len() < count,
+        &|| take_over(node, &spec),
     );
     assert_eq!(
-        queue_names(node, &vhost).len(),
+        node.queue_names(&vhost).len(),
         count,
         "every queue is there"
     );
@@ -391,12 +380,8 @@ fn a_replace_stops_when_the_locks_are_lost(version: Version) {
         &vhost,
         &name,
         first,
-        &|| queue_names(node, &vhost).len() < count,
-        &|| {
-            node.apply(classic.arg())
-                .with(&["--lock-timeout", "120s", "--format", "json"])
-                .run()
-        },
+        &|| node.queue_names(&vhost).len() < count,
+        &|| take_over(node, &classic),
     );
     let definitions = node.get(&format!("/api/definitions/{}", pct(&vhost)));
     let quorum_queues = definitions["queues"]

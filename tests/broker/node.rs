@@ -683,6 +683,17 @@ impl Node {
         self.expect_success(reqwest::Method::DELETE, path, None);
     }
 
+    /// The names of the queues `vhost` holds now.
+    #[track_caller]
+    pub fn queue_names(&self, vhost: &str) -> std::collections::BTreeSet<String> {
+        self.get(&format!("/api/queues/{}?columns=name", pct(vhost)))
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|q| q["name"].as_str().map(str::to_string))
+            .collect()
+    }
+
     /// Deletes `vhost` to keep the node light, however long the broker takes: a vhost
     /// of hundreds of queues on a loaded node can outlast the client's wait, and the
     /// broker goes on deleting it after the client gave up, so a request that failed
