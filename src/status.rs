@@ -25,6 +25,8 @@ use crate::broker::{BrokerError, Client, QueueStatistics};
 use crate::compile::contract::ConsumerContract;
 use crate::compile::{self, Options};
 use crate::model::effective::{CompiledPolicies, Winner};
+use crate::model::role_hazards::{self, QueueRole};
+use crate::model::settings;
 use crate::model::{Definitions, Policy, Queue, QueueType, TargetVersion};
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{RetryMode, SpecFile, not_in_spec};
@@ -151,14 +153,19 @@ pub enum ProblemKind {
     ParkingGrowing,
     /// The parking queue holds messages.
     ParkingNotEmpty,
+    /// A policy or operator policy on the broker breaks what a queue is for: parked
+    /// messages that expire, a tier that is deleted with its retries, … (its message
+    /// names the policy, the setting and the fix).
+    PolicyHazard,
 }
 
 impl ProblemKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [ProblemKind; 5] = [
+    pub const ALL: [ProblemKind; 6] = [
         ProblemKind::MissingQueue,
         ProblemKind::NoConsumers,
         ProblemKind::Policy,
+        ProblemKind::PolicyHazard,
         ProblemKind::ParkingGrowing,
         ProblemKind::ParkingNotEmpty,
     ];
@@ -169,6 +176,7 @@ impl ProblemKind {
             ProblemKind::MissingQueue => "missing-queue",
             ProblemKind::NoConsumers => "no-consumers",
             ProblemKind::Policy => "policy",
+            ProblemKind::PolicyHazard => "policy-hazard",
             ProblemKind::ParkingGrowing => "parking-growing",
             ProblemKind::ParkingNotEmpty => "parking-not-empty",
         }
@@ -263,12 +271,16 @@ pub async fn against_broker(
             vhosts.push(consumer.vhost.clone());
         }
     }
-    let (statistics, policies) =
-        tokio::try_join!(client.queue_statistics(&vhosts), client.policies(&vhosts))
-            .map_err(StatusError::Broker)?;
+    let (statistics, policies, operator_policies) = tokio::try_join!(
+        client.queue_statistics(&vhosts),
+        client.policies(&vhosts),
+        client.operator_policies(&vhosts)
+    )
+    .map_err(StatusError::Broker)?;
     let live = Live {
         statistics: &statistics,
         policies: &policies,
+        operator_policies: &operator_policies,
     };
     Ok(report(
         &consumers,
@@ -279,34 +291,16 @@ pub async fn against_broker(
     ))
 }
 
-/// What a consumer's queue is for, in the sentences of its problems.
-#[derive(Debug, Clone, Copy)]
-enum Role {
-    Work,
-    Attempt,
-    Tier(usize),
-    Parking,
-}
-
-impl Role {
-    fn describe(self, queue: &str) -> String {
-        match self {
-            Role::Work => format!("work queue `{queue}`"),
-            Role::Attempt => format!("attempt queue `{queue}`"),
-            Role::Tier(n) => format!("tier {n} queue `{queue}`"),
-            Role::Parking => format!("parking queue `{queue}`"),
-        }
-    }
-}
-
 /// What status reads of the broker: the statistics of the vhosts' queues and the
-/// vhosts' policies.
+/// vhosts' policies and operator policies.
 #[derive(Debug, Clone, Copy)]
 pub struct Live<'a> {
     /// Every queue's statistics, as last emitted.
     pub statistics: &'a [QueueStatistics],
     /// The user policies of the vhosts (definitions: never behind).
     pub policies: &'a [Policy],
+    /// The operator policies of the vhosts (definitions too).
+    pub operator_policies: &'a [Policy],
 }
 
 /// The compiled spec and what was read of the broker, looked up by queue.
@@ -314,7 +308,9 @@ struct Lookup<'a> {
     live: FxHashMap<(&'a str, &'a str), &'a QueueStatistics>,
     desired: FxHashMap<(&'a str, &'a str), &'a Queue>,
     policies: CompiledPolicies<'a, Policy>,
+    operator_policies: CompiledPolicies<'a, Policy>,
     live_policies: CompiledPolicies<'a, Policy>,
+    live_operator_policies: CompiledPolicies<'a, Policy>,
     target: TargetVersion,
 }
 
@@ -325,7 +321,7 @@ impl<'a> Lookup<'a> {
 
     /// The problems of one queue that every role shares: missing, or under another
     /// policy than the spec gives it.
-    fn check(&self, vhost: &str, queue: &str, role: Role, problems: &mut Vec<Problem>) {
+    fn check(&self, vhost: &str, queue: &str, role: &QueueRole, problems: &mut Vec<Problem>) {
         if self.live(vhost, queue).is_none() {
             problems.push(Problem {
                 kind: ProblemKind::MissingQueue,
@@ -366,37 +362,90 @@ impl<'a> Lookup<'a> {
             });
             return;
         }
-        let (actual, expected) = (
+        let names = (
             actual.one().map(|p| p.name.as_str()),
             expected.one().map(|p| p.name.as_str()),
         );
-        if actual == expected {
-            return;
-        }
-        let message = match (actual, expected) {
-            (Some(actual), Some(expected)) => format!(
+        let message = match names {
+            (actual, expected) if actual == expected => None,
+            (Some(actual), Some(expected)) => Some(format!(
                 "{what} is under policy `{actual}`, not `{expected}` that the spec gives it: `{actual}` shadows it (a higher priority, or a policy the spec does not have)"
-            ),
-            (None, Some(expected)) => format!(
+            )),
+            (None, Some(expected)) => Some(format!(
                 "{what} is under no policy, not `{expected}` that the spec gives it: the policy is not applied (run `warren plan`)"
-            ),
-            (Some(actual), None) => {
-                format!("{what} is under policy `{actual}`, which the spec does not give it")
-            }
+            )),
+            (Some(actual), None) => Some(format!(
+                "{what} is under policy `{actual}`, which the spec does not give it"
+            )),
             (None, None) => unreachable!("equal"),
         };
-        problems.push(Problem {
+        problems.extend(message.map(|message| Problem {
             kind: ProblemKind::Policy,
             queue: queue.to_string(),
             message,
-        });
+        }));
+        self.hazards(desired, (&expected, &actual), role, problems);
+    }
+
+    /// The settings of policies and operator policies on the broker that break what
+    /// the queue is for (`model::role_hazards`): one problem each.
+    fn hazards(
+        &self,
+        desired: &Queue,
+        (expected, actual): (&Winner<'a, Policy>, &Winner<'a, Policy>),
+        role: &QueueRole,
+        problems: &mut Vec<Problem>,
+    ) {
+        let (vhost, queue, kind) = (
+            desired.vhost.as_str(),
+            desired.name.as_str(),
+            QueueType::of(desired),
+        );
+        let operator = |policies: &CompiledPolicies<'a, Policy>| {
+            policies
+                .choose(vhost, queue, kind, self.target)
+                .winner
+                .one()
+        };
+        let meant = settings::resolve(
+            desired,
+            expected.one(),
+            operator(&self.operator_policies),
+            self.target,
+        );
+        let applied = settings::resolve(
+            desired,
+            actual.one(),
+            operator(&self.live_operator_policies),
+            self.target,
+        );
+        for hazard in role_hazards::hazards(role, queue, &meant, &applied) {
+            problems.push(Problem {
+                kind: ProblemKind::PolicyHazard,
+                queue: queue.to_string(),
+                message: format!(
+                    "{}: {} `{}` sets `{}` to {}: {} ({})",
+                    role.describe(queue),
+                    if hazard.operator {
+                        "operator policy"
+                    } else {
+                        "policy"
+                    },
+                    hazard.policy,
+                    hazard.key,
+                    hazard.value,
+                    hazard.effect,
+                    hazard.fix
+                ),
+            });
+        }
     }
 
     fn work_queue(
         &self,
         vhost: &str,
         queue: &str,
-        role: Role,
+        role: &QueueRole,
         problems: &mut Vec<Problem>,
     ) -> WorkQueue {
         self.check(vhost, queue, role, problems);
@@ -432,6 +481,11 @@ pub fn report(
     target: TargetVersion,
     now: SystemTime,
 ) -> Report {
+    let desired_operator_policies: Vec<Policy> = desired
+        .parameters
+        .iter()
+        .filter_map(|p| p.as_operator_policy())
+        .collect();
     let lookup = Lookup {
         live: live
             .statistics
@@ -444,7 +498,9 @@ pub fn report(
             .map(|q| ((q.vhost.as_str(), q.name.as_str()), q))
             .collect(),
         policies: CompiledPolicies::new(&desired.policies),
+        operator_policies: CompiledPolicies::new(&desired_operator_policies),
         live_policies: CompiledPolicies::new(live.policies),
+        live_operator_policies: CompiledPolicies::new(live.operator_policies),
         target,
     };
     let now = now
@@ -464,13 +520,18 @@ pub fn report(
 fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> ConsumerStatus {
     let vhost = consumer.vhost.as_str();
     let mut problems = Vec::new();
-    let mut work = lookup.work_queue(vhost, &consumer.queue, Role::Work, &mut problems);
     // Only a `native` ladder's work queue holds retries back (4.3 counts 0 for every
     // other quorum queue): the figure is that consumer's waiting retries.
     let native = consumer
         .retry
         .as_ref()
         .is_some_and(|retry| retry.mode == RetryMode::Native);
+    let mut work = lookup.work_queue(
+        vhost,
+        &consumer.queue,
+        &QueueRole::Work { waits: native },
+        &mut problems,
+    );
     if !native {
         work.waiting = None;
     }
@@ -478,7 +539,7 @@ fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> Co
         .consume_from
         .iter()
         .filter(|queue| **queue != consumer.queue)
-        .map(|queue| lookup.work_queue(vhost, queue, Role::Attempt, &mut problems))
+        .map(|queue| lookup.work_queue(vhost, queue, &QueueRole::Attempt, &mut problems))
         .collect();
     let mut tiers: Vec<Tier> = Vec::new();
     let mut parking = None;
@@ -494,7 +555,11 @@ fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> Co
                 continue;
             }
             let number = tiers.len() + 1;
-            lookup.check(vhost, &step.queue, Role::Tier(number), &mut problems);
+            let role = QueueRole::Tier {
+                tier: number,
+                delay_ms: step.delay_ms,
+            };
+            lookup.check(vhost, &step.queue, &role, &mut problems);
             let live = lookup.live(vhost, &step.queue);
             tiers.push(Tier {
                 tier: number,
@@ -527,7 +592,7 @@ fn parking_status(
     now: u64,
     problems: &mut Vec<Problem>,
 ) -> Parking {
-    lookup.check(vhost, queue, Role::Parking, problems);
+    lookup.check(vhost, queue, &QueueRole::Parking, problems);
     let live = lookup.live(vhost, queue);
     let messages = live.and_then(|l| l.messages);
     let publish_rate = live.and_then(QueueStatistics::publish_rate);
@@ -537,7 +602,7 @@ fn parking_status(
             queue: queue.to_string(),
             message: format!(
                 "{} is growing: {} messages parked per second",
-                Role::Parking.describe(queue),
+                QueueRole::Parking.describe(queue),
                 rate_text(publish_rate.unwrap_or_default())
             ),
         });
@@ -548,7 +613,7 @@ fn parking_status(
             queue: queue.to_string(),
             message: format!(
                 "{} holds {} that ran out of retries",
-                Role::Parking.describe(queue),
+                QueueRole::Parking.describe(queue),
                 crate::text::count(n, "message")
             ),
         });
@@ -618,6 +683,7 @@ mod tests {
             &Live {
                 statistics,
                 policies,
+                operator_policies: &[],
             },
             TargetVersion::DEFAULT,
             UNIX_EPOCH + Duration::from_secs(1_000),
@@ -696,6 +762,7 @@ mod tests {
             [
                 ProblemKind::NoConsumers,
                 ProblemKind::Policy,
+                ProblemKind::PolicyHazard,
                 ProblemKind::MissingQueue,
                 ProblemKind::ParkingGrowing,
                 ProblemKind::ParkingNotEmpty,
@@ -703,9 +770,77 @@ mod tests {
         );
         let shadowed = &report.consumers[0].problems[1].message;
         assert!(shadowed.contains("`mine`"), "{shadowed}");
+        // What the shadowing policy does to the tier, in words.
+        let hazard = &report.consumers[0].problems[2].message;
+        assert!(
+            hazard
+                .contains("policy `mine` sets `message-ttl` to 1: its retries come back after 1ms"),
+            "{hazard}"
+        );
         let parked = report.consumers[0].parking.as_ref().unwrap();
         assert_eq!(parked.oldest_age_seconds, Some(100));
         assert_eq!(report.consumers[0].tiers[1].messages, None);
+    }
+
+    #[test]
+    fn an_operator_policy_that_makes_parked_messages_expire_is_a_problem() {
+        let compiled = compiled();
+        let statistics = healthy(&compiled);
+        let parking = compiled.contract.consumers[0]
+            .retry
+            .as_ref()
+            .and_then(|r| r.on_exhausted.queue.clone())
+            .unwrap();
+        let mut safety_net = Policy {
+            vhost: "v".into(),
+            name: "safety-net".into(),
+            pattern: ".*".into(),
+            apply_to: "queues".into(),
+            priority: 0,
+            definition: Arguments::new(),
+        };
+        safety_net
+            .definition
+            .insert("message-ttl".into(), 20_000.into());
+        let consumers: Vec<&ConsumerContract> = compiled.contract.consumers.iter().collect();
+        let report = report(
+            &consumers,
+            &compiled.definitions,
+            &Live {
+                statistics: &statistics,
+                policies: &compiled.definitions.policies,
+                operator_policies: &[safety_net],
+            },
+            TargetVersion::DEFAULT,
+            UNIX_EPOCH + Duration::from_secs(1_000),
+        );
+        let on_parking: Vec<&Problem> = report.consumers[0]
+            .problems
+            .iter()
+            .filter(|p| p.queue == parking)
+            .collect();
+        assert_eq!(on_parking.len(), 1, "{:#?}", report.consumers[0].problems);
+        assert_eq!(on_parking[0].kind, ProblemKind::PolicyHazard);
+        assert!(
+            on_parking[0].message.contains(
+                "operator policy `safety-net` sets `message-ttl` to 20000: parked messages expire after 20s"
+            ),
+            "{}",
+            on_parking[0].message
+        );
+        // Tiers shorter than the operator's TTL keep their delay: no problem there.
+        let tier = &compiled.contract.consumers[0]
+            .retry
+            .as_ref()
+            .unwrap()
+            .schedule[0]
+            .queue;
+        assert!(
+            report.consumers[0]
+                .problems
+                .iter()
+                .all(|p| &p.queue != tier)
+        );
     }
 
     #[test]

@@ -117,8 +117,21 @@ impl Client {
     /// definitions, current the moment they are read (unlike a queue's statistics,
     /// whose `policy` is emitted every few seconds).
     pub async fn policies(&self, vhosts: &[String]) -> Result<Vec<Policy>, BrokerError> {
+        self.policies_under("policies", vhosts).await
+    }
+
+    /// The operator policies of each vhost, as [`Client::policies`] reads the user ones.
+    pub async fn operator_policies(&self, vhosts: &[String]) -> Result<Vec<Policy>, BrokerError> {
+        self.policies_under("operator-policies", vhosts).await
+    }
+
+    async fn policies_under(
+        &self,
+        endpoint: &str,
+        vhosts: &[String],
+    ) -> Result<Vec<Policy>, BrokerError> {
         let reads = vhosts.iter().map(|vhost| async move {
-            let path = format!("/api/policies/{}", segment(vhost));
+            let path = format!("/api/{endpoint}/{}", segment(vhost));
             let mut policies: Vec<Policy> = list(self, path).await?;
             for policy in &mut policies {
                 policy.vhost = vhost.clone();

@@ -113,12 +113,13 @@ pub(super) fn reported(
 }
 
 /// The exit code of `plan` and `diff`: a plan `apply` would refuse is a refusal; with
-/// `--detailed-exitcode`, changes are [`EXIT_CHANGES`], and so is effective-policy
-/// drift: the broker differs from the spec even when warren has nothing to change.
+/// `--detailed-exitcode`, changes are [`EXIT_CHANGES`], and so are effective-policy
+/// drift and role hazards: the broker differs from the spec even when warren has
+/// nothing to change.
 fn exit_for_plan(plan: &Plan, detailed_exitcode: bool) -> u8 {
     if plan.refusal().is_some() {
         exit::REFUSED
-    } else if detailed_exitcode && (plan.has_changes() || !plan.drift.is_empty()) {
+    } else if detailed_exitcode && (plan.has_changes() || plan.differs_from_spec()) {
         EXIT_CHANGES
     } else {
         EXIT_OK

@@ -13,6 +13,7 @@ use crate::model::TargetVersion;
 use crate::model::headers::{
     DEATH_HEADERS, DELIVERY_COUNT_HEADER, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER,
 };
+use crate::model::role_hazards::QueueRole;
 use crate::spec::{OnExhausted, QueueType, RetryMode, SpecPath};
 
 /// The contract of every consumer in a spec.
@@ -296,7 +297,61 @@ pub struct Exhausted {
     pub queue: Option<String>,
 }
 
+impl ConsumerContract {
+    /// Each of the consumer's queues with what it is for: the work queue, its attempt
+    /// queues, its delay tiers (numbered from 1, one per queue) and its parking queue.
+    pub fn roles(&self) -> Vec<(&str, QueueRole)> {
+        let retry = self.retry.as_ref();
+        let waits = retry.is_some_and(|r| r.mode == RetryMode::Native);
+        let mut roles = vec![(self.queue.as_str(), QueueRole::Work { waits })];
+        roles.extend(
+            self.consume_from
+                .iter()
+                .filter(|queue| **queue != self.queue)
+                .map(|queue| (queue.as_str(), QueueRole::Attempt)),
+        );
+        let Some(retry) = retry else {
+            return roles;
+        };
+        let mut tiers = 0;
+        for step in retry.schedule.iter().filter(|_| !waits) {
+            if roles.iter().any(|(queue, _)| *queue == step.queue) {
+                continue;
+            }
+            tiers += 1;
+            roles.push((
+                step.queue.as_str(),
+                QueueRole::Tier {
+                    tier: tiers,
+                    delay_ms: step.delay_ms,
+                },
+            ));
+        }
+        roles.extend(
+            retry
+                .on_exhausted
+                .queue
+                .as_deref()
+                .map(|queue| (queue, QueueRole::Parking)),
+        );
+        roles
+    }
+}
+
 impl Contract {
+    /// Every consumer's queues with what each is for, by (vhost, queue).
+    pub fn roles(&self) -> crate::model::role_hazards::QueueRoles {
+        self.consumers
+            .iter()
+            .flat_map(|consumer| {
+                consumer
+                    .roles()
+                    .into_iter()
+                    .map(|(queue, role)| ((consumer.vhost.clone(), queue.to_string()), role))
+            })
+            .collect()
+    }
+
     pub(crate) fn add_plain(&mut self, context: &ConsumerContext, target: TargetVersion) {
         self.version = 1;
         self.consumers.push(ConsumerContract {

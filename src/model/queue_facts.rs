@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::effective::CompiledPolicies;
+use super::settings::{self, Setting};
 use super::version::TargetVersion;
 use super::{Definitions, Policy, Queue, QueueType};
 
@@ -45,14 +46,6 @@ pub struct QueueFacts<'a> {
     pub delivery_limit: Option<i64>,
 }
 
-fn number(value: Option<&Value>) -> Option<u64> {
-    value.and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f as u64)))
-}
-
-fn lowest(values: impl IntoIterator<Item = Option<u64>>) -> Option<u64> {
-    values.into_iter().flatten().min()
-}
-
 /// Operator policies stored as parameters, in policy shape.
 pub fn operator_policies(definitions: &Definitions) -> Vec<Arc<Policy>> {
     definitions
@@ -88,33 +81,12 @@ pub fn queue_facts<'a>(
                 .one();
             let argument = |key: &str| queue.arguments.get(key);
             let from_policy = |key: &str| policy.and_then(|p| p.definition.get(key));
-            let from_operator = |key: &str| operator.and_then(|p| p.definition.get(key));
             let text = |value: Option<&'a Value>| value.and_then(|v| v.as_str());
-            let owned = |value: Option<&Value>| value.and_then(|v| v.as_str()).map(str::to_string);
-            let ttl_argument = number(argument("x-message-ttl"));
-            let delivery_limit = if kind == QueueType::Quorum {
-                let values: Vec<i64> = [
-                    argument("x-delivery-limit"),
-                    from_policy("delivery-limit"),
-                    from_operator("delivery-limit"),
-                ]
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.as_i64())
-                .collect();
-                match values.as_slice() {
-                    [] if target.has_default_delivery_limit() => Some(20),
-                    [] => None,
-                    values
-                        if values.iter().any(|v| *v < 0) && target.has_default_delivery_limit() =>
-                    {
-                        // A negative value means unlimited, but a positive one beats it.
-                        values.iter().copied().filter(|v| *v >= 0).max()
-                    }
-                    values => values.iter().copied().filter(|v| *v >= 0).min(),
-                }
-            } else {
-                None
+            let settings = settings::resolve(queue, policy, operator.map(|p| &**p), target);
+            let number = |setting: Option<Setting>| {
+                setting
+                    .and_then(|s| s.number())
+                    .and_then(|n| u64::try_from(n).ok())
             };
             QueueFacts {
                 queue,
@@ -127,32 +99,13 @@ pub fn queue_facts<'a>(
                     .or_else(|| text(from_policy("dead-letter-exchange"))),
                 dead_letter_routing_key: text(argument("x-dead-letter-routing-key"))
                     .or_else(|| text(from_policy("dead-letter-routing-key"))),
-                message_ttl: lowest([
-                    ttl_argument,
-                    number(from_policy("message-ttl")),
-                    number(from_operator("message-ttl")),
-                ]),
-                ttl_argument,
-                expires: lowest([
-                    number(argument("x-expires")),
-                    number(from_policy("expires")),
-                    number(from_operator("expires")),
-                ]),
-                max_length: lowest([
-                    number(argument("x-max-length")),
-                    number(from_policy("max-length")),
-                    number(from_operator("max-length")),
-                ]),
-                overflow: owned(from_operator("overflow")).or_else(|| {
-                    match kind {
-                        QueueType::Quorum => {
-                            text(from_policy("overflow")).or_else(|| text(argument("x-overflow")))
-                        }
-                        _ => text(argument("x-overflow")).or_else(|| text(from_policy("overflow"))),
-                    }
-                    .map(str::to_string)
-                }),
-                delivery_limit,
+                message_ttl: number(settings.message_ttl),
+                ttl_argument: argument("x-message-ttl")
+                    .and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f as u64))),
+                expires: number(settings.expires),
+                max_length: number(settings.max_length),
+                overflow: settings.overflow.and_then(|s| s.text().map(str::to_string)),
+                delivery_limit: settings.delivery_limit.and_then(|s| s.number()),
             }
         })
         .collect()

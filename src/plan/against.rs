@@ -130,6 +130,7 @@ pub async fn against_broker(
         records,
         protected_user: Some(client.user().to_string()),
         prune_unmanaged,
+        roles: &compiled.contract.roles(),
     });
     plan.basis = Basis::of(&plan, &live.definitions);
     let queues = plan.queues_needing_counts();
@@ -202,6 +203,7 @@ pub fn against_definitions(
         records,
         protected_user: None,
         prune_unmanaged,
+        roles: &compiled.contract.roles(),
     });
     // A file holds no record to write: objects it has as declared are simply equal.
     let mut plan = plan;

@@ -237,6 +237,7 @@ mod tests {
             records: crate::model::record::records(&live.global_parameters).unwrap(),
             protected_user: None,
             prune_unmanaged: false,
+            roles: &Default::default(),
         })
     }
 

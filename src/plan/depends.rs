@@ -15,11 +15,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::drift::{Drift, Tie, operator_drift, policy_drift, tie_of};
+use super::drift::{Drift, RoleHazard, Tie, operator_drift, policy_drift, tie_of};
 use crate::diff::{Action, Change};
 use crate::model::effective::{CompiledPolicies, Winner};
 use crate::model::objects::Objects;
-use crate::model::{ObjectId, ObjectKind, Policy, QueueType, TargetVersion};
+use crate::model::role_hazards::{self, QueueRole, QueueRoles};
+use crate::model::settings;
+use crate::model::{ObjectId, ObjectKind, Policy, Queue, QueueType, TargetVersion};
 
 /// The policies the broker applies to one managed queue or exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,8 +98,9 @@ impl Dependency {
     }
 }
 
-/// The policy of an object of kind policy or operator policy.
-fn policy_of(id: &ObjectId, value: &Value) -> Option<Policy> {
+/// The policy of an object of kind policy or operator policy, or the queue of a queue:
+/// its value with its vhost and name.
+fn named<T: serde::de::DeserializeOwned>(id: &ObjectId, value: &Value) -> Option<T> {
     let mut entry = value.clone();
     let object = entry.as_object_mut()?;
     object.insert("vhost".into(), json!(id.vhost.clone().unwrap_or_default()));
@@ -113,6 +116,7 @@ pub struct Applied {
     pub dependencies: Vec<Dependency>,
     pub ties: Vec<Tie>,
     pub drift: Vec<Drift>,
+    pub hazards: Vec<RoleHazard>,
 }
 
 /// Policies and operator policies with their patterns compiled.
@@ -160,8 +164,8 @@ fn policies_of<'a>(
     let (mut policies, mut operator_policies) = (Vec::new(), Vec::new());
     for (id, value) in objects {
         match id.kind {
-            ObjectKind::Policy => policies.extend(policy_of(id, value)),
-            ObjectKind::OperatorPolicy => operator_policies.extend(policy_of(id, value)),
+            ObjectKind::Policy => policies.extend(named(id, value)),
+            ObjectKind::OperatorPolicy => operator_policies.extend(named(id, value)),
             _ => {}
         }
     }
@@ -171,14 +175,15 @@ fn policies_of<'a>(
 /// What the broker will apply to every queue and exchange in `desired`, in the world
 /// after the plan: the desired policies, and the live ones the plan neither replaces
 /// nor deletes. `owners` names the spec of each object another spec manages; `spec`
-/// is this plan's.
+/// is this plan's; `roles` says what each of its queues is for (the hazards are found
+/// for those).
 pub fn applied(
     desired: &Objects,
     live: &Objects,
     changes: &[Change],
     target: TargetVersion,
-    owners: &BTreeMap<ObjectId, String>,
-    spec: &str,
+    (owners, spec): (&BTreeMap<ObjectId, String>, &str),
+    roles: &QueueRoles,
 ) -> Applied {
     let deleted: BTreeSet<&ObjectId> = changes
         .iter()
@@ -228,6 +233,7 @@ pub fn applied(
         let (own_policy, own_operator) = meant.winners(id, kind, target);
         out.ties.extend(tie_of(id, &policy, false, &owner));
         out.ties.extend(tie_of(id, &operator, true, &owner));
+        let drift_start = out.drift.len();
         out.drift
             .extend(policy_drift(id, own_policy.one(), policy.one(), &owner));
         let meant_settings: Vec<&Policy> = [own_policy.one(), own_operator.one()]
@@ -236,6 +242,40 @@ pub fn applied(
             .collect();
         out.drift
             .extend(operator_drift(id, &meant_settings, operator.one(), &owner));
+        if let Some(role) = roles.get(&role_key(id)) {
+            // A setting the spec sets and another's policy changes is drift, reported
+            // once there.
+            let drifted: BTreeSet<&str> = out.drift[drift_start..]
+                .iter()
+                .flat_map(|d| d.settings.iter().map(|s| s.key.as_str()))
+                .collect();
+            let applied = (policy.one(), operator.one());
+            let found = hazards(
+                id,
+                value,
+                role,
+                target,
+                (&own_policy, &own_operator),
+                applied,
+            )
+            .into_iter()
+            .filter(|h| !drifted.contains(h.key.as_str()))
+            .map(|hazard| {
+                let setter = if hazard.operator {
+                    applied.1
+                } else {
+                    applied.0
+                };
+                RoleHazard {
+                    id: id.clone(),
+                    role: role.clone(),
+                    owner: setter.and_then(|p| owner(p, hazard.operator)),
+                    hazard,
+                }
+            })
+            .collect::<Vec<_>>();
+            out.hazards.extend(found);
+        }
         let names = |tied: &[&Policy]| tied.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
         let dependency = Dependency {
             id: id.clone(),
@@ -251,6 +291,28 @@ pub fn applied(
         }
     }
     out
+}
+
+fn role_key(id: &ObjectId) -> (String, String) {
+    (id.vhost.clone().unwrap_or_default(), id.name.clone())
+}
+
+/// The role hazards of the queue `id` in `role`: what the winning policies
+/// change of what the spec's own mean, where that breaks the queue's role.
+fn hazards(
+    id: &ObjectId,
+    value: &Value,
+    role: &QueueRole,
+    target: TargetVersion,
+    (own_policy, own_operator): (&Winner<'_, Policy>, &Winner<'_, Policy>),
+    (policy, operator): (Option<&Policy>, Option<&Policy>),
+) -> Vec<role_hazards::Hazard> {
+    let Some(queue) = named::<Queue>(id, value) else {
+        return Vec::new();
+    };
+    let meant = settings::resolve(&queue, own_policy.one(), own_operator.one(), target);
+    let applied = settings::resolve(&queue, policy, operator, target);
+    role_hazards::hazards(role, &id.name, &meant, &applied)
 }
 
 /// The first difference between the dependencies planned and those found now.
@@ -299,7 +361,15 @@ mod tests {
         desired.insert(id(ObjectKind::Policy, "mine"), policy("^orders$", 0));
         let target = TargetVersion::DEFAULT;
         let dependencies = |desired: &Objects, live: &Objects, changes: &[Change], target| {
-            applied(desired, live, changes, target, &BTreeMap::new(), "shop").dependencies
+            applied(
+                desired,
+                live,
+                changes,
+                target,
+                (&BTreeMap::new(), "shop"),
+                &QueueRoles::new(),
+            )
+            .dependencies
         };
         let before = dependencies(&desired, &Objects::new(), &[], target);
         assert_eq!(before[0].policy.as_deref(), Some("mine"));
@@ -335,7 +405,8 @@ mod tests {
         theirs["definition"] = json!({"message-ttl": 3_600_000});
         live.insert(id(ObjectKind::Policy, "zz-ops"), theirs.clone());
         let owners = BTreeMap::from([(id(ObjectKind::Policy, "zz-ops"), "ops".to_string())]);
-        let tied = applied(&desired, &live, &[], target, &owners, "shop");
+        let roles = QueueRoles::new();
+        let tied = applied(&desired, &live, &[], target, (&owners, "shop"), &roles);
         assert_eq!(tied.ties.len(), 1);
         let names: Vec<(&str, Option<&str>)> = tied.ties[0]
             .policies
@@ -354,7 +425,7 @@ mod tests {
         // One above: no tie, and what it changes is drift.
         theirs["priority"] = json!(101);
         live.insert(id(ObjectKind::Policy, "zz-ops"), theirs);
-        let shadowed = applied(&desired, &live, &[], target, &owners, "shop");
+        let shadowed = applied(&desired, &live, &[], target, (&owners, "shop"), &roles);
         assert!(shadowed.ties.is_empty());
         let drift = &shadowed.drift[0];
         assert_eq!(drift.policy.name, "zz-ops");
@@ -365,5 +436,74 @@ mod tests {
         // A tie is a difference of a saved plan's dependencies.
         let difference = first_difference(&shadowed.dependencies, &tied.dependencies).unwrap();
         assert!(difference.contains("is now a tie of"), "{difference}");
+    }
+
+    #[test]
+    fn an_operator_ttl_on_a_parking_queue_is_a_hazard_and_a_changed_tier_ttl_only_drift() {
+        let mut desired = Objects::new();
+        let queue = json!({"durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}});
+        desired.insert(id(ObjectKind::Queue, "orders.parking"), queue.clone());
+        desired.insert(id(ObjectKind::Queue, "orders.retry.1"), queue);
+        desired.insert(
+            id(ObjectKind::Policy, "warren.retry.defaults.1"),
+            policy("retry\\.1$", 100),
+        );
+        let mut live = Objects::new();
+        live.insert(
+            id(ObjectKind::OperatorPolicy, "safety-net"),
+            json!({"pattern": ".*", "apply-to": "queues", "definition": {"message-ttl": 3, "expires": 60_000}, "priority": 0}),
+        );
+        let roles = QueueRoles::from([
+            (
+                ("v".to_string(), "orders.parking".to_string()),
+                QueueRole::Parking,
+            ),
+            (
+                ("v".to_string(), "orders.retry.1".to_string()),
+                QueueRole::Tier {
+                    tier: 1,
+                    delay_ms: 5,
+                },
+            ),
+        ]);
+        let target = TargetVersion::DEFAULT;
+        let found = applied(
+            &desired,
+            &live,
+            &[],
+            target,
+            (&BTreeMap::new(), "shop"),
+            &roles,
+        );
+        let on = |queue: &str| -> Vec<&str> {
+            found
+                .hazards
+                .iter()
+                .filter(|h| h.id.name == queue)
+                .map(|h| h.hazard.key.as_str())
+                .collect()
+        };
+        assert_eq!(on("orders.parking"), ["message-ttl", "expires"]);
+        // The tier's TTL is the spec's: lowered, it is drift, listed once there; its
+        // expiry is a hazard.
+        assert_eq!(on("orders.retry.1"), ["expires"]);
+        assert_eq!(found.drift.len(), 1);
+        assert_eq!(found.drift[0].id.name, "orders.retry.1");
+        assert!(
+            found
+                .hazards
+                .iter()
+                .all(|h| h.hazard.operator && h.owner.is_none())
+        );
+        // Without roles (a saved plan's replan) nothing is found.
+        let none = applied(
+            &desired,
+            &live,
+            &[],
+            target,
+            (&BTreeMap::new(), "shop"),
+            &QueueRoles::new(),
+        );
+        assert!(none.hazards.is_empty());
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::effective::Winner;
+use crate::model::role_hazards::{Hazard, QueueRole};
 use crate::model::{ObjectId, Policy};
 
 /// The settings warren's policies set that decide how a queue or exchange behaves: a
@@ -80,6 +81,25 @@ pub struct Drift {
     pub shadows: Option<String>,
     /// Each setting changed: what the spec means and what the broker will apply.
     pub settings: Vec<SettingDrift>,
+}
+
+/// A policy or operator policy that is not the spec's and breaks what a managed queue
+/// is for, with a setting the spec does not set itself (`model::role_hazards`): an
+/// operator's `message-ttl` that makes parked messages expire, an `expires` that
+/// deletes a delay tier with its retries. A setting the spec sets and another's
+/// policy changes is [`Drift`] instead, never both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleHazard {
+    /// The queue.
+    pub id: ObjectId,
+    /// What it is for.
+    pub role: QueueRole,
+    /// The spec that manages the policy, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The setting, the policy that sets it, what it does and what resolves it.
+    #[serde(flatten)]
+    pub hazard: Hazard,
 }
 
 /// One setting of a [`Drift`].

@@ -22,7 +22,7 @@ pub use against::{PlanError, Planned, against_broker, against_definitions, spec_
 pub use basis::Basis;
 pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
-pub use drift::{Drift, PolicyRef, SettingDrift, Tie};
+pub use drift::{Drift, PolicyRef, RoleHazard, SettingDrift, Tie};
 pub use migration::{Migration, Stage, is_migration_object};
 pub use pass_on::PassOn;
 pub use recheck::{Mismatch, recheck, replan};
@@ -33,6 +33,7 @@ use crate::diff::{self, Action, Change, Ownership};
 use crate::model::objects::{Objects, normalized_binding_id, objects};
 use crate::model::password::Passwords;
 use crate::model::record::Record;
+use crate::model::role_hazards::QueueRoles;
 use crate::model::{BROKER_ID_PARAMETER, Definitions, ObjectId, ObjectKind, TargetVersion};
 
 pub use crate::model::plan_format::PLAN_FORMAT;
@@ -94,6 +95,12 @@ pub struct Plan {
     /// target, a limit). Shown prominently; `--detailed-exitcode` counts it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<Drift>,
+    /// Managed queues where a policy or operator policy that is not the spec's breaks
+    /// what the queue is for with a setting the spec leaves unset (parked messages
+    /// that expire, a delay tier deleted with its retries). Shown beside the drift;
+    /// `--detailed-exitcode` counts it too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hazards: Vec<RoleHazard>,
     /// Objects in scope that no spec manages (left alone).
     #[serde(default)]
     pub unmanaged: Vec<ObjectId>,
@@ -181,6 +188,13 @@ pub struct Summary {
 }
 
 impl Plan {
+    /// Whether the broker differs from the spec where warren makes no change: another's
+    /// policy overrides what the spec sets (drift) or breaks what a queue is for
+    /// (hazards). `plan --detailed-exitcode` counts it as a difference.
+    pub fn differs_from_spec(&self) -> bool {
+        !self.drift.is_empty() || !self.hazards.is_empty()
+    }
+
     /// Whether applying the plan would change anything: an object, the spec's record
     /// (objects it adopts), or a migration under way.
     pub fn has_changes(&self) -> bool {
@@ -345,6 +359,9 @@ pub struct Inputs<'a> {
     pub protected_user: Option<String>,
     /// Delete objects no spec manages.
     pub prune_unmanaged: bool,
+    /// What each of the spec's queues is for (its consumer contract): the plan's
+    /// [`Plan::hazards`] are found for these.
+    pub roles: &'a QueueRoles,
 }
 
 /// The vhosts a spec's plan looks at: declared ones and ones it managed before.
@@ -472,8 +489,8 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         &live,
         &changes,
         target,
-        &ownership.others,
-        inputs.spec,
+        (&ownership.others, inputs.spec),
+        inputs.roles,
     );
     let migrations = migration::find(&desired, &migration_objects, &changes, target);
     let (captured, overlaps) =
@@ -501,6 +518,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         dependencies: Some(applied.dependencies),
         ties: applied.ties,
         drift: applied.drift,
+        hazards: applied.hazards,
         unmanaged: result.unmanaged,
         conflicts: result
             .conflicts
@@ -560,6 +578,7 @@ impl Plan {
             dependencies: None,
             ties: vec![],
             drift: vec![],
+            hazards: vec![],
             unmanaged: vec![],
             conflicts: vec![],
             captured: vec![],

@@ -65,7 +65,7 @@ pub fn replan(
     }
     let records = records(&live.global_parameters)?;
     check_own(&records, &saved.spec)?;
-    Ok(build(Inputs {
+    let mut plan = build(Inputs {
         spec: &saved.spec,
         environment: saved.environment.as_deref(),
         target_version: saved.target_version.clone(),
@@ -76,7 +76,13 @@ pub fn replan(
         records,
         protected_user,
         prune_unmanaged: saved.prune_unmanaged,
-    }))
+        roles: &Default::default(),
+    });
+    // A saved plan does not keep its consumers' roles, so the hazards are the saved
+    // plan's: they still hold, because apply refuses a plan whose dependencies (the
+    // policy and operator policy that win on each managed queue) changed since.
+    plan.hazards = saved.hazards.clone();
+    Ok(plan)
 }
 
 /// Computes `saved` again against `live` (its vhosts and the global parameters). The
@@ -201,6 +207,7 @@ mod tests {
             records: records(&live.global_parameters).unwrap(),
             protected_user: None,
             prune_unmanaged: false,
+            roles: &Default::default(),
         })
     }
 

@@ -58,10 +58,11 @@ pub fn markdown(plan: &Plan) -> String {
             title(&mut out, header, plan);
         }
     }
-    let order: [fn(&Section<'_>) -> bool; 9] = [
+    let order: [fn(&Section<'_>) -> bool; 10] = [
         |s| matches!(s, Section::CannotBeApplied(_)),
         |s| matches!(s, Section::UnknownPasswords(_)),
         |s| matches!(s, Section::Drift(_)),
+        |s| matches!(s, Section::Hazards(_)),
         |s| matches!(s, Section::DataLoss(_)),
         |s| matches!(s, Section::Stranded(_)),
         |s| matches!(s, Section::NoChanges { .. } | Section::Changes(_)),
@@ -82,6 +83,7 @@ pub fn markdown(plan: &Plan) -> String {
                     }
                 }
                 Section::Drift(_) => drift(&mut out, plan),
+                Section::Hazards(_) => hazards(&mut out, plan),
                 Section::NoChanges { differs } => {
                     let (answer, meaning) = sections::no_changes(*differs);
                     let _ = writeln!(out, "\n**{answer}** {meaning}");
@@ -169,6 +171,29 @@ fn drift(out: &mut String, plan: &Plan) {
             out,
             "> - and {}",
             more(items.len() - ROWS_PER_GROUP, "object", "objects")
+        );
+    }
+}
+
+/// Managed queues another's policy breaks, as a warning beside the drift.
+fn hazards(out: &mut String, plan: &Plan) {
+    let _ = writeln!(out, "\n> [!WARNING]\n> **{}**:", sections::HAZARDS);
+    let items = sections::hazard_items(plan, &CodeSpans);
+    for item in items.iter().take(ROWS_PER_GROUP) {
+        let _ = writeln!(
+            out,
+            "> - {} ({}): {}. Fix: {}.",
+            inline(&item.what),
+            item.by,
+            inline(&item.effect),
+            inline(&item.fix)
+        );
+    }
+    if items.len() > ROWS_PER_GROUP {
+        let _ = writeln!(
+            out,
+            "> - and {}",
+            more(items.len() - ROWS_PER_GROUP, "hazard", "hazards")
         );
     }
 }

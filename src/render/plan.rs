@@ -120,6 +120,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
             )?,
             Section::Refusals(refusals) => refused(out, &refusals, style)?,
             Section::Drift(_) => drift(out, plan, style)?,
+            Section::Hazards(_) => hazards(out, plan, style)?,
             Section::NoChanges { differs } => {
                 let (answer, meaning) = sections::no_changes(differs);
                 writeln!(out)?;
@@ -220,6 +221,33 @@ fn drift(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
         for setting in &item.settings {
             writeln!(out, "      {setting}")?;
         }
+    }
+    Ok(())
+}
+
+/// Managed queues another's policy breaks: each marked `≠`, with the policy and its
+/// setting, what it does to the messages and the fix.
+fn hazards(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}",
+        style.paint(Tone::Warning, true, &format!("{}:", sections::HAZARDS))
+    )?;
+    for item in sections::hazard_items(plan, &Backticks) {
+        let mark = style.paint(Tone::Warning, false, "≠");
+        writeln!(
+            out,
+            "  {mark} {} {}",
+            item.what,
+            style.paint(Tone::Dim, false, &format!("({})", item.by))
+        )?;
+        writeln!(out, "      {}", item.effect)?;
+        writeln!(
+            out,
+            "      {}",
+            style.paint(Tone::Dim, false, &format!("fix: {}", item.fix))
+        )?;
     }
     Ok(())
 }

@@ -92,23 +92,7 @@ impl Duration {
 impl fmt::Display for Duration {
     /// Writes the shortest exact form, e.g. `1h30m`, `250ms`, `0s`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.millis == 0 {
-            return f.write_str("0s");
-        }
-        let mut rest = self.millis;
-        for (unit, size) in [
-            ("d", 86_400_000),
-            ("h", 3_600_000),
-            ("m", 60_000),
-            ("s", 1_000),
-            ("ms", 1),
-        ] {
-            if rest >= size {
-                write!(f, "{}{}", rest / size, unit)?;
-                rest %= size;
-            }
-        }
-        Ok(())
+        f.write_str(&crate::model::millis::text(self.millis))
     }
 }
 

@@ -116,6 +116,8 @@ mod pull_request;
 mod refusals;
 mod replay;
 mod reserved_names;
+mod role_hazards;
+
 mod retry_behaviour;
 mod secrets;
 mod signals;

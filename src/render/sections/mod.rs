@@ -21,8 +21,8 @@ mod migrations;
 use crate::diff::Action;
 use crate::model::{ObjectId, ObjectKind};
 use crate::plan::{
-    Captured, Conflict, Drift, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, Strand, Summary,
-    TIE_FIX, Tie, tied_policies,
+    Captured, Conflict, Drift, NO_SPEC_MANAGES_IT, Overlap, Plan, Refusal, RoleHazard, Strand,
+    Summary, TIE_FIX, Tie, tied_policies,
 };
 
 pub use changes::{
@@ -136,7 +136,8 @@ pub enum Differs {
     No,
     /// A refusal section comes before (a conflict, a tie …).
     Refused,
-    /// Policies that are not the spec's change what it sets (the drift section).
+    /// Policies that are not the spec's change what it sets or break what its queues
+    /// are for (the drift and hazard sections).
     Overridden,
 }
 
@@ -152,7 +153,7 @@ pub fn no_changes(differs: Differs) -> (&'static str, &'static str) {
         ),
         Differs::Overridden => (
             "No changes warren can make.",
-            "The broker differs from the spec where other policies override it above.",
+            "The broker differs from the spec where other policies override it or break its queues above.",
         ),
         Differs::No => ("No changes.", "The broker matches the spec."),
     }
@@ -214,6 +215,57 @@ fn drift_item(drift: &Drift, quote: &dyn Quote) -> DriftItem {
             })
             .collect(),
     }
+}
+
+/// The hazard section's heading.
+pub const HAZARDS: &str = "Policies that are not the spec's break what its queues are for";
+
+/// One managed queue's hazard, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HazardItem {
+    /// The queue, as its role says it: `parking queue `x` in vhost `v``.
+    pub what: String,
+    /// The policy and its setting: `operator policy `ops` (no spec manages it) sets
+    /// `message-ttl` to 20000`.
+    pub by: String,
+    /// What it does to the messages.
+    pub effect: String,
+    /// What resolves it.
+    pub fix: String,
+}
+
+fn hazard_item(hazard: &RoleHazard, quote: &dyn Quote) -> HazardItem {
+    let owner = match &hazard.owner {
+        Some(owner) => format!("spec {}", quote.code(owner)),
+        None => NO_SPEC_MANAGES_IT.to_string(),
+    };
+    let h = &hazard.hazard;
+    let kind = if h.operator {
+        "operator policy"
+    } else {
+        "policy"
+    };
+    let vhost = hazard.id.vhost.as_deref().unwrap_or_default();
+    HazardItem {
+        what: format!(
+            "{} in vhost {}",
+            hazard.role.describe(&hazard.id.name),
+            quote.code(vhost)
+        ),
+        by: format!(
+            "{kind} {} ({owner}) sets {} to {}",
+            quote.code(&h.policy),
+            quote.code(&h.key),
+            h.value
+        ),
+        effect: h.effect.clone(),
+        fix: h.fix.clone(),
+    }
+}
+
+/// The hazards of a plan in words, quoted as the layout quotes names.
+pub fn hazard_items(plan: &Plan, quote: &dyn Quote) -> Vec<HazardItem> {
+    plan.hazards.iter().map(|h| hazard_item(h, quote)).collect()
 }
 
 /// The drift of a plan in words, quoted as the layout quotes names.
@@ -315,6 +367,8 @@ pub enum Section<'a> {
     },
     /// Managed objects another's policy overrides (the plan's drift).
     Drift(&'a [Drift]),
+    /// Managed queues another's policy breaks (the plan's hazards).
+    Hazards(&'a [RoleHazard]),
     Adopted(&'a [ObjectId]),
     /// Changes that lose messages, and replaced queues (the markdown calls them out;
     /// the text plan marks each change).
@@ -359,10 +413,13 @@ pub fn sections(plan: &Plan) -> Vec<Section<'_>> {
     if !plan.drift.is_empty() {
         sections.push(Section::Drift(&plan.drift));
     }
+    if !plan.hazards.is_empty() {
+        sections.push(Section::Hazards(&plan.hazards));
+    }
     if !plan.has_changes() {
         let differs = if refused {
             Differs::Refused
-        } else if !plan.drift.is_empty() {
+        } else if plan.differs_from_spec() {
             Differs::Overridden
         } else {
             Differs::No

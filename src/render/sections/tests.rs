@@ -19,6 +19,7 @@ fn kinds(sections: &[Section<'_>]) -> Vec<&'static str> {
             Section::Refusals(_) => "refusals",
             Section::NoChanges { .. } => "no changes",
             Section::Drift(_) => "drift",
+            Section::Hazards(_) => "hazards",
             Section::Adopted(_) => "adopted",
             Section::DataLoss(_) => "data loss",
             Section::Changes(_) => "changes",
