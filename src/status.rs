@@ -5,8 +5,8 @@
 //! warren generated for it, a parking queue that fills.
 //!
 //! [`against_broker`] reads the broker in a number of requests that does not grow
-//! with the consumers (the version, then per vhost one statistics listing and its
-//! policies); [`report`] is the pure part, the compiled spec × what was read. Nothing
+//! with the consumers (the version, then per vhost one statistics listing, its
+//! policies and its operator policies); [`report`] is the pure part, the compiled spec × what was read. Nothing
 //! here names an object: the queues come from the consumer contract, the expected
 //! policy from [`CompiledPolicies::choose`] over the compiled policies.
 //!

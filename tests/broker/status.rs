@@ -299,8 +299,22 @@ fn reports_what_the_broker_holds(version: Version) {
         [
             ("no-consumers".to_string(), "jobs.worker".to_string()),
             ("policy".to_string(), tier_2.clone()),
+            ("policy-hazard".to_string(), tier_2.clone()),
             ("parking-not-empty".to_string(), parking.clone()),
         ]
+    );
+    // What the shadowing policy's own limit does to the tier, in words.
+    let hazard = worker["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "policy-hazard")
+        .unwrap();
+    assert!(
+        hazard["message"].as_str().unwrap().contains(
+            "policy `ops-high` sets `max-length` to 100000: past 100000 messages the oldest waiting retries are"
+        ),
+        "{hazard:#}"
     );
     let shadowed = worker["problems"]
         .as_array()
@@ -577,8 +591,8 @@ fn requests_do_not_grow_with_consumers(version: Version) {
     }
     assert_eq!(counts[0], counts[1], "requests for 10 and 300 consumers");
     // The login and the version (`/api/whoami`, `/api/overview`), and for the one vhost
-    // its queues' statistics and its policies.
-    assert_eq!(counts[0], 4);
+    // its queues' statistics, its policies and its operator policies.
+    assert_eq!(counts[0], 5);
 }
 
 /// Right after an apply the broker has not emitted the new queues' statistics yet (4 to
