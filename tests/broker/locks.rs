@@ -340,9 +340,12 @@ fn a_frozen_apply_loses_its_locks_and_never_overwrites_the_record(version: Versi
     let mut runs = 0;
     loop {
         runs += 1;
+        // Its `--timeout` is wide: the broker may still be making the 1,000 queues
+        // the frozen apply sent before it froze, and a loaded 3.10 node was seen
+        // taking more than the default 70 s to answer the next import meanwhile.
         let run = node
             .apply(spec.arg())
-            .with(&["--lock-timeout", "90s"])
+            .with(&["--lock-timeout", "90s", "--timeout", "300"])
             .run();
         if run.code == Some(0) {
             break;

@@ -56,6 +56,19 @@ const DEFAULT_CACHE: &str = "/var/cache/warren";
 const DIR_PREFIX: &str = "warren-node-";
 const INSTALL_HINT: &str = "run `sudo scripts/install-brokers` to install the test brokers";
 
+/// An error with every cause it wraps: reqwest's own text says only "error sending
+/// request", and what failed (a refused connection, a reset, a timeout) is below it.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// A RabbitMQ version the tests run against, ordered oldest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
@@ -402,9 +415,14 @@ impl Node {
                 launch,
                 child: Mutex::new(Some(child)),
                 // The tests' own requests: a loaded 3.10 node deleting a vhost of
-                // hundreds of queues was seen taking over 30 s to answer.
+                // hundreds of queues was seen taking over 30 s to answer. No idle
+                // connection is kept: the broker closes an idle one when it likes, and
+                // a request sent on it as it closes fails without reaching the broker
+                // (seen beside two CPU burners, 2026-12-06); a connection per request
+                // costs a local TCP handshake.
                 http: reqwest::blocking::Client::builder()
                     .timeout(Duration::from_secs(120))
+                    .pool_max_idle_per_host(0)
                     .build()
                     .expect("HTTP client"),
             };
@@ -589,6 +607,9 @@ impl Node {
         self.send(&self.user, &self.password, method, path, body)
     }
 
+    /// Sends one request. A request whose connection could not be made never reached
+    /// the broker, so it is sent again for up to 30 s (a loaded machine can be slow
+    /// to accept): a write is still done at most once, and the test sees what it did.
     fn send(
         &self,
         user: &str,
@@ -597,17 +618,27 @@ impl Node {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Response, String> {
-        let mut req = self
-            .http
-            .request(method, self.url(path))
-            .basic_auth(user, Some(password));
-        if let Some(body) = body {
-            req = req.json(body);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut req = self
+                .http
+                .request(method.clone(), self.url(path))
+                .basic_auth(user, Some(password));
+            if let Some(body) = body {
+                req = req.json(body);
+            }
+            match req.send() {
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    let body = resp.text().map_err(|e| chain(&e))?;
+                    return Ok(Response { status, body });
+                }
+                Err(e) if e.is_connect() && Instant::now() < deadline => {
+                    thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(chain(&e)),
+            }
         }
-        let resp = req.send().map_err(|e| e.to_string())?;
-        let status = resp.status().as_u16();
-        let body = resp.text().map_err(|e| e.to_string())?;
-        Ok(Response { status, body })
     }
 
     #[track_caller]
@@ -695,25 +726,37 @@ impl Node {
     }
 
     /// Deletes `vhost` to keep the node light, however long the broker takes: a vhost
-    /// of hundreds of queues on a loaded node can outlast the client's wait, and the
-    /// broker goes on deleting it after the client gave up, so a request that failed
-    /// is followed by polling until the vhost is gone (up to 5 minutes, a bound for a
-    /// node that never deletes it).
+    /// of hundreds of queues on a loaded node can outlast the client's wait. The broker
+    /// may go on deleting after the client gave up, or stop half way (a 900-queue vhost
+    /// on a loaded 3.10 node was still there 5 minutes after its DELETE failed), so a
+    /// failed DELETE is followed by a minute of polling and then sent again (deleting
+    /// a vhost is idempotent), for up to 10 minutes, a bound for a node that never
+    /// deletes it.
     #[track_caller]
     pub fn remove_vhost(&self, vhost: &str) {
         let path = format!("/api/vhosts/{}", pct(vhost));
-        match self.try_request(reqwest::Method::DELETE, &path, None) {
-            Ok(r) if r.is_success() || r.status == 404 => return,
-            Ok(r) if r.status < 500 => panic!(
-                "DELETE {path} on {} failed: HTTP {}: {}",
-                self.version, r.status, r.body
-            ),
-            _ => {}
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            match self.try_request(reqwest::Method::DELETE, &path, None) {
+                Ok(r) if r.is_success() || r.status == 404 => return,
+                Ok(r) if r.status < 500 => panic!(
+                    "DELETE {path} on {} failed: HTTP {}: {}",
+                    self.version, r.status, r.body
+                ),
+                _ => {}
+            }
+            let gone = self.wait_until(Duration::from_secs(60), || {
+                matches!(self.try_request(reqwest::Method::GET, &path, None), Ok(r) if r.status == 404)
+            });
+            if gone {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: vhost {vhost} was never deleted",
+                self.version
+            );
         }
-        let gone = self.wait_until(Duration::from_secs(300), || {
-            matches!(self.try_request(reqwest::Method::GET, &path, None), Ok(r) if r.status == 404)
-        });
-        assert!(gone, "{}: vhost {vhost} was never deleted", self.version);
     }
 
     /// Creates a fresh vhost named `PREFIX-N-...` and gives the node's user
