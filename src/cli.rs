@@ -259,9 +259,10 @@ pub struct SpecArgs {
     pub spec: PathBuf,
     #[command(flatten)]
     pub env: EnvArg,
-    /// RabbitMQ version the output must be valid for.
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
-    pub target_version: TargetVersion,
+    /// RabbitMQ version the output must be valid for (default: the spec's `rabbitmq`,
+    /// else 4.3).
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
+    pub target_version: Option<TargetVersion>,
 }
 
 pub(crate) fn parse_target(text: &str) -> Result<TargetVersion, String> {

@@ -9,31 +9,34 @@ use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;
 use crate::k8s;
 use crate::lint;
+use crate::model::TargetVersion;
 use crate::model::redact::redact_uris;
 use crate::render;
 use crate::spec::SpecFile;
 
-/// Loads and compiles, printing diagnostics: the spec read and what it compiled to;
-/// `None` when there were errors.
+/// Loads and compiles for `--target-version`, else the spec's `rabbitmq`
+/// ([`SpecFile::target`]), printing diagnostics: the spec read, what it compiled to
+/// and the line it compiled for; `None` when there were errors.
 fn load_and_compile(
     args: &SpecArgs,
     read_secrets: bool,
     effect: Effect,
     stderr: &mut dyn ErrorLog,
-) -> Option<(SpecFile, Compiled)> {
+) -> Option<(SpecFile, Compiled, TargetVersion)> {
     let file = load_spec(&args.spec, &args.env, effect, stderr)?;
+    let target = file.target(args.target_version);
     let options = if read_secrets {
-        Options::reading_secrets(&file, args.target_version)
+        Options::reading_secrets(&file, target)
     } else {
         Options {
-            target: args.target_version,
+            target,
             secrets: None,
         }
     };
     match compile::compile(&file, &options) {
         Ok(compiled) => {
             report(&file, &compiled.warnings, effect, stderr);
-            Some((file, compiled))
+            Some((file, compiled, target))
         }
         Err(found) => {
             report(&file, &found, effect, stderr);
@@ -108,7 +111,7 @@ pub fn validate(args: &ValidateArgs, stdout: &mut dyn Write, stderr: &mut dyn Er
         "{}: valid ({} for RabbitMQ {}){warnings}",
         args.spec.display(),
         crate::text::count(objects, "object"),
-        args.target_version
+        validation.target
     );
     EXIT_OK
 }
@@ -119,7 +122,7 @@ pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn Erro
         spec: args,
         contract,
     } = args;
-    let Some((_, compiled)) = load_and_compile(args, true, Effect::Reads, stderr) else {
+    let Some((_, compiled, target)) = load_and_compile(args, true, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
     let json = if *contract {
@@ -128,7 +131,7 @@ pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn Erro
         // Printed output never shows URI credentials; `export` writes them for the broker.
         serde_json::to_string_pretty(&redact_uris(&definitions_file::document(
             &compiled.definitions,
-            args.target_version,
+            target,
         )))
     };
     // On standard error, as `export -o -` does: the JSON goes to a pipe or a file, and
@@ -140,8 +143,7 @@ pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn Erro
     };
     let _ = writeln!(
         stderr,
-        "compiled {what} for RabbitMQ {}; --target-version chooses another",
-        args.target_version
+        "compiled {what} for RabbitMQ {target}; --target-version chooses another"
     );
     match json.map(|text| writeln!(stdout, "{text}")) {
         Ok(Ok(())) => EXIT_OK,
@@ -162,14 +164,13 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
     }
     let output = &args.output;
     let args = &args.spec;
-    let Some((_, compiled)) = load_and_compile(args, true, Effect::Writes, stderr) else {
+    let Some((_, compiled, target)) = load_and_compile(args, true, Effect::Writes, stderr) else {
         return EXIT_ERROR;
     };
-    let text = definitions_file::to_json(&compiled.definitions, args.target_version);
+    let text = definitions_file::to_json(&compiled.definitions, target);
     let what = format!(
-        "{}, for RabbitMQ {}; --target-version chooses another",
-        crate::text::count(compiled.definitions.object_count(), "object"),
-        args.target_version
+        "{}, for RabbitMQ {target}; --target-version chooses another",
+        crate::text::count(compiled.definitions.object_count(), "object")
     );
     if output == Path::new("-") {
         // The file goes to standard output: the version it is for goes to standard
@@ -197,7 +198,8 @@ fn export_k8s(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
     };
     let output = &args.output;
     // The resources refer to Secrets: no secret is read.
-    let Some((file, compiled)) = load_and_compile(&args.spec, false, Effect::Writes, stderr) else {
+    let Some((file, compiled, _)) = load_and_compile(&args.spec, false, Effect::Writes, stderr)
+    else {
         return EXIT_ERROR;
     };
     let manifests = match k8s::manifests(&file.spec, &compiled.definitions, &options) {

@@ -34,7 +34,7 @@ pub fn graph(args: &GraphArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
     let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
         return EXIT_ERROR;
     };
-    let topology = match topology::of_spec(&file, args.target_version) {
+    let topology = match topology::of_spec(&file, file.target(args.target_version)) {
         Ok((topology, warnings)) => {
             report(&file, &warnings, Effect::Reads, stderr);
             topology

@@ -53,7 +53,6 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
     let target = args.target_version;
     let (file, texts, diagnostics) = match (&args.spec, &args.definitions) {
         (Some(path), _) => {
-            let target = target.unwrap_or(TargetVersion::DEFAULT);
             let (texts, diagnostics) = if args.all_envs {
                 match read_spec_in_every_environment(path) {
                     Ok(environments) => {

@@ -37,9 +37,10 @@ pub struct TraceArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = TraceFormat::Text)]
     pub format: TraceFormat,
-    /// RabbitMQ version whose behaviour is simulated.
-    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, default_value_t = TargetVersion::DEFAULT, value_parser = parse_target)]
-    pub target_version: TargetVersion,
+    /// RabbitMQ version whose behaviour is simulated (default: the spec's `rabbitmq`,
+    /// else 4.3).
+    #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
+    pub target_version: Option<TargetVersion>,
 }
 
 /// `warren trace SPEC --exchange X --routing-key K …`.
@@ -57,8 +58,9 @@ pub fn trace(args: &TraceArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
         return EXIT_ERROR;
     };
     // The trace needs no secrets: passwords never route a message.
+    let target = file.target(args.target_version);
     let options = Options {
-        target: args.target_version,
+        target,
         secrets: None,
     };
     let compiled = match compile::compile(&file, &options) {
@@ -75,12 +77,7 @@ pub fn trace(args: &TraceArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
         headers,
         failures: args.failures,
     };
-    let result = trace::trace(
-        &compiled.definitions,
-        &compiled.contract,
-        args.target_version,
-        &request,
-    );
+    let result = trace::trace(&compiled.definitions, &compiled.contract, target, &request);
     let trace = match result {
         Ok(trace) => trace,
         Err(err) => return fail(stderr, &err.to_string()),

@@ -18,7 +18,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::model::Definitions;
-use crate::model::version::{CheckedVersion, TargetVersion};
+use crate::model::version::{Because, CheckedVersion, TargetVersion};
 use crate::spec::{Defaults, Environment, Spec, Vhost};
 
 /// What the importer could not carry over, for the user to check.
@@ -65,6 +65,7 @@ pub fn import(definitions: &Definitions, name: &str, only: &[String], notes: &mu
         version: 1,
         lint: None,
         name: Some(name.to_string()),
+        rabbitmq: None,
         defaults: Defaults::default(),
         policy_priority: None,
         ladders: IndexMap::new(),
@@ -204,7 +205,12 @@ pub fn from_definitions(
     reserved::leave_out_warrens(&mut definitions, &mut notes);
     owners::leave_out_others(&mut definitions, &options.name, &mut notes)?;
     let target = CheckedVersion::for_file(options.target, definitions.exported_by());
-    let spec = import(&definitions, &options.name, &options.vhosts, &mut notes);
+    let mut spec = import(&definitions, &options.name, &options.vhosts, &mut notes);
+    // The line the definitions were written by (or the one asked for) is the spec's:
+    // validate and lint then check it for that broker without `--target-version`.
+    if target.because != Because::Unknown {
+        spec.rabbitmq = Some(target.target);
+    }
     let yaml = to_yaml(&spec, &options.source, target.target);
     check(&yaml, target.target).map_err(|problem| {
         format!(

@@ -23,11 +23,16 @@ pub enum Environments {
     Each(Vec<(String, Read)>),
 }
 
-/// Compiles and lints a spec read from `path` (a file or a directory); load and
-/// compile errors are reported like findings. Returns the texts of its files (for
-/// showing lines) and the findings.
-pub fn lint_spec(path: &Path, read: Read, target: TargetVersion) -> (Texts, Vec<Diagnostic>) {
-    let checked = check_spec(path, read, target);
+/// Compiles and lints a spec read from `path` (a file or a directory) for the line
+/// `asked` names, else the spec's own ([`SpecFile::target`]); load and compile errors
+/// are reported like findings. Returns the texts of its files (for showing lines) and
+/// the findings.
+pub fn lint_spec(
+    path: &Path,
+    read: Read,
+    asked: Option<TargetVersion>,
+) -> (Texts, Vec<Diagnostic>) {
+    let checked = check_spec(path, read, asked);
     (checked.texts, checked.diagnostics)
 }
 
@@ -38,10 +43,10 @@ pub fn lint_spec(path: &Path, read: Read, target: TargetVersion) -> (Texts, Vec<
 pub fn lint_spec_in_every_environment(
     path: &Path,
     environments: Environments,
-    target: TargetVersion,
+    asked: Option<TargetVersion>,
 ) -> (Texts, Vec<Diagnostic>) {
     let each = match environments {
-        Environments::NoneDeclared(file) => return lint_spec(path, Ok(*file), target),
+        Environments::NoneDeclared(file) => return lint_spec(path, Ok(*file), asked),
         Environments::Each(each) => each,
     };
     let count = each.len();
@@ -49,8 +54,9 @@ pub fn lint_spec_in_every_environment(
     // Each finding with the environments it was made in, in the order first made.
     let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
     for (environment, read) in each {
-        // Each environment's spec and compiled definitions are freed before the next.
-        let checked = check_spec(path, read, target);
+        // Each environment's spec and compiled definitions are freed before the next;
+        // each is checked for its own line (an environment may override `rabbitmq`).
+        let checked = check_spec(path, read, asked);
         for (file, text) in checked.texts.0 {
             if !texts.0.iter().any(|(known, _)| *known == file) {
                 texts.0.push((file, text));
@@ -106,6 +112,8 @@ pub struct Validation {
     pub lint_warnings: usize,
     /// Objects the spec compiles to; `None` when it does not compile.
     pub objects: Option<usize>,
+    /// The line it was checked for.
+    pub target: TargetVersion,
 }
 
 impl Validation {
@@ -115,11 +123,11 @@ impl Validation {
     }
 }
 
-/// Validates a spec read from `path`: it must compile for `target` and pass every
-/// rule at the `deny` level, the same gate `warren lint` applies, so `validate` never
-/// calls valid what `lint` fails. Needs no secrets.
-pub fn validate_spec(path: &Path, read: Read, target: TargetVersion) -> Validation {
-    let checked = check_spec(path, read, target);
+/// Validates a spec read from `path`: it must compile for the line `asked` names, else
+/// the spec's own, and pass every rule at the `deny` level, the same gate `warren
+/// lint` applies, so `validate` never calls valid what `lint` fails. Needs no secrets.
+pub fn validate_spec(path: &Path, read: Read, asked: Option<TargetVersion>) -> Validation {
+    let checked = check_spec(path, read, asked);
     let (lint_warnings, shown): (Vec<Diagnostic>, Vec<Diagnostic>) = checked
         .diagnostics
         .into_iter()
@@ -129,6 +137,7 @@ pub fn validate_spec(path: &Path, read: Read, target: TargetVersion) -> Validati
         shown,
         lint_warnings: lint_warnings.len(),
         objects: checked.objects,
+        target: checked.target,
     }
 }
 
@@ -137,9 +146,10 @@ struct Checked {
     texts: Texts,
     diagnostics: Vec<Diagnostic>,
     objects: Option<usize>,
+    target: TargetVersion,
 }
 
-fn check_spec(path: &Path, read: Read, target: TargetVersion) -> Checked {
+fn check_spec(path: &Path, read: Read, asked: Option<TargetVersion>) -> Checked {
     let file = match read {
         Ok(file) => file,
         Err(diagnostics) => {
@@ -147,9 +157,11 @@ fn check_spec(path: &Path, read: Read, target: TargetVersion) -> Checked {
                 texts: Texts::for_report(path, &diagnostics),
                 diagnostics,
                 objects: None,
+                target: asked.unwrap_or(TargetVersion::DEFAULT),
             };
         }
     };
+    let target = file.target(asked);
     let options = compile::Options {
         target,
         // Linting needs no secrets.
@@ -171,6 +183,7 @@ fn check_spec(path: &Path, read: Read, target: TargetVersion) -> Checked {
         texts: file.texts(),
         diagnostics,
         objects,
+        target,
     }
 }
 

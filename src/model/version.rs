@@ -264,6 +264,40 @@ impl serde::Serialize for TargetVersion {
     }
 }
 
+/// A line is read from a string, `"4.3"`. A number is refused with the fix: YAML reads
+/// `3.10` unquoted as the number 3.1, which would name another line.
+impl<'de> serde::Deserialize<'de> for TargetVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = TargetVersion;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a RabbitMQ line as a string, e.g. \"3.10\" or \"4.3\"")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TargetVersion, E> {
+                v.parse().map_err(E::custom)
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<TargetVersion, E> {
+                Err(E::custom(format!(
+                    "the RabbitMQ line is the number {v} here (YAML reads `3.10` unquoted as 3.1): write it as a string, e.g. \"3.10\""
+                )))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<TargetVersion, E> {
+                self.visit_f64(v as f64)
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<TargetVersion, E> {
+                self.visit_f64(v as f64)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
 impl FromStr for TargetVersion {
     type Err = String;
 

@@ -12,6 +12,7 @@ use crate::model::record::{check_own, records};
 use crate::model::{Definitions, TargetVersion};
 use crate::spec::SpecFile;
 use crate::spec::diagnostic::Diagnostic;
+use crate::spec::source_map::SpecPath;
 
 /// A plan, with the compiler's warnings about the spec.
 #[derive(Debug)]
@@ -42,8 +43,27 @@ pub fn spec_name(file: &SpecFile) -> String {
     file.name()
 }
 
+/// The warning that the spec names another RabbitMQ line (`rabbitmq`) than the broker's,
+/// `version`: the plan compiles for the broker it talks to, `target`, so what CI's
+/// offline lint and validate checked is not what is planned.
+fn line_differs(file: &SpecFile, target: TargetVersion, version: &str) -> Option<Diagnostic> {
+    let line = file.spec.rabbitmq.filter(|line| *line != target)?;
+    let mut warning = Diagnostic::warning(
+        "rabbitmq-line-differs",
+        format!(
+            "the spec says `rabbitmq: \"{line}\"`, but the broker runs RabbitMQ {version}: planned for {target}, the broker's line, while `validate` and `lint` check the spec for {line}"
+        ),
+    )
+    .at(SpecPath::root().key("rabbitmq"))
+        .help(format!(
+            "set `rabbitmq: \"{target}\"` (in this environment's `overrides` if only its broker runs it), or pass `--target-version {line}` to plan for the spec's line"
+        ));
+    file.place_diagnostic(&mut warning);
+    Some(warning)
+}
+
 /// Reads the broker and plans a loaded spec. Without `target`, the spec compiles for
-/// the broker's own version.
+/// the broker's own version (and warns when the spec's `rabbitmq` names another).
 ///
 /// The spec compiles on a blocking thread while the broker's listings are read: the
 /// vhosts to read are known from the loaded spec and the ownership records, so neither
@@ -63,6 +83,7 @@ pub async fn against_broker(
     // Two strands run at once: the broker's version (a slow request on a large 3.x
     // broker), then the compiler; and the ownership records with the listings of
     // every vhost in scope (the declared ones and those an earlier apply managed).
+    let asked = target;
     let compiling = async {
         let version = client.version().await?;
         let target = target.unwrap_or_else(|| TargetVersion::of_broker(&version));
@@ -103,7 +124,13 @@ pub async fn against_broker(
         error,
         warnings: Vec::new(),
     })?;
-    let (compiled, desired_objects): (Compiled, Objects) = result.map_err(PlanError::Invalid)?;
+    let (mut compiled, desired_objects): (Compiled, Objects) =
+        result.map_err(PlanError::Invalid)?;
+    if asked.is_none() {
+        compiled
+            .warnings
+            .extend(line_differs(&file, target, &version));
+    }
     let warnings = compiled.warnings.clone();
     let broker_error = |error| PlanError::Broker {
         error,

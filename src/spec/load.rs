@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::model::TargetVersion;
 use crate::model::plan_format::saved_plan_format;
 use crate::spec::diagnostic::Diagnostic;
 
@@ -43,6 +44,16 @@ pub struct Place<'a> {
 }
 
 impl SpecFile {
+    /// The RabbitMQ line to check and compile the spec for, offline: `asked`
+    /// (`--target-version` or `WARREN_TARGET_VERSION`), else the spec's own
+    /// `rabbitmq` (as its environment has it), else the newest line. A command that
+    /// talks to a broker compiles for the broker's line instead (`plan::against`).
+    pub fn target(&self, asked: Option<TargetVersion>) -> TargetVersion {
+        asked
+            .or(self.spec.rabbitmq)
+            .unwrap_or(TargetVersion::DEFAULT)
+    }
+
     /// The file that wrote the value at `path`: the one that defined the named entry
     /// (service, ladder, user, policy …) or the top-level or vhost setting the path is
     /// in. Named entries are written in one file only ([`super::merge`]), so this is

@@ -58,7 +58,7 @@ pub(super) fn merge(
 }
 
 /// The settings at the top of a spec, each written in one file at most.
-const TOP_SETTINGS: &[&str] = &["lint", "name", "defaults", "policy_priority"];
+const TOP_SETTINGS: &[&str] = &["lint", "name", "rabbitmq", "defaults", "policy_priority"];
 /// The settings of a vhost, each written in one file at most (`tags` and `bindings`
 /// are lists: a list is a value of one file).
 const VHOST_SETTINGS: &[&str] = &[
@@ -235,6 +235,7 @@ impl Merger<'_> {
             version: _,
             lint,
             name,
+            rabbitmq,
             defaults,
             policy_priority,
             ladders,
@@ -249,6 +250,9 @@ impl Merger<'_> {
         }
         if self.setting(index, root.key("name"), || top("name")) {
             merged.name = name;
+        }
+        if self.setting(index, root.key("rabbitmq"), || top("rabbitmq")) {
+            merged.rabbitmq = rabbitmq;
         }
         if self.setting(index, root.key("defaults"), || top("defaults")) {
             merged.defaults = defaults;

@@ -33,6 +33,14 @@ pub struct Spec {
     /// says which spec owns an object. Defaults to the file name without its extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The RabbitMQ line the spec's broker runs, written as a string (`"3.10"`,
+    /// `"4.0"`, … `"4.3"`): what `validate`, `lint`, `compile` and `export` check and
+    /// compile for when no `--target-version` is given. `plan` and `apply` compile for
+    /// the broker they talk to and say so when its line differs. An environment may
+    /// override it (a staging broker upgraded first). `warren import` writes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub rabbitmq: Option<crate::model::TargetVersion>,
     /// Defaults inherited by every vhost, service and consumer.
     #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
@@ -85,8 +93,8 @@ pub struct Environment {
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub vhost_names: IndexMap<String, String>,
     /// The values that differ, written where they sit in the spec (`defaults`,
-    /// `ladders`, `vhosts`, `users`, `global_parameters`, `policy_priority`, `lint`),
-    /// merged onto the rest of the spec as a JSON merge patch (RFC 7386): maps merge
+    /// `ladders`, `vhosts`, `users`, `global_parameters`, `policy_priority`, `lint`,
+    /// `rabbitmq`), merged onto the rest of the spec as a JSON merge patch (RFC 7386): maps merge
     /// key by key, any other value (a list, a number, a string) replaces the spec's,
     /// and `null` removes an entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -198,9 +198,61 @@ fn node_user(node: &Node) -> String {
         .to_string()
 }
 
+/// An imported spec records the broker's line (`rabbitmq`), and validates for it with
+/// no flag; a spec that names another line than the broker's is planned for the
+/// broker's, with a warning at its `rabbitmq` key.
+fn an_imported_spec_records_the_broker_s_line_and_plan_says_when_it_differs(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("line");
+    node.put(&format!("/api/vhosts/{}", pct(&vhost)), &json!({}));
+    node.put(
+        &format!("/api/queues/{}/jobs", pct(&vhost)),
+        &json!({"durable": true, "arguments": {"x-queue-type": "classic"}}),
+    );
+    let name = format!("line-{vhost}");
+    let (_dir, spec, run) = import(node, &vhost, &name);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let line = match version {
+        Version::V3_10 => "3.10",
+        Version::V4_0 => "4.0",
+        _ => "4.3",
+    };
+    let yaml = std::fs::read_to_string(&spec).unwrap();
+    assert!(
+        yaml.contains(&format!("rabbitmq: '{line}'"))
+            || yaml.contains(&format!("rabbitmq: \"{line}\"")),
+        "{yaml}"
+    );
+    let valid = crate::support::warren(&["validate", &spec]).run();
+    assert!(
+        valid.code == Some(0) && valid.stdout.contains(&format!("for RabbitMQ {line}")),
+        "{}{}",
+        valid.stdout,
+        valid.stderr
+    );
+    // The same spec claiming the other line: planned for the broker's, with a warning.
+    let other = if line == "3.10" { "4.3" } else { "3.10" };
+    let claimed = yaml
+        .replace(&format!("'{line}'"), &format!("'{other}'"))
+        .replace(&format!("\"{line}\""), &format!("\"{other}\""));
+    std::fs::write(&spec, claimed).unwrap();
+    let plan = node.plan(&spec).expect(0);
+    assert!(
+        plan.stderr.contains("rabbitmq-line-differs")
+            && plan
+                .stderr
+                .contains(&format!("planned for {line}, the broker's line"))
+            && plan.stderr.contains("imported.yaml:"),
+        "{}",
+        plan.stderr
+    );
+    node.remove_vhost(&vhost);
+}
+
 per_version!(
     also_on_4_0:
         objects_of_another_spec_are_left_out_unless_its_name_is_given,
         permissions_of_users_the_spec_does_not_hold,
         a_vhost_scoped_export_round_trips,
+        an_imported_spec_records_the_broker_s_line_and_plan_says_when_it_differs,
 );

@@ -24,6 +24,7 @@ mod lint_rules;
 mod multi_file;
 mod plan_markdown;
 mod profiles;
+mod rabbitmq_line;
 mod refused;
 mod replay;
 mod secrets;
