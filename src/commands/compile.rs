@@ -122,7 +122,9 @@ pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn Erro
         spec: args,
         contract,
     } = args;
-    let Some((_, compiled, target)) = load_and_compile(args, true, Effect::Reads, stderr) else {
+    // The contract names queues and exchanges, never a password: it needs no secrets.
+    let Some((_, compiled, target)) = load_and_compile(args, !*contract, Effect::Reads, stderr)
+    else {
         return EXIT_ERROR;
     };
     let json = if *contract {

@@ -58,6 +58,20 @@ fn consumer_contracts_of_every_example_are_pinned() {
     }
 }
 
+/// The contract names no password, so it is printed without the passwords'
+/// variables set, the same as with them.
+#[test]
+fn a_contract_needs_no_password_variables() {
+    let shop = support::example("shop");
+    let with = warren(&["compile", &shop, "--contract"]).expect(0);
+    let without = support::warren(&["compile", &shop, "--contract"])
+        .run()
+        .expect(0);
+    assert_eq!(with.stdout, without.stdout);
+    // The definitions do hold the passwords' hashes: those still need them.
+    support::warren(&["compile", &shop]).run().expect(1);
+}
+
 #[test]
 fn target_version_changes_policy_apply_to_and_delivery_limits() {
     let compile = |target: &str| -> serde_json::Value {
