@@ -84,8 +84,8 @@ pub fn markdown(plan: &Plan) -> String {
                 }
                 Section::Drift(_) => drift(&mut out, plan),
                 Section::Hazards(_) => hazards(&mut out, plan),
-                Section::NoChanges { differs } => {
-                    let (answer, meaning) = sections::no_changes(*differs);
+                Section::NoChanges { differs, compared } => {
+                    let (answer, meaning) = sections::no_changes(*differs, *compared);
                     let _ = writeln!(out, "\n**{answer}** {meaning}");
                 }
                 Section::Changes(groups) => {

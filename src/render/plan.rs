@@ -121,8 +121,8 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
             Section::Refusals(refusals) => refused(out, &refusals, style)?,
             Section::Drift(_) => drift(out, plan, style)?,
             Section::Hazards(_) => hazards(out, plan, style)?,
-            Section::NoChanges { differs } => {
-                let (answer, meaning) = sections::no_changes(differs);
+            Section::NoChanges { differs, compared } => {
+                let (answer, meaning) = sections::no_changes(differs, compared);
                 writeln!(out)?;
                 writeln!(out, "{} {meaning}", style.paint(Tone::Good, false, answer))?;
             }

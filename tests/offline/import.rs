@@ -42,6 +42,11 @@ fn round_trip(definitions: &str, target: &str) -> String {
         std::fs::read_to_string(&spec).unwrap()
     );
     assert!(!stdout.contains("Not managed"), "{stdout}");
+    // Said of the file it was compared with, not of a broker.
+    assert!(
+        stdout.contains("The definitions file matches the spec.") && !stdout.contains("The broker"),
+        "{stdout}"
+    );
     std::fs::read_to_string(spec).unwrap()
 }
 

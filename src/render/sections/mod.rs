@@ -141,21 +141,51 @@ pub enum Differs {
     Overridden,
 }
 
-/// The answer of a plan without changes, and what it means: the broker matches the
-/// spec only when nothing is refused either (a conflict, for one, is no change warren
-/// may make, and the broker still differs from the spec there) and no other policy
-/// overrides what the spec sets.
-pub fn no_changes(differs: Differs) -> (&'static str, &'static str) {
+/// What a plan compared the spec with: a broker, or a definitions file
+/// (`diff --against FILE`), in the sentences that say whether they match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compared {
+    /// A live broker.
+    Broker,
+    /// A definitions file.
+    File,
+}
+
+impl Compared {
+    /// What `plan` was made against.
+    pub fn of(plan: &Plan) -> Compared {
+        match plan.broker_version {
+            Some(_) => Compared::Broker,
+            None => Compared::File,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            Compared::Broker => "The broker",
+            Compared::File => "The definitions file",
+        }
+    }
+}
+
+/// The answer of a plan without changes, and what it means: the broker (or the file)
+/// matches the spec only when nothing is refused either (a conflict, for one, is no
+/// change warren may make, and the broker still differs from the spec there) and no
+/// other policy overrides what the spec sets.
+pub fn no_changes(differs: Differs, compared: Compared) -> (&'static str, String) {
+    let noun = compared.noun();
     match differs {
         Differs::Refused => (
             "No other changes.",
-            "The broker differs from the spec where it is refused above.",
+            format!("{noun} differs from the spec where it is refused above."),
         ),
         Differs::Overridden => (
             "No changes warren can make.",
-            "The broker differs from the spec where other policies override it or break its queues above.",
+            format!(
+                "{noun} differs from the spec where other policies override it or break its queues above."
+            ),
         ),
-        Differs::No => ("No changes.", "The broker matches the spec."),
+        Differs::No => ("No changes.", format!("{noun} matches the spec.")),
     }
 }
 
@@ -364,6 +394,7 @@ pub enum Section<'a> {
     /// No changes; why the broker still differs from the spec, if it does.
     NoChanges {
         differs: Differs,
+        compared: Compared,
     },
     /// Managed objects another's policy overrides (the plan's drift).
     Drift(&'a [Drift]),
@@ -424,7 +455,10 @@ pub fn sections(plan: &Plan) -> Vec<Section<'_>> {
         } else {
             Differs::No
         };
-        sections.push(Section::NoChanges { differs });
+        sections.push(Section::NoChanges {
+            differs,
+            compared: Compared::of(plan),
+        });
     }
     if !plan.adopted.is_empty() {
         sections.push(Section::Adopted(&plan.adopted));

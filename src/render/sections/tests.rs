@@ -95,14 +95,15 @@ fn a_refused_plan_lists_every_reason_and_ends_with_the_first() {
     assert!(matches!(
         all[3],
         Section::NoChanges {
-            differs: Differs::Refused
+            differs: Differs::Refused,
+            ..
         }
     ));
     assert_eq!(
-        no_changes(Differs::Refused),
+        no_changes(Differs::Refused, Compared::Broker),
         (
             "No other changes.",
-            "The broker differs from the spec where it is refused above."
+            "The broker differs from the spec where it is refused above.".to_string()
         )
     );
     let Section::Refusals(conflicts) = &all[1] else {
