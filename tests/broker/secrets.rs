@@ -248,9 +248,17 @@ fn no_secret_in_any_output(version: Version) {
     sweep.live(&["plan", spec]).expect(0);
     sweep.live(&["state", "show", spec]).expect(0);
     sweep.live(&["state", "repair", spec]).expect(0);
-    sweep
-        .live(&["unlock", spec, "--holder", "nobody:1:0"])
-        .expect(0);
+    // The previous command's lock connection can still be listed for a moment after
+    // that process exits (seen on 4.3: "locked by … holding it for 0 seconds"): then
+    // `unlock` refuses to free another holder's lock (4). Either answer is checked for
+    // secrets, which is what this sweep is for.
+    let unlock = sweep.live(&["unlock", spec, "--holder", "nobody:1:0"]);
+    assert!(
+        matches!(unlock.code, Some(0 | 4)),
+        "{}{}",
+        unlock.stdout,
+        unlock.stderr
+    );
     // Imported under the spec's own name (another name would leave out everything
     // this spec manages): URI credentials come as environment references, never as
     // text.
