@@ -74,6 +74,15 @@ impl<'a> Graph<'a> {
         cycles(&edges)
     }
 
+    /// For each node, whether it is in a dead-letter cycle.
+    pub fn in_cycle(&self) -> Vec<bool> {
+        let mut marks = vec![false; self.facts.len()];
+        for node in self.all_cycles().into_iter().flatten() {
+            marks[node] = true;
+        }
+        marks
+    }
+
     /// Every cycle of the graph.
     pub fn all_cycles(&self) -> Vec<Vec<usize>> {
         cycles(&self.edges)

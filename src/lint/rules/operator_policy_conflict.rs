@@ -22,12 +22,7 @@ pub const RULE: Rule = Rule {
 /// dead-letter cycle, or one that dead-letters, a work queue.
 fn inferred_roles(context: &Context) -> QueueRoles {
     let graph = context.graph();
-    let mut in_loop = vec![false; graph.facts.len()];
-    for cycle in graph.all_cycles() {
-        for node in cycle {
-            in_loop[node] = true;
-        }
-    }
+    let in_loop = graph.in_cycle();
     graph
         .facts
         .iter()

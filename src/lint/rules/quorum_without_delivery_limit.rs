@@ -19,12 +19,7 @@ fn check(context: &Context) -> Vec<Finding> {
         return Vec::new();
     }
     let graph = context.graph();
-    let mut in_loop = vec![false; graph.facts.len()];
-    for cycle in graph.all_cycles() {
-        for node in cycle {
-            in_loop[node] = true;
-        }
-    }
+    let in_loop = graph.in_cycle();
     graph
         .facts
         .iter()
