@@ -28,6 +28,34 @@ pub(super) const LOCK_HEARTBEAT_SECS: u16 = 5;
 /// after it meets a closed connection, which cannot write.
 pub(super) const WRITER_HEARTBEAT_SECS: u16 = 2;
 
+/// Heartbeat of a connection that only reads (the counts before an apply's first
+/// write): a frozen process has nothing to lose it for, and a loaded broker can go
+/// longer than the writers' two seconds without a heartbeat (seen on a 3.10 node beside
+/// two CPU-bound processes: the count of 1,500 queues died half way with "no heartbeat
+/// received from server for too long", and the apply with it). Thirty seconds still
+/// notices a broker that went away within a minute.
+pub(super) const READER_HEARTBEAT_SECS: u16 = 30;
+
+/// What an AMQP connection is for, which decides its heartbeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AmqpUse {
+    /// It writes (deletes, moves, publishes): [`WRITER_HEARTBEAT_SECS`], so that a
+    /// frozen process loses it before its locks.
+    Writes,
+    /// It only reads: [`READER_HEARTBEAT_SECS`].
+    Reads,
+}
+
+impl AmqpUse {
+    /// The heartbeat asked for, in seconds.
+    pub(super) fn heartbeat_secs(self) -> u16 {
+        match self {
+            AmqpUse::Writes => WRITER_HEARTBEAT_SECS,
+            AmqpUse::Reads => READER_HEARTBEAT_SECS,
+        }
+    }
+}
+
 /// How long closing an AMQP connection may wait for the broker's close-ok. A close
 /// whose answer never comes would otherwise hold the command forever after its work
 /// was done: the broker does not read a blocked connection (a replay publishing under

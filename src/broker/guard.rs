@@ -96,7 +96,11 @@ impl Client {
                 }
             };
             let connection = match self
-                .amqp_connection(vhost, "warren: emptiness checks before deleting queues")
+                .amqp_connection(
+                    vhost,
+                    "warren: emptiness checks before deleting queues",
+                    super::amqp::AmqpUse::Writes,
+                )
                 .await
             {
                 Ok(connection) => connection,
@@ -150,7 +154,7 @@ impl Client {
             }
             let result = match open.take() {
                 Some(channel) if channel.status().connected() => Ok(channel),
-                _ => channel(connection, queue).await,
+                _ => channel(connection, queue, DELETE).await,
             };
             let result = match result {
                 Ok(channel) => {
@@ -394,6 +398,7 @@ impl Client {
         &self,
         vhost: &str,
         name: &str,
+        used: super::amqp::AmqpUse,
     ) -> Result<Connection, BrokerError> {
         let url = self
             .amqp_url()
@@ -405,8 +410,9 @@ impl Client {
             })?;
         let shown = redact_url(url.as_str());
         let mut with_login = self.amqp_login(&url, vhost);
-        // A frozen process loses this connection before it loses its locks (see `fence`).
-        let heartbeat = format!("heartbeat={}", super::amqp::WRITER_HEARTBEAT_SECS);
+        // A frozen process loses a writing connection before it loses its locks (see
+        // `fence`); one that only reads is given the time a loaded broker needs.
+        let heartbeat = format!("heartbeat={}", used.heartbeat_secs());
         with_login.set_query(Some(&heartbeat));
         let properties = ConnectionProperties::default().with_connection_name(name.into());
         let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
@@ -430,11 +436,12 @@ impl Client {
 async fn channel(
     connection: &Connection,
     queue: &GuardedQueue<'_>,
+    what: &str,
 ) -> Result<Channel, BrokerError> {
     connection
         .create_channel()
         .await
-        .map_err(|error| failed(queue, &error))
+        .map_err(|error| failed_as(what, queue, &error))
 }
 
 /// A `queue.delete` that got no answer: refused when the broker answered on the
@@ -458,10 +465,18 @@ fn is_channel_error(code: u16) -> bool {
     matches!(code, 311 | 312 | 313 | 403 | 404 | 405 | 406)
 }
 
+/// What the deletion of a queue sends, and what counting one does, as errors name them.
+const DELETE: &str = "queue.delete";
+const COUNT: &str = "queue.declare (passive, to count its messages)";
+
 fn failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
+    failed_as(DELETE, queue, error)
+}
+
+fn failed_as(what: &str, queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
     BrokerError::Api {
         method: "AMQP".into(),
-        path: format!("queue.delete {:?} in vhost {:?}", queue.name, queue.vhost),
+        path: format!("{what} {:?} in vhost {:?}", queue.name, queue.vhost),
         status: reply_of(error).map_or(0, |(code, _)| code),
         reason: error.to_string().into(),
     }
@@ -610,7 +625,11 @@ impl Client {
         }
         for (vhost, indices) in by_vhost {
             let connection = self
-                .amqp_connection(vhost, "warren: counting queues before an apply")
+                .amqp_connection(
+                    vhost,
+                    "warren: counting queues before an apply",
+                    super::amqp::AmqpUse::Reads,
+                )
                 .await?;
             let counted = async {
                 let mut open: Option<Channel> = None;
@@ -622,7 +641,7 @@ impl Client {
                     };
                     let channel = match open.take() {
                         Some(channel) if channel.status().connected() => channel,
-                        _ => self::channel(&connection, &queue).await?,
+                        _ => self::channel(&connection, &queue, COUNT).await?,
                     };
                     held[index] = declare_passive(&channel, &queue).await?;
                     open = Some(channel);
@@ -694,7 +713,7 @@ async fn declare_passive(
         })),
         Err(error) => match reply_of(&error) {
             Some((NOT_FOUND, _)) => Ok(None),
-            _ => Err(failed(queue, &error)),
+            _ => Err(failed_as(COUNT, queue, &error)),
         },
     }
 }

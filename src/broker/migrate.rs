@@ -142,7 +142,11 @@ impl Client {
     ) -> Result<(), BrokerError> {
         let what = format!("queue.declare {name:?} in vhost {vhost:?}");
         let connection = self
-            .amqp_connection(vhost, "warren: queue migration")
+            .amqp_connection(
+                vhost,
+                "warren: queue migration",
+                super::amqp::AmqpUse::Writes,
+            )
             .await?;
         let declared = async {
             let channel = connection.create_channel().await?;
@@ -400,7 +404,11 @@ impl Client {
         let what = format!("queue.delete {name:?} in vhost {vhost:?}");
         let failed = |error: &lapin::Error| amqp_error(&what, error);
         let connection = self
-            .amqp_connection(vhost, "warren: queue migration")
+            .amqp_connection(
+                vhost,
+                "warren: queue migration",
+                super::amqp::AmqpUse::Writes,
+            )
             .await?;
         let outcome = async {
             let channel = connection.create_channel().await.map_err(|e| failed(&e))?;

@@ -257,7 +257,7 @@ fn boot_example(example: &str, version: Version) {
             })
             .collect();
         let mut last = Vec::new();
-        let settled = node.wait_until(Duration::from_secs(30), || {
+        let settled = node.wait_until(Duration::from_secs(120), || {
             let live = node.get(&format!("/api/queues/{v}?columns=name,policy"));
             last = expected
                 .iter()

@@ -96,7 +96,7 @@ fn a_message_waiting_for_its_retry_stops_the_removal_of_its_queue() {
                     .map(|c| c["waiting"].clone())
             };
             assert!(
-                node.wait_until(Duration::from_secs(20), || waiting()
+                node.wait_until(Duration::from_secs(120), || waiting()
                     .is_some_and(|waiting| waiting == 1)),
                 "status: {:?}",
                 waiting()

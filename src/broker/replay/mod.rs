@@ -223,7 +223,11 @@ impl Client {
             .await
             .map_err(failed)?;
         let sender = match self
-            .amqp_connection(request.vhost, "warren replay (publishing)")
+            .amqp_connection(
+                request.vhost,
+                "warren replay (publishing)",
+                crate::broker::amqp::AmqpUse::Writes,
+            )
             .await
         {
             Ok(sender) => sender,
@@ -270,7 +274,7 @@ impl Client {
     }
 
     async fn replay_connection(&self, vhost: &str) -> Result<Connection, ReplayFailure> {
-        self.amqp_connection(vhost, "warren replay")
+        self.amqp_connection(vhost, "warren replay", crate::broker::amqp::AmqpUse::Writes)
             .await
             .map_err(|error| connect_failure(vhost, error))
     }
