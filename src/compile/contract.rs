@@ -6,7 +6,6 @@
 use serde::Serialize;
 
 use super::consumer::ConsumerContext;
-use super::naming::{PARKING_ROUTING_KEY, delay_routing_key};
 use super::resolve::Ladder;
 use super::retry::RetryObjects;
 use crate::model::TargetVersion;
@@ -154,8 +153,9 @@ impl RetryContract {
         let max = self.max_retries;
         let exhausted_step = if self.on_exhausted.action == "park" {
             format!(
-                "otherwise publish the message unchanged to exchange `{}` with routing key `{PARKING_ROUTING_KEY}`, then ack",
-                self.exchange
+                "otherwise publish the message unchanged to exchange `{}` with routing key `{}`, then ack",
+                self.exchange,
+                self.on_exhausted.routing_key.as_deref().unwrap_or_default()
             )
         } else {
             "otherwise ack it: the message is dropped".to_string()
@@ -270,7 +270,8 @@ pub struct RetryStep {
     /// Delay as written.
     pub delay: String,
     /// Routing key on the retry exchange that reaches this step's delay queue (none in
-    /// `native` mode, where the message waits in the work queue).
+    /// `native` mode, where the message waits in the work queue, and on a fanout retry
+    /// exchange, where any key does).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub routing_key: String,
     /// The delay queue.
@@ -402,7 +403,7 @@ impl Contract {
                     tier: tier + 1,
                     delay_ms: ladder.delays[tier].as_millis(),
                     delay: ladder.delays[tier].to_string(),
-                    routing_key: delay_routing_key(delay_index),
+                    routing_key: objects.delay_keys[delay_index].clone(),
                     queue: objects.delay_queues[delay_index].clone(),
                     delay_path: ladder.delays_path.index(tier),
                 }
@@ -427,7 +428,7 @@ impl Contract {
                 on_exhausted: Exhausted {
                     action: if park { "park" } else { "drop" }.to_string(),
                     exchange: park.then(|| objects.exchange.clone()),
-                    routing_key: park.then(|| PARKING_ROUTING_KEY.to_string()),
+                    routing_key: park.then(|| objects.parking_key.clone()),
                     queue: objects.parking.clone(),
                 },
             }),

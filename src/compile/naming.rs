@@ -94,6 +94,11 @@ pub fn attempt_queues(work_queue: &str, retries: usize) -> Vec<String> {
 /// them by this ending (`^.*\.parking$`, quorum queues only), like a tier's policy.
 pub const PARKING_ENDING: &str = ".parking";
 
+/// A consumer's return exchange (`return_via: return_exchange`).
+pub fn return_exchange(work_queue: &str) -> String {
+    format!("{work_queue}.return")
+}
+
 /// A consumer's parking queue.
 pub fn parking_queue(work_queue: &str) -> String {
     format!("{work_queue}{PARKING_ENDING}")

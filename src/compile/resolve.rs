@@ -1,12 +1,13 @@
 //! Settings inheritance: top-level defaults → vhost → service → consumer.
 
 pub mod native;
+mod shape;
 
 use crate::model::TargetVersion;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::{
-    Defaults, DeliveryLimit, Duration, ExchangeType, OnExhausted, QueueType, Retry, RetryMode,
-    RetryNames, ReturnVia, Spec, SpecPath,
+    Defaults, DelaysIn, DeliveryLimit, Duration, ExchangeType, OnExhausted, QueueType, Retry,
+    RetryExchangeType, RetryMode, RetryNames, ReturnVia, Spec, SpecPath,
 };
 
 /// Defaults after layering, with where the retry ladder's delays were set.
@@ -124,6 +125,8 @@ impl Layered {
             ("mode", retry.mode.is_some()),
             ("return_via", retry.return_via.is_some()),
             ("queue_type", retry.queue_type.is_some()),
+            ("delays_in", retry.delays_in.is_some()),
+            ("exchange_type", retry.exchange_type.is_some()),
         ] {
             if set {
                 self.retry_paths.push((key, path.key(key)));
@@ -144,6 +147,8 @@ impl Layered {
             mode: retry.mode.or(base.mode),
             return_via: retry.return_via.or(base.return_via),
             queue_type: retry.queue_type.or(base.queue_type),
+            delays_in: retry.delays_in.or(base.delays_in),
+            exchange_type: retry.exchange_type.or(base.exchange_type),
             names: merge_names(retry.names.as_ref(), base.names),
         });
     }
@@ -158,6 +163,9 @@ fn merge_names(top: Option<&RetryNames>, base: Option<RetryNames>) -> Option<Ret
             tiers: top.tiers.clone().or(base.tiers),
             parking: top.parking.clone().or(base.parking),
             attempts: top.attempts.clone().or(base.attempts),
+            keys: top.keys.clone().or(base.keys),
+            parking_key: top.parking_key.clone().or(base.parking_key),
+            return_exchange: top.return_exchange.clone().or(base.return_exchange),
         }),
     }
 }
@@ -177,6 +185,10 @@ pub struct Ladder {
     pub return_via: ReturnVia,
     /// Type of the tiers and the parking queue.
     pub queue_type: QueueType,
+    /// Where the tiers' delays live.
+    pub delays_in: DelaysIn,
+    /// Type of the retry exchange.
+    pub exchange_type: RetryExchangeType,
     /// Name overrides.
     pub names: RetryNames,
     /// Policy group of the tiers (the scope that set the delays).
@@ -339,16 +351,16 @@ pub fn ladder(
             ),
         );
     }
-    let schedule = (0..max_retries)
+    let schedule: Vec<usize> = (0..max_retries)
         .map(|r| ((r / per_tier) as usize).min(delays.len() - 1))
         .collect();
     let return_via = retry.return_via.unwrap_or(ReturnVia::WorkQueue);
-    if mode == RetryMode::RejectChain && return_via == ReturnVia::InnerExchange {
+    if mode == RetryMode::RejectChain && return_via != ReturnVia::WorkQueue {
         diagnostics.push(report.about(
             "return_via",
             Diagnostic::error(
                 "invalid-value",
-                "`mode: reject-chain` returns each retry to its own attempt queue, not through the inner exchange",
+                "`mode: reject-chain` returns each retry to its own attempt queue, not through the inner exchange or a return exchange",
             )
             .help("remove `return_via`"),
         ));
@@ -367,13 +379,33 @@ pub fn ladder(
             .help("use `quorum` or `classic`"),
         ));
     }
+    let on_exhausted = retry.on_exhausted.unwrap_or(OnExhausted::Park);
+    let exchange_type = retry.exchange_type.unwrap_or(RetryExchangeType::Direct);
+    let shape = shape::Shape {
+        mode,
+        return_via,
+        on_exhausted,
+        exchange_type,
+        delays_in: retry.delays_in,
+        names: retry.names.as_ref(),
+        delay_queues: match mode {
+            RetryMode::RejectChain => schedule.len(),
+            RetryMode::Native => 0,
+            _ => delays.len(),
+        },
+    };
+    if !shape::check(&report, &shape, diagnostics) {
+        return None;
+    }
     Some(Ladder {
         delays,
         schedule,
-        on_exhausted: retry.on_exhausted.unwrap_or(OnExhausted::Park),
+        on_exhausted,
         mode,
         return_via,
         queue_type,
+        delays_in: retry.delays_in.unwrap_or(DelaysIn::Policies),
+        exchange_type,
         names: retry.names.clone().unwrap_or_default(),
         origin: layered
             .delays_origin

@@ -11,7 +11,10 @@ use super::resolve::Ladder;
 use super::{Emitter, PolicyNeed, durable_queue, queue_arguments, queue_binding};
 use crate::model::{Arguments, Exchange};
 use crate::spec::source_map::Segment;
-use crate::spec::{ExchangeType, OnExhausted, QueueType, RetryMode, ReturnVia, SpecPath};
+use crate::spec::{
+    DelaysIn, ExchangeType, OnExhausted, QueueType, RetryExchangeType, RetryMode, ReturnVia,
+    SpecPath,
+};
 
 /// The names of one consumer's retry objects.
 #[derive(Debug, Clone)]
@@ -22,6 +25,13 @@ pub(crate) struct RetryObjects {
     /// `reject-chain` only: the work queue of attempt 2, 3, …
     pub attempt_queues: Vec<String>,
     pub parking: Option<String>,
+    /// The routing key of each delay queue on the retry exchange (empty on a fanout
+    /// retry exchange, which ignores keys).
+    pub delay_keys: Vec<String>,
+    /// The parking queue's routing key on the retry exchange.
+    pub parking_key: String,
+    /// `return_via: return_exchange`: the consumer's own return exchange.
+    pub return_exchange: Option<String>,
 }
 
 /// Works out the names: the spec's `retry.names`, else [`naming`]'s defaults.
@@ -45,7 +55,25 @@ pub(crate) fn names(context: &ConsumerContext, ladder: &Ladder) -> RetryObjects 
         },
         _ => Vec::new(),
     };
+    let delay_keys = match (&ladder.names.keys, ladder.exchange_type) {
+        (Some(keys), _) if keys.len() == delay_queues.len() => keys.clone(),
+        (_, RetryExchangeType::Fanout) => vec![String::new(); delay_queues.len()],
+        _ => (0..delay_queues.len()).map(delay_routing_key).collect(),
+    };
     RetryObjects {
+        delay_keys,
+        parking_key: ladder
+            .names
+            .parking_key
+            .clone()
+            .unwrap_or_else(|| PARKING_ROUTING_KEY.to_string()),
+        return_exchange: (ladder.return_via == ReturnVia::ReturnExchange).then(|| {
+            ladder
+                .names
+                .return_exchange
+                .clone()
+                .unwrap_or_else(|| naming::return_exchange(work))
+        }),
         exchange: ladder
             .names
             .exchange
@@ -81,11 +109,15 @@ fn dead_letter_to(exchange: &str, routing_key: Option<&str>) -> Arguments {
     arguments
 }
 
-/// The work queue's dead-letter arguments: a rejected message enters the first tier; in
+/// The work queue's dead-letter arguments: a rejected message enters the first tier (on
+/// a fanout retry exchange without a routing key, as the classic loop declares it); in
 /// `native` mode, a message past its delivery limit (or rejected without requeue) goes to
 /// the parking queue, or nowhere when the ladder drops it.
 pub(crate) fn work_queue_dead_letter(context: &ConsumerContext, ladder: &Ladder) -> Arguments {
     let objects = names(context, ladder);
+    if ladder.exchange_type == RetryExchangeType::Fanout {
+        return dead_letter_to(&objects.exchange, None);
+    }
     match ladder.mode {
         RetryMode::Native => match objects.parking {
             Some(_) => dead_letter_to(
@@ -96,7 +128,7 @@ pub(crate) fn work_queue_dead_letter(context: &ConsumerContext, ladder: &Ladder)
         },
         _ => dead_letter_to(
             &objects.exchange,
-            Some(&naming::work_queue_dead_letter_key()),
+            objects.delay_keys.first().map(String::as_str),
         ),
     }
 }
@@ -159,7 +191,12 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
         Exchange {
             name: objects.exchange.clone(),
             vhost: vhost.clone(),
-            kind: ExchangeType::Direct.as_str().to_string(),
+            kind: match ladder.exchange_type {
+                RetryExchangeType::Direct => ExchangeType::Direct,
+                RetryExchangeType::Fanout => ExchangeType::Fanout,
+            }
+            .as_str()
+            .to_string(),
             durable: true,
             auto_delete: false,
             internal: false,
@@ -171,6 +208,11 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
     let return_arguments = match ladder.return_via {
         ReturnVia::WorkQueue => None,
         ReturnVia::InnerExchange => return_through_inner_exchange(context, &retry_path, out),
+        ReturnVia::ReturnExchange => {
+            let exchange = objects.return_exchange.as_deref().unwrap_or_default();
+            emit_return_exchange(context, exchange, &retry_path, out);
+            Some(dead_letter_to(exchange, None))
+        }
     };
     let delays_path = retry_path.key("delays");
     for (index, queue_name) in objects.delay_queues.iter().enumerate() {
@@ -189,11 +231,20 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
                 None => dead_letter_to("", Some(&context.work_queue)),
             },
         });
-        let need = tier_need(ladder, tier, out);
+        let needs = match ladder.delays_in {
+            DelaysIn::Policies => vec![tier_need(ladder, tier, out)],
+            DelaysIn::Arguments => {
+                arguments.insert(
+                    "x-message-ttl".into(),
+                    Value::from(ladder.delays[tier].as_millis()),
+                );
+                Vec::new()
+            }
+        };
         out.queue(
             durable_queue(&vhost, queue_name, arguments),
             ladder.queue_type,
-            vec![need],
+            needs,
             &delays_path.index(tier),
         );
         out.binding(
@@ -201,7 +252,7 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
                 &vhost,
                 &objects.exchange,
                 queue_name,
-                &delay_routing_key(index),
+                &objects.delay_keys[index],
                 Arguments::new(),
             ),
             &retry_path,
@@ -210,9 +261,9 @@ pub(crate) fn emit(context: &ConsumerContext, ladder: &Ladder, out: &mut Emitter
     for (index, queue_name) in objects.attempt_queues.iter().enumerate() {
         let next = index + 1;
         let arguments_dead_letter = if next < objects.delay_queues.len() {
-            dead_letter_to(&objects.exchange, Some(&delay_routing_key(next)))
+            dead_letter_to(&objects.exchange, Some(&objects.delay_keys[next]))
         } else if objects.parking.is_some() {
-            dead_letter_to(&objects.exchange, Some(PARKING_ROUTING_KEY))
+            dead_letter_to(&objects.exchange, Some(&objects.parking_key))
         } else {
             Arguments::new()
         };
@@ -276,7 +327,7 @@ fn emit_parking(
             &vhost,
             &objects.exchange,
             parking,
-            PARKING_ROUTING_KEY,
+            &objects.parking_key,
             Arguments::new(),
         ),
         &retry_path,
@@ -348,6 +399,7 @@ pub(crate) fn generated_names_fit(
         .chain(&objects.delay_queues)
         .chain(&objects.attempt_queues)
         .chain(&objects.parking)
+        .chain(&objects.return_exchange)
         .max_by_key(|name| name.len())
         .expect("a retry exchange always exists");
     if longest.len() <= super::output_checks::MAX_NAME_BYTES {
@@ -378,6 +430,34 @@ fn short(name: &str) -> String {
     } else {
         format!("{}…", name.chars().take(40).collect::<String>())
     }
+}
+
+/// The consumer's own return exchange: fanout, bound to its work queue alone, so an
+/// expired retry reaches no other consumer.
+fn emit_return_exchange(
+    context: &ConsumerContext,
+    exchange: &str,
+    retry_path: &SpecPath,
+    out: &mut Emitter,
+) {
+    let vhost = context.vhost.to_string();
+    out.exchange(
+        Exchange {
+            name: exchange.to_string(),
+            vhost: vhost.clone(),
+            kind: ExchangeType::Fanout.as_str().to_string(),
+            durable: true,
+            auto_delete: false,
+            internal: false,
+            arguments: Arguments::new(),
+            extra: Default::default(),
+        },
+        &retry_path.key("return_via"),
+    );
+    out.binding(
+        queue_binding(&vhost, exchange, &context.work_queue, "", Arguments::new()),
+        &retry_path.key("return_via"),
+    );
 }
 
 /// Dead-letter arguments that send expired messages back through the inner exchange.

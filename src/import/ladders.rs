@@ -11,7 +11,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use indexmap::IndexMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Notes, text};
@@ -21,9 +20,11 @@ use crate::model::{
     Binding, Definitions, Exchange, ObjectId, Policy, Queue, QueueType, binding_id,
 };
 use crate::spec::{
-    Consumer, DeliveryLimit, Duration, ExchangeType, HeaderMatch, HeaderMatchMode, InnerExchange,
-    Retry, RetryMode, RetryNames, Service, Spec, Vhost,
+    Consumer, Duration, ExchangeType, InnerExchange, Retry, RetryMode, RetryNames, Service, Spec,
+    Vhost,
 };
+
+mod loops;
 
 /// The objects recognised as ladders, which the plain import leaves out.
 #[derive(Debug, Default)]
@@ -51,6 +52,9 @@ struct Recognised {
     claimed_bindings: Vec<Binding>,
     /// A `native` ladder: its delays go on the consumer, whatever the origin.
     native: bool,
+    /// Its delays are the delay queues' own `x-message-ttl` (a loop built outside
+    /// warren): they go on the consumer, with `delays_in: arguments`.
+    delays_in_arguments: bool,
 }
 
 /// One vhost's definitions, indexed once: recognising a ladder looks queues, exchanges,
@@ -68,6 +72,9 @@ struct VhostIndex<'a> {
     limit_policies: Vec<(&'a Policy, PatternMatcher)>,
     /// warren's policies that give work queues their waits (`mode: native`).
     native_policies: Vec<(&'a Policy, PatternMatcher)>,
+    /// Every policy of the vhost, highest priority first: where a loop that does not fit
+    /// keeps a setting, for its note.
+    policies: Vec<(&'a Policy, PatternMatcher)>,
 }
 
 impl<'a> VhostIndex<'a> {
@@ -80,6 +87,7 @@ impl<'a> VhostIndex<'a> {
             retry_policies: Vec::new(),
             limit_policies: Vec::new(),
             native_policies: Vec::new(),
+            policies: Vec::new(),
         };
         for queue in definitions.queues.iter().filter(|q| q.vhost == vhost) {
             index.queues.entry(&queue.name).or_insert(queue);
@@ -119,6 +127,15 @@ impl<'a> VhostIndex<'a> {
             })
             .map(|p| (p, PatternMatcher::new(&p.pattern)))
             .collect();
+        index.policies = definitions
+            .policies
+            .iter()
+            .filter(|p| p.vhost == vhost)
+            .map(|p| (p, PatternMatcher::new(&p.pattern)))
+            .collect();
+        index
+            .policies
+            .sort_by_key(|(p, _)| std::cmp::Reverse(p.priority));
         index.limit_policies = definitions
             .policies
             .iter()
@@ -126,6 +143,23 @@ impl<'a> VhostIndex<'a> {
             .map(|p| (p, PatternMatcher::new(&p.pattern)))
             .collect();
         index
+    }
+
+    /// The policy the broker applies to `queue` (the highest priority that matches), when
+    /// it sets `key`.
+    fn policy_setting(
+        &self,
+        queue: &Queue,
+        key: &str,
+    ) -> Option<(&'a Policy, &'a serde_json::Value)> {
+        let kind = QueueType::of(queue);
+        let (policy, _): &(&'a Policy, PatternMatcher) =
+            self.policies.iter().find(|(p, matcher)| {
+                crate::model::effective::applies_to(&p.apply_to, kind)
+                    && matcher.is_match(&queue.name)
+            })?;
+        let policy: &'a Policy = policy;
+        Some((policy, policy.definition.get(key)?))
     }
 
     /// The origin and TTL of the warren retry policy that applies to a tier queue.
@@ -138,195 +172,6 @@ impl<'a> VhostIndex<'a> {
                 Some((naming::retry_policy_origin(&p.name)?.to_string(), ttl))
             })
     }
-}
-
-#[expect(
-    clippy::too_many_lines,
-    reason = "recognising a ladder checks every object of it in turn; each early return says why a queue is not one"
-)]
-fn recognise(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
-    let by_name = |name: &str| indexed.queues.get(name).copied();
-    let retry_exchange = text(work.arguments.get("x-dead-letter-exchange"))?;
-    if text(work.arguments.get("x-dead-letter-routing-key")) != Some(&naming::delay_routing_key(0))
-    {
-        return None;
-    }
-    let exchange = indexed
-        .exchanges
-        .get(retry_exchange)
-        .filter(|e| e.kind == "direct")?;
-    let from_retry: &[&Binding] = indexed
-        .to_queues_from
-        .get(exchange.name.as_str())
-        .map_or(&[], Vec::as_slice);
-    let bound = |key: &str| {
-        from_retry
-            .iter()
-            .find(|b| b.routing_key == key)
-            .map(|b| b.destination.clone())
-    };
-    // Delay queues on keys 1, 2, … in order.
-    let mut delay_queues = Vec::new();
-    while let Some(name) = bound(&naming::delay_routing_key(delay_queues.len())) {
-        delay_queues.push(name);
-    }
-    if delay_queues.is_empty() || from_retry.len() > delay_queues.len() + 1 {
-        return None;
-    }
-    let parking = bound(naming::PARKING_ROUTING_KEY);
-    let first = by_name(&delay_queues[0])?;
-    let first_target = text(first.arguments.get("x-dead-letter-exchange"));
-    let via_inner = first_target.is_some_and(|t| !t.is_empty());
-    let chain = !via_inner
-        && text(first.arguments.get("x-dead-letter-routing-key")) != Some(work.name.as_str());
-    // The inner exchange: the one other binding to the work queue's source.
-    let inbound: &[&Binding] = indexed
-        .to_queue
-        .get(work.name.as_str())
-        .map_or(&[], Vec::as_slice);
-    let inner = inbound.first()?.source.clone();
-    if inbound.iter().any(|b| b.source != inner) {
-        return None;
-    }
-    let mut attempt_queues = Vec::new();
-    let mut delays = Vec::new();
-    let mut origin = None;
-    for (index, name) in delay_queues.iter().enumerate() {
-        let queue = by_name(name)?;
-        let expected_exchange = if via_inner { inner.as_str() } else { "" };
-        if text(queue.arguments.get("x-dead-letter-exchange")) != Some(expected_exchange) {
-            return None;
-        }
-        let (group_origin, ttl) = indexed.generated_ttl_policy(name)?;
-        if origin.as_ref().is_some_and(|o| o != &group_origin) {
-            return None;
-        }
-        origin = Some(group_origin);
-        delays.push(Duration::from_millis(ttl));
-        if via_inner {
-            // Back through the inner exchange, with the consumer's one key or none.
-            let key = text(queue.arguments.get("x-dead-letter-routing-key"));
-            let fits = match key {
-                None => true,
-                Some(key) => inbound.len() == 1 && inbound[0].routing_key == key,
-            };
-            if !fits {
-                return None;
-            }
-            continue;
-        }
-        let target = text(queue.arguments.get("x-dead-letter-routing-key"))?;
-        if chain {
-            let attempt = by_name(target)?;
-            let next_key = if index + 1 < delay_queues.len() {
-                naming::delay_routing_key(index + 1)
-            } else {
-                naming::PARKING_ROUTING_KEY.to_string()
-            };
-            let attempt_key = text(attempt.arguments.get("x-dead-letter-routing-key"));
-            let last_drops =
-                index + 1 == delay_queues.len() && parking.is_none() && attempt_key.is_none();
-            if !last_drops && attempt_key != Some(next_key.as_str()) {
-                return None;
-            }
-            attempt_queues.push(target.to_string());
-        } else if target != work.name {
-            return None;
-        }
-    }
-    let inner_exchange = indexed.exchanges.get(inner.as_str())?;
-    let inner_type = match inner_exchange.kind.as_str() {
-        "fanout" => ExchangeType::Fanout,
-        "direct" => ExchangeType::Direct,
-        "topic" => ExchangeType::Topic,
-        "headers" => ExchangeType::Headers,
-        _ => return None,
-    };
-    let mut consumer = Consumer {
-        queue: Some(work.name.clone()),
-        kind: Some(QueueType::of(work)),
-        ..Consumer::default()
-    };
-    if inner_type == ExchangeType::Headers {
-        if inbound.len() != 1 {
-            return None;
-        }
-        let mut values = IndexMap::new();
-        let mut mode = HeaderMatchMode::All;
-        for (key, value) in &inbound[0].arguments {
-            if key == "x-match" {
-                mode = if value == "any" {
-                    HeaderMatchMode::Any
-                } else {
-                    HeaderMatchMode::All
-                };
-            } else {
-                values.insert(key.clone(), value.clone());
-            }
-        }
-        consumer.headers = Some(HeaderMatch {
-            mode: Some(mode),
-            values,
-        });
-    } else if inner_type != ExchangeType::Fanout
-        || inbound.iter().any(|b| !b.routing_key.is_empty())
-    {
-        if inbound.iter().any(|b| !b.arguments.is_empty()) {
-            return None;
-        }
-        consumer.routing_keys = inbound.iter().map(|b| b.routing_key.clone()).collect();
-    }
-    let tier_type = QueueType::of(first);
-    let work_queue = &work.name;
-    let origin = origin?;
-    let names = overridden_names(
-        work_queue,
-        &origin,
-        &exchange.name,
-        &delay_queues,
-        parking.as_deref(),
-        chain.then_some(attempt_queues.as_slice()),
-    );
-    consumer.retry = Some(Retry {
-        mode: chain.then_some(RetryMode::RejectChain),
-        return_via: via_inner.then_some(crate::spec::ReturnVia::InnerExchange),
-        on_exhausted: parking.is_none().then_some(crate::spec::OnExhausted::Drop),
-        queue_type: (tier_type != QueueType::of(work)).then_some(tier_type),
-        names,
-        ..Retry::default()
-    });
-    if let Some(limit) = indexed
-        .limit_policies
-        .iter()
-        .find(|(_, matcher)| matcher.is_match(work_queue))
-        .and_then(|(p, _)| p.definition.get("delivery-limit")?.as_u64())
-    {
-        consumer.delivery_limit = Some(DeliveryLimit::Count(limit as u32));
-    }
-    let mut claimed_queues = vec![work.name.clone()];
-    claimed_queues.extend(delay_queues.iter().cloned());
-    claimed_queues.extend(attempt_queues.iter().cloned());
-    claimed_queues.extend(parking.iter().cloned());
-    let mut claimed_bindings: Vec<Binding> = inbound.iter().map(|b| (*b).clone()).collect();
-    claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
-    let consumer_name = work
-        .name
-        .strip_prefix(&format!("{inner}."))
-        .unwrap_or(&work.name)
-        .to_string();
-    Some(Recognised {
-        exchange: inner,
-        exchange_type: inner_type,
-        consumer_name,
-        consumer,
-        origin,
-        delays,
-        delay_queues,
-        claimed_queues,
-        claimed_exchanges: vec![exchange.name.clone()],
-        claimed_bindings,
-        native: false,
-    })
 }
 
 /// A `native` ladder (RabbitMQ 4.3): a quorum work queue that dead-letters to its own
@@ -450,6 +295,7 @@ fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
         claimed_exchanges: vec![exchange.name.clone()],
         claimed_bindings,
         native: true,
+        delays_in_arguments: false,
     })
 }
 
@@ -464,6 +310,9 @@ fn overridden_names(
     attempt_queues: Option<&[String]>,
 ) -> Option<RetryNames> {
     let names = RetryNames {
+        keys: None,
+        parking_key: None,
+        return_exchange: None,
         exchange: (exchange != naming::retry_exchange(work_queue)).then(|| exchange.to_string()),
         tiers: overridden_tiers(work_queue, origin, delay_queues),
         parking: parking
@@ -473,11 +322,7 @@ fn overridden_names(
             .filter(|attempts| *attempts != naming::attempt_queues(work_queue, attempts.len()))
             .map(<[String]>::to_vec),
     };
-    let any = names.exchange.is_some()
-        || names.tiers.is_some()
-        || names.parking.is_some()
-        || names.attempts.is_some();
-    any.then_some(names)
+    (!names.is_empty()).then_some(names)
 }
 
 /// The delay queue names a ladder whose delays come from `origin` needs written out:
@@ -523,6 +368,32 @@ fn consumer_name(found: &Recognised, service: &str) -> String {
         .unwrap_or(queue)
 }
 
+/// Keeps one ladder per loop, and names each loop that is not one. An attempt queue of
+/// a `reject-chain` ladder reads like the start of a shorter chain: of two ladders
+/// sharing a queue, the longer one is the loop. A misfit whose queue a ladder claims is
+/// part of that ladder, not a loop of its own.
+fn keep_whole_loops(
+    recognised: &mut Vec<Recognised>,
+    misfits: &[(String, String)],
+    vhost_name: &str,
+    notes: &mut Notes,
+) {
+    recognised.sort_by_key(|found| std::cmp::Reverse(found.claimed_queues.len()));
+    let mut taken: FxHashSet<String> = FxHashSet::default();
+    recognised.retain(|found| {
+        let free = found.claimed_queues.iter().all(|q| !taken.contains(q));
+        if free {
+            taken.extend(found.claimed_queues.iter().cloned());
+        }
+        free
+    });
+    for (queue, reason) in misfits.iter().filter(|(queue, _)| !taken.contains(queue)) {
+        notes.0.push(format!(
+            "vhost `{vhost_name}`: queue `{queue}` starts a retry loop that is imported as plain queues and exchanges, because {reason}"
+        ));
+    }
+}
+
 /// Recognises the ladders of a vhost and writes them into `vhost` (and, for delays
 /// written at the top level or in a named ladder, into `spec`).
 pub(super) fn place(
@@ -533,12 +404,22 @@ pub(super) fn place(
     notes: &mut Notes,
 ) -> Claimed {
     let index = VhostIndex::new(definitions, vhost_name);
+    let mut misfits: Vec<(String, String)> = Vec::new();
     let mut recognised: Vec<Recognised> = definitions
         .queues
         .iter()
         .filter(|q| q.vhost == vhost_name)
-        .filter_map(|queue| recognise(&index, queue).or_else(|| recognise_native(&index, queue)))
+        .filter_map(|queue| match loops::recognise(&index, queue) {
+            Ok(found) => Some(found),
+            Err(misfit) => recognise_native(&index, queue).or_else(|| {
+                if let loops::Misfit::Because(reason) = misfit {
+                    misfits.push((queue.name.clone(), reason));
+                }
+                None
+            }),
+        })
         .collect();
+    keep_whole_loops(&mut recognised, &misfits, vhost_name, notes);
     recognised
         .sort_by(|a, b| (&a.exchange, &a.consumer_name).cmp(&(&b.exchange, &b.consumer_name)));
     let mut claimed = Claimed::default();
@@ -584,6 +465,14 @@ pub(super) fn place(
         let delays = Some(found.delays.clone());
         if found.native {
             retry.delays = delays;
+        } else if found.delays_in_arguments {
+            retry.delays = delays;
+            let own = naming::consumer_origin(&service_name, &consumer_name);
+            let names = retry.names.get_or_insert_with(Default::default);
+            names.tiers = overridden_tiers(&work_queue, &own, &found.delay_queues);
+            notes.0.push(format!(
+                "vhost `{vhost_name}`: the retry loop of queue `{work_queue}` is consumer `{service_name}.{consumer_name}`, with its delays kept in the delay queues' arguments (`delays_in: arguments`); docs/importing.md says how to move them into policies"
+            ));
         } else if origin == naming::DEFAULTS_ORIGIN {
             spec.defaults
                 .retry
@@ -617,17 +506,13 @@ pub(super) fn place(
                 let tiers = overridden_tiers(&work_queue, &own, &found.delay_queues);
                 let names = retry.names.get_or_insert_with(Default::default);
                 names.tiers = tiers;
-                if names.exchange.is_none()
-                    && names.tiers.is_none()
-                    && names.parking.is_none()
-                    && names.attempts.is_none()
-                {
-                    retry.names = None;
-                }
                 notes.0.push(format!(
                     "vhost `{vhost_name}`: consumer `{consumer_name}` had its delays from `{origin}`; they are now written on the consumer (its policy gets a new name)"
                 ));
             }
+        }
+        if retry.names.as_ref().is_some_and(RetryNames::is_empty) {
+            retry.names = None;
         }
         if found.consumer.queue.as_deref()
             == Some(naming::work_queue(&service_name, &consumer_name).as_str())

@@ -430,9 +430,40 @@ pub struct Retry {
     /// Queue type of the tiers and the parking queue. Default: the work queue's type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_type: Option<QueueType>,
+    /// Where the tiers' delays live: `policies` (default: warren's generated retry
+    /// policies, so a delay changes without recreating a queue) or `arguments` (each
+    /// delay queue's own `x-message-ttl`, where hand-built loops and client libraries
+    /// keep them; changing a delay then replaces the queue, see `apply --migrate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delays_in: Option<DelaysIn>,
+    /// Type of the retry exchange: `direct` (default: each tier and the parking queue
+    /// has its own routing key) or `fanout` (the classic single loop: one tier, no
+    /// parking queue, and the work queue dead-letters without a routing key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_type: Option<RetryExchangeType>,
     /// Names of the generated objects, to match an existing topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub names: Option<RetryNames>,
+}
+
+/// Where a ladder's tier delays live on the broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DelaysIn {
+    /// warren's generated retry policies, one per tier.
+    Policies,
+    /// Each delay queue's `x-message-ttl` argument.
+    Arguments,
+}
+
+/// The type of a ladder's retry exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RetryExchangeType {
+    /// Routes on the tier's routing key.
+    Direct,
+    /// Sends every dead letter to the one delay queue.
+    Fanout,
 }
 
 /// What happens to a message whose retries ran out.
@@ -477,6 +508,10 @@ pub enum ReturnVia {
     /// Back through the service's inner exchange, as in the classic single-consumer
     /// loop. Every queue bound to the inner exchange receives the retry again.
     InnerExchange,
+    /// Through the consumer's own return exchange (a fanout exchange bound to its work
+    /// queue alone, `names.return_exchange`): the classic loop fixed for several
+    /// consumers on one inner exchange.
+    ReturnExchange,
 }
 
 /// Name overrides for a consumer's retry objects.
@@ -497,6 +532,29 @@ pub struct RetryNames {
     /// Default: `<queue>.attempt.<n>` for n = 2, 3, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<String>>,
+    /// The routing keys of the delay queues on the retry exchange, one per delay queue;
+    /// the work queue dead-letters with the first. Default: `1`, `2`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<String>>,
+    /// The routing key of the parking queue on the retry exchange. Default: `parking`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parking_key: Option<String>,
+    /// The return exchange of `return_via: return_exchange`. Default: `<queue>.return`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_exchange: Option<String>,
+}
+
+impl RetryNames {
+    /// Whether no name is overridden.
+    pub fn is_empty(&self) -> bool {
+        self.exchange.is_none()
+            && self.tiers.is_none()
+            && self.parking.is_none()
+            && self.attempts.is_none()
+            && self.keys.is_none()
+            && self.parking_key.is_none()
+            && self.return_exchange.is_none()
+    }
 }
 
 /// A plain exchange.

@@ -91,6 +91,7 @@ mod report;
 mod spec;
 mod warren;
 
+mod adopt;
 mod apply_safety;
 mod boot_definitions;
 mod ci_script;
@@ -114,6 +115,7 @@ mod policy_truth;
 mod progress;
 mod pull_request;
 mod refusals;
+mod reject_only;
 mod replay;
 mod reserved_names;
 mod role_hazards;

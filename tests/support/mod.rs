@@ -19,6 +19,7 @@ pub const EXAMPLES: &[&str] = &[
     "shop",
     "multi-file",
     "environments",
+    "adopted",
 ];
 
 /// The environment the tests that check every example read a spec with environments

@@ -63,27 +63,29 @@ pub(super) fn check(
             .help("remove `attempts_per_tier`"),
         ));
     }
-    if retry.return_via == Some(ReturnVia::InnerExchange) {
+    if let Some(via @ (ReturnVia::InnerExchange | ReturnVia::ReturnExchange)) = retry.return_via {
+        let through = match via {
+            ReturnVia::InnerExchange => "the inner exchange",
+            _ => "a return exchange",
+        };
         diagnostics.push(report.about(
             "return_via",
             Diagnostic::error(
                 "invalid-value",
-                "`mode: native` keeps a failed message in its work queue: it never goes back through the inner exchange",
+                format!("`mode: native` keeps a failed message in its work queue: it never goes back through {through}"),
             )
             .help("remove `return_via`"),
         ));
     }
-    if retry
-        .names
-        .as_ref()
-        .is_some_and(|names| names.tiers.is_some() || names.attempts.is_some())
-    {
+    if retry.names.as_ref().is_some_and(|names| {
+        names.tiers.is_some() || names.attempts.is_some() || names.keys.is_some()
+    }) {
         diagnostics.push(
             report.about(
                 "names",
                 Diagnostic::error(
                     "invalid-value",
-                    "`mode: native` has no delay or attempt queues to name",
+                    "`mode: native` has no delay or attempt queues to name or route to",
                 )
                 .help("keep only `exchange` and `parking` under `names`"),
             ),

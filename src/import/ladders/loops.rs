@@ -1,0 +1,854 @@
+//! Recognising a retry loop from what the broker holds, whoever built it: warren, a
+//! client library or a person with `rabbitmqadmin`.
+//!
+//! A loop starts at a work queue that dead-letters to an exchange (the retry exchange)
+//! whose queues dead-letter onward. Every queue bound to the retry exchange is a delay
+//! queue (it has a TTL and dead-letters back) or the parking queue (it has neither).
+//! Delays live in warren's retry policies or in each delay queue's `x-message-ttl`; the
+//! routing keys, the retry exchange's type (direct, or fanout for the classic single
+//! loop) and the way back (the default exchange with the work queue's name, the inner
+//! exchange, a return exchange of the consumer's own, or the next attempt's queue in
+//! `reject-chain` mode) are read as they are. Whatever the spec could not declare as it
+//! is makes the queue a [`Misfit`], with the reason, so that `import` names the loop
+//! instead of importing it silently as plain queues.
+
+use serde_json::Value;
+
+use super::{Recognised, VhostIndex, overridden_names};
+use crate::compile::naming;
+use crate::import::text;
+use crate::model::{Binding, Exchange, Queue, QueueType};
+use crate::spec::{
+    Consumer, DelaysIn, DeliveryLimit, Duration, ExchangeType, HeaderMatch, HeaderMatchMode,
+    OnExhausted, Retry, RetryExchangeType, RetryMode, ReturnVia,
+};
+
+/// Why a queue is not imported as a consumer with a ladder.
+#[derive(Debug)]
+pub(super) enum Misfit {
+    /// It does not start a retry loop: nothing to say.
+    NotALoop,
+    /// It starts a retry loop the spec cannot declare as it runs, for this reason.
+    Because(String),
+}
+
+type Found<T> = Result<T, Misfit>;
+
+fn because<T>(reason: impl Into<String>) -> Found<T> {
+    Err(Misfit::Because(reason.into()))
+}
+
+/// Queue arguments a ladder's queues may carry: anything else the spec could not keep.
+const WORK_ARGUMENTS: &[&str] = &[
+    "x-queue-type",
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+];
+const DELAY_ARGUMENTS: &[&str] = &[
+    "x-queue-type",
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+    "x-message-ttl",
+];
+const PARKING_ARGUMENTS: &[&str] = &["x-queue-type"];
+
+/// Where a delay queue's TTL comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum DelaySource {
+    /// Its `x-message-ttl` argument.
+    Argument,
+    /// warren's retry policy of this origin.
+    Policy(String),
+}
+
+/// One queue bound to the retry exchange.
+struct Bound<'a> {
+    queue: &'a Queue,
+    key: &'a str,
+    /// The TTL and where it comes from, for a delay queue.
+    delay: Option<(u64, DelaySource)>,
+}
+
+impl Bound<'_> {
+    fn dead_letters(&self) -> bool {
+        self.queue.arguments.contains_key("x-dead-letter-exchange")
+    }
+}
+
+/// The way back from the delay queues to the work queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Back {
+    WorkQueue,
+    Inner,
+    ReturnExchange(String),
+    Chain,
+}
+
+/// Recognises the loop that starts at `work`, or says why it is not one.
+#[expect(
+    clippy::too_many_lines,
+    reason = "recognising a loop checks each of its objects in turn; each early return says why the queue is not one"
+)]
+pub(super) fn recognise(indexed: &VhostIndex, work: &Queue) -> Found<Recognised> {
+    let Some(retry_exchange) =
+        text(work.arguments.get("x-dead-letter-exchange")).filter(|e| !e.is_empty())
+    else {
+        return Err(Misfit::NotALoop);
+    };
+    let Some(exchange) = indexed.exchanges.get(retry_exchange).copied() else {
+        return Err(Misfit::NotALoop);
+    };
+    // A queue with a TTL of its own is where a loop waits, not where it starts.
+    if work.arguments.contains_key("x-message-ttl") {
+        return Err(Misfit::NotALoop);
+    }
+    let from_retry: &[&Binding] = indexed
+        .to_queues_from
+        .get(exchange.name.as_str())
+        .map_or(&[], Vec::as_slice);
+    // A loop waits somewhere: a queue on the retry exchange with a TTL (its own, or a
+    // policy's) that dead-letters onward. Dead letters that stay where they land, or
+    // that move on at once, are a dead-letter queue, not a loop: plain.
+    let onward = from_retry.iter().any(|b| {
+        indexed.queues.get(b.destination.as_str()).is_some_and(|q| {
+            q.arguments.contains_key("x-dead-letter-exchange")
+                && (q.arguments.contains_key("x-message-ttl")
+                    || indexed.policy_setting(q, "message-ttl").is_some())
+        })
+    });
+    if !onward || from_retry.iter().any(|b| b.destination == work.name) {
+        return Err(Misfit::NotALoop);
+    }
+    let exchange_type = match exchange.kind.as_str() {
+        "direct" => RetryExchangeType::Direct,
+        "fanout" => RetryExchangeType::Fanout,
+        other => {
+            return because(format!(
+                "its dead-letter exchange `{}` is a {other} exchange; a ladder's retry exchange is direct or fanout",
+                exchange.name
+            ));
+        }
+    };
+    plain_exchange(exchange, "its dead-letter exchange")?;
+    only_arguments(work, WORK_ARGUMENTS, "the work queue")?;
+    durable(work, "the work queue")?;
+    let dead_letter_key = text(work.arguments.get("x-dead-letter-routing-key"));
+    let mut bound = Vec::with_capacity(from_retry.len());
+    for binding in from_retry {
+        let Some(queue) = indexed.queues.get(binding.destination.as_str()).copied() else {
+            return because(format!(
+                "`{}` is bound to `{}` but is not in the definitions",
+                binding.destination, exchange.name
+            ));
+        };
+        if !binding.arguments.is_empty() {
+            return because(format!(
+                "the binding of `{}` to `{}` has arguments",
+                queue.name, exchange.name
+            ));
+        }
+        if bound.iter().any(|b: &Bound| b.queue.name == queue.name) {
+            return because(format!(
+                "`{}` is bound to `{}` twice",
+                queue.name, exchange.name
+            ));
+        }
+        bound.push(Bound {
+            queue,
+            key: &binding.routing_key,
+            delay: delay_of(indexed, queue),
+        });
+    }
+    // Every queue on the retry exchange waits (a delay queue) or keeps (the parking
+    // queue).
+    let mut parking: Option<&Bound> = None;
+    for candidate in &bound {
+        match (candidate.delay.is_some(), candidate.dead_letters()) {
+            (true, true) => {}
+            (false, false) => {
+                if let Some(other) = parking {
+                    return because(format!(
+                        "two queues on `{}` keep what they receive (`{}` and `{}`); a ladder has one parking queue",
+                        exchange.name, other.queue.name, candidate.queue.name
+                    ));
+                }
+                parking = Some(candidate);
+            }
+            (false, true) => {
+                let policy = indexed
+                    .policy_setting(candidate.queue, "message-ttl")
+                    .map(|(policy, _)| format!(" (policy `{}` gives it one; a ladder keeps its delays in warren's retry policies or in queue arguments)", policy.name))
+                    .unwrap_or_else(|| " of its own".to_string());
+                return because(format!(
+                    "`{}` on `{}` dead-letters onward but has no TTL{policy}",
+                    candidate.queue.name, exchange.name
+                ));
+            }
+            (true, false) => {
+                return because(format!(
+                    "`{}` on `{}` has a TTL but dead-letters nowhere: its messages expire and are dropped",
+                    candidate.queue.name, exchange.name
+                ));
+            }
+        }
+    }
+    if let Some(parking) = parking {
+        only_arguments(parking.queue, PARKING_ARGUMENTS, "the parking queue")?;
+        durable(parking.queue, "the parking queue")?;
+    }
+    let mut delays: Vec<&Bound> = bound.iter().filter(|b| b.delay.is_some()).collect();
+    // The first tier: the one the work queue's dead letters reach.
+    let first = match exchange_type {
+        RetryExchangeType::Fanout => {
+            if dead_letter_key.is_some() {
+                return because(format!(
+                    "it dead-letters with routing key `{}` to fanout exchange `{}`, which ignores it",
+                    dead_letter_key.unwrap_or_default(),
+                    exchange.name
+                ));
+            }
+            if let Some(parking) = parking {
+                return because(format!(
+                    "`{}` on fanout exchange `{}` receives every retry, not only the exhausted ones",
+                    parking.queue.name, exchange.name
+                ));
+            }
+            if delays.len() != 1 {
+                return because(format!(
+                    "fanout exchange `{}` sends every dead letter to its {} delay queues at once",
+                    exchange.name,
+                    delays.len()
+                ));
+            }
+            0
+        }
+        RetryExchangeType::Direct => {
+            let Some(key) = dead_letter_key else {
+                return because(format!(
+                    "it dead-letters to direct exchange `{}` without a routing key, so each message keeps its own key there",
+                    exchange.name
+                ));
+            };
+            match delays.iter().position(|b| b.key == key) {
+                Some(first) => first,
+                None => {
+                    return because(format!(
+                        "it dead-letters with key `{key}`, and no delay queue is bound to `{}` with that key",
+                        exchange.name
+                    ));
+                }
+            }
+        }
+    };
+    let first_queue = delays[first].queue;
+    let back = way_back(indexed, work, first_queue)?;
+    // Delay queues in order: down the chain, by key `1`, `2`, … when they are warren's,
+    // else from the shortest delay to the longest.
+    let mut attempt_queues: Vec<String> = Vec::new();
+    if back == Back::Chain {
+        let mut ordered = vec![delays.remove(first)];
+        loop {
+            let last = ordered[ordered.len() - 1].queue;
+            let Some(attempt_name) = text(last.arguments.get("x-dead-letter-routing-key")) else {
+                return because(format!("`{}` has no dead-letter routing key", last.name));
+            };
+            let Some(attempt) = indexed.queues.get(attempt_name).copied() else {
+                return because(format!(
+                    "`{}` dead-letters to `{attempt_name}`, which is not in the definitions",
+                    last.name
+                ));
+            };
+            only_arguments(attempt, WORK_ARGUMENTS, "an attempt queue")?;
+            durable(attempt, "an attempt queue")?;
+            if QueueType::of(attempt) != QueueType::of(work) {
+                return because(format!(
+                    "attempt queue `{attempt_name}` is not of the work queue's type"
+                ));
+            }
+            attempt_queues.push(attempt_name.to_string());
+            let next_exchange = text(attempt.arguments.get("x-dead-letter-exchange"));
+            let next_key = text(attempt.arguments.get("x-dead-letter-routing-key"));
+            match (next_exchange, next_key) {
+                (None, None) if parking.is_none() => break,
+                (Some(e), Some(key)) if e == exchange.name => {
+                    if parking.is_some_and(|p| p.key == key) {
+                        break;
+                    }
+                    let Some(next) = delays.iter().position(|b| b.key == key) else {
+                        return because(format!(
+                            "attempt queue `{attempt_name}` dead-letters with key `{key}`, which reaches no delay queue on `{}`",
+                            exchange.name
+                        ));
+                    };
+                    ordered.push(delays.remove(next));
+                }
+                _ => {
+                    return because(format!(
+                        "attempt queue `{attempt_name}` does not dead-letter to the next delay queue or the parking queue"
+                    ));
+                }
+            }
+        }
+        if !delays.is_empty() {
+            return because(format!(
+                "`{}` on `{}` is not on the chain of attempts",
+                delays[0].queue.name, exchange.name
+            ));
+        }
+        delays = ordered;
+    } else {
+        let first = delays.remove(first);
+        let numbered = |b: &Bound| b.key.parse::<usize>().ok();
+        if delays.iter().all(|b| numbered(b).is_some()) && numbered(first).is_some() {
+            delays.sort_by_key(|b| numbered(b));
+        } else {
+            delays.sort_by_key(|b| (b.delay.as_ref().map(|d| d.0), b.key.to_string()));
+        }
+        delays.insert(0, first);
+        for delay in &delays[1..] {
+            if let Some(other) = returns_to_another(indexed, exchange, work, delay.queue) {
+                return because(format!(
+                    "its retry exchange `{}` is shared with queue `{other}` (delay queue `{}` returns there); a ladder's retry exchange is its consumer's own",
+                    exchange.name, delay.queue.name
+                ));
+            }
+            if way_back(indexed, work, delay.queue)? != back {
+                return because(format!(
+                    "delay queues `{}` and `{}` send messages back different ways",
+                    first_queue.name, delay.queue.name
+                ));
+            }
+        }
+    }
+    let tier_type = QueueType::of(first_queue);
+    let mut source = None;
+    let mut durations = Vec::with_capacity(delays.len());
+    for delay in &delays {
+        only_arguments(delay.queue, DELAY_ARGUMENTS, "a delay queue")?;
+        durable(delay.queue, "a delay queue")?;
+        if QueueType::of(delay.queue) != tier_type {
+            return because(format!(
+                "delay queues `{}` and `{}` are of different types",
+                first_queue.name, delay.queue.name
+            ));
+        }
+        let (ttl, from) = delay.delay.clone().expect("delay queues have a delay");
+        if source.as_ref().is_some_and(|s| *s != from) {
+            return because(format!(
+                "delay queues `{}` and `{}` keep their delays in different places",
+                first_queue.name, delay.queue.name
+            ));
+        }
+        source = Some(from);
+        durations.push(Duration::from_millis(ttl));
+    }
+    if let Some(parking) = parking
+        && QueueType::of(parking.queue) != tier_type
+    {
+        return because(format!(
+            "parking queue `{}` is not of the delay queues' type",
+            parking.queue.name
+        ));
+    }
+    let return_exchange = match &back {
+        Back::ReturnExchange(name) => Some(name.clone()),
+        _ => None,
+    };
+    // The inner exchange: the source of every other binding to the work queue.
+    let inbound: Vec<&Binding> = indexed
+        .to_queue
+        .get(work.name.as_str())
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .copied()
+        .filter(|b| Some(&b.source) != return_exchange.as_ref())
+        .collect();
+    let Some(inner) = inbound.first().map(|b| b.source.clone()) else {
+        return because(
+            "the work queue is bound to no exchange; a consumer receives through its service's exchange",
+        );
+    };
+    if inbound.iter().any(|b| b.source != inner) {
+        return because("the work queue is bound to more than one exchange");
+    }
+    let Some(inner_exchange) = indexed.exchanges.get(inner.as_str()).copied() else {
+        return because(format!("exchange `{inner}` is not in the definitions"));
+    };
+    let inner_type = match inner_exchange.kind.as_str() {
+        "fanout" => ExchangeType::Fanout,
+        "direct" => ExchangeType::Direct,
+        "topic" => ExchangeType::Topic,
+        "headers" => ExchangeType::Headers,
+        other => {
+            return because(format!(
+                "its exchange `{inner}` is of plugin type `{other}`"
+            ));
+        }
+    };
+    if back == Back::Inner {
+        // Back through the inner exchange, with the consumer's one key or none.
+        for delay in &delays {
+            let fits = match text(delay.queue.arguments.get("x-dead-letter-routing-key")) {
+                None => true,
+                Some(key) => inbound.len() == 1 && inbound[0].routing_key == key,
+            };
+            if !fits {
+                return because(format!(
+                    "delay queue `{}` returns through `{inner}` with a key the work queue is not bound with",
+                    delay.queue.name
+                ));
+            }
+        }
+    }
+    let mut consumer = Consumer {
+        queue: Some(work.name.clone()),
+        kind: Some(QueueType::of(work)),
+        ..Consumer::default()
+    };
+    if inner_type == ExchangeType::Headers {
+        let [binding] = inbound.as_slice() else {
+            return because("the work queue is bound to its headers exchange more than once");
+        };
+        consumer.headers = Some(header_match(binding));
+    } else if inner_type != ExchangeType::Fanout
+        || inbound.iter().any(|b| !b.routing_key.is_empty())
+    {
+        if inbound.iter().any(|b| !b.arguments.is_empty()) {
+            return because("the work queue's bindings have arguments");
+        }
+        consumer.routing_keys = inbound.iter().map(|b| b.routing_key.clone()).collect();
+    }
+    let chain = back == Back::Chain;
+    let delay_queues: Vec<String> = delays.iter().map(|b| b.queue.name.clone()).collect();
+    let keys: Vec<String> = delays.iter().map(|b| b.key.to_string()).collect();
+    let default_keys: Vec<String> = (0..keys.len()).map(naming::delay_routing_key).collect();
+    let in_arguments = source == Some(DelaySource::Argument);
+    let origin = match source {
+        Some(DelaySource::Policy(origin)) => origin,
+        _ => String::new(),
+    };
+    let parking_name = parking.map(|p| p.queue.name.clone());
+    let mut names = overridden_names(
+        &work.name,
+        &origin,
+        &exchange.name,
+        &delay_queues,
+        parking_name.as_deref(),
+        chain.then_some(attempt_queues.as_slice()),
+    )
+    .unwrap_or_default();
+    let fanout_keys_empty =
+        exchange_type == RetryExchangeType::Fanout && keys.iter().all(String::is_empty);
+    if keys != default_keys && !fanout_keys_empty {
+        names.keys = Some(keys);
+    }
+    names.parking_key = parking
+        .map(|p| p.key)
+        .filter(|key| *key != naming::PARKING_ROUTING_KEY)
+        .map(str::to_string);
+    names.return_exchange = return_exchange
+        .clone()
+        .filter(|name| *name != naming::return_exchange(&work.name));
+    // A loop of one tier built outside warren is the classic one: its consumer rejects,
+    // and the broker's `x-death` counts the retries.
+    let single_loop = in_arguments && !chain && delays.len() == 1;
+    consumer.retry = Some(Retry {
+        mode: if chain {
+            Some(RetryMode::RejectChain)
+        } else if single_loop {
+            Some(RetryMode::Reject)
+        } else {
+            None
+        },
+        return_via: match back {
+            Back::Inner => Some(ReturnVia::InnerExchange),
+            Back::ReturnExchange(_) => Some(ReturnVia::ReturnExchange),
+            Back::WorkQueue | Back::Chain => None,
+        },
+        on_exhausted: parking.is_none().then_some(OnExhausted::Drop),
+        queue_type: (tier_type != QueueType::of(work)).then_some(tier_type),
+        delays_in: in_arguments.then_some(DelaysIn::Arguments),
+        exchange_type: (exchange_type == RetryExchangeType::Fanout)
+            .then_some(RetryExchangeType::Fanout),
+        names: Some(names),
+        ..Retry::default()
+    });
+    if let Some(limit) = indexed
+        .limit_policies
+        .iter()
+        .find(|(_, matcher)| matcher.is_match(&work.name))
+        .and_then(|(p, _)| p.definition.get("delivery-limit")?.as_u64())
+    {
+        consumer.delivery_limit = Some(DeliveryLimit::Count(limit as u32));
+    }
+    let mut claimed_queues = vec![work.name.clone()];
+    claimed_queues.extend(delay_queues.iter().cloned());
+    claimed_queues.extend(attempt_queues.iter().cloned());
+    claimed_queues.extend(parking_name.iter().cloned());
+    let mut claimed_bindings: Vec<Binding> = indexed
+        .to_queue
+        .get(work.name.as_str())
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|b| (*b).clone())
+        .collect();
+    claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
+    let mut claimed_exchanges = vec![exchange.name.clone()];
+    claimed_exchanges.extend(return_exchange);
+    let consumer_name = work
+        .name
+        .strip_prefix(&format!("{inner}."))
+        .unwrap_or(&work.name)
+        .to_string();
+    Ok(Recognised {
+        exchange: inner,
+        exchange_type: inner_type,
+        consumer_name,
+        consumer,
+        origin,
+        delays: durations,
+        delay_queues,
+        claimed_queues,
+        claimed_exchanges,
+        claimed_bindings,
+        native: false,
+        delays_in_arguments: in_arguments,
+    })
+}
+
+/// A delay queue's TTL: its `x-message-ttl` argument, else the warren retry policy that
+/// applies to it.
+fn delay_of(indexed: &VhostIndex, queue: &Queue) -> Option<(u64, DelaySource)> {
+    if let Some(ttl) = queue.arguments.get("x-message-ttl").and_then(Value::as_u64) {
+        return Some((ttl, DelaySource::Argument));
+    }
+    indexed
+        .generated_ttl_policy(&queue.name)
+        .map(|(origin, ttl)| (ttl, DelaySource::Policy(origin)))
+}
+
+/// The other work queue that delay queue `delay` returns to through the default
+/// exchange, when that queue dead-letters to the same retry exchange: a retry exchange
+/// shared by several loops.
+fn returns_to_another<'a>(
+    indexed: &VhostIndex<'a>,
+    exchange: &Exchange,
+    work: &Queue,
+    delay: &'a Queue,
+) -> Option<&'a str> {
+    if text(delay.arguments.get("x-dead-letter-exchange")) != Some("") {
+        return None;
+    }
+    let key = text(delay.arguments.get("x-dead-letter-routing-key"))?;
+    let other = indexed.queues.get(key)?;
+    (key != work.name
+        && text(other.arguments.get("x-dead-letter-exchange")) == Some(exchange.name.as_str()))
+    .then_some(key)
+}
+
+/// How messages leave delay queue `delay` for the work queue.
+fn way_back(indexed: &VhostIndex, work: &Queue, delay: &Queue) -> Found<Back> {
+    let target = text(delay.arguments.get("x-dead-letter-exchange")).unwrap_or_default();
+    let key = text(delay.arguments.get("x-dead-letter-routing-key"));
+    if target.is_empty() {
+        return match key {
+            Some(key) if key == work.name => Ok(Back::WorkQueue),
+            Some(key) if indexed.queues.contains_key(key) => Ok(Back::Chain),
+            _ => because(format!(
+                "delay queue `{}` dead-letters through the default exchange to `{}`, not to the work queue",
+                delay.name,
+                key.unwrap_or_default()
+            )),
+        };
+    }
+    let to_work = indexed
+        .to_queue
+        .get(work.name.as_str())
+        .is_some_and(|bindings| bindings.iter().any(|b| b.source == target));
+    if !to_work {
+        return because(format!(
+            "delay queue `{}` dead-letters to `{target}`, which does not lead back to `{}`",
+            delay.name, work.name
+        ));
+    }
+    // The consumer's own return exchange: a fanout exchange bound to the work queue
+    // alone. Any other exchange bound to the work queue is its inner exchange.
+    let own = indexed.exchanges.get(target).is_some_and(|exchange| {
+        exchange.kind == "fanout"
+            && plain_exchange(exchange, "").is_ok()
+            && key.is_none()
+            && indexed
+                .to_queues_from
+                .get(target)
+                .is_some_and(|bindings| {
+                    matches!(bindings.as_slice(), [b] if b.destination == work.name && b.routing_key.is_empty() && b.arguments.is_empty())
+                })
+            && indexed.to_queue.get(work.name.as_str()).is_some_and(|bindings| {
+                bindings.iter().any(|b| b.source != target)
+            })
+    });
+    if own {
+        Ok(Back::ReturnExchange(target.to_string()))
+    } else {
+        Ok(Back::Inner)
+    }
+}
+
+/// A ladder's generated exchanges are durable, not auto-deleted, not internal and have
+/// no arguments.
+fn plain_exchange(exchange: &Exchange, what: &str) -> Found<()> {
+    if exchange.durable
+        && !exchange.auto_delete
+        && !exchange.internal
+        && exchange.arguments.is_empty()
+    {
+        return Ok(());
+    }
+    because(format!(
+        "{what} `{}` is not a plain durable exchange (auto-delete, internal or with arguments)",
+        exchange.name
+    ))
+}
+
+fn durable(queue: &Queue, what: &str) -> Found<()> {
+    if queue.durable && !queue.auto_delete {
+        return Ok(());
+    }
+    because(format!(
+        "{what} `{}` is not durable, or is auto-deleted",
+        queue.name
+    ))
+}
+
+fn only_arguments(queue: &Queue, allowed: &[&str], what: &str) -> Found<()> {
+    match queue
+        .arguments
+        .keys()
+        .find(|key| !allowed.contains(&key.as_str()))
+    {
+        None => Ok(()),
+        Some(key) => because(format!(
+            "{what} `{}` has argument `{key}`, which warren's ladder does not declare",
+            queue.name
+        )),
+    }
+}
+
+fn header_match(binding: &Binding) -> HeaderMatch {
+    let mut values = indexmap::IndexMap::new();
+    let mut mode = HeaderMatchMode::All;
+    for (key, value) in &binding.arguments {
+        if key == "x-match" {
+            mode = if value == "any" {
+                HeaderMatchMode::Any
+            } else {
+                HeaderMatchMode::All
+            };
+        } else {
+            values.insert(key.clone(), value.clone());
+        }
+    }
+    HeaderMatch {
+        mode: Some(mode),
+        values,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::import::{Notes, import};
+    use crate::model::Definitions;
+
+    /// A loop whose work queue `w` dead-letters to `x` (a `kind` exchange, with `key`)
+    /// and whose delay queue `d` returns to `w`, plus `extra` queues on `x`.
+    fn definitions(
+        kind: &str,
+        key: Option<&str>,
+        delay: serde_json::Value,
+        extra: &[serde_json::Value],
+    ) -> Definitions {
+        let mut work_arguments = json!({"x-dead-letter-exchange": "x"});
+        if let Some(key) = key {
+            work_arguments["x-dead-letter-routing-key"] = json!(key);
+        }
+        let mut queues = vec![
+            json!({"name": "w", "vhost": "v", "durable": true, "auto_delete": false, "arguments": work_arguments}),
+            json!({"name": "d", "vhost": "v", "durable": true, "auto_delete": false, "arguments": delay}),
+        ];
+        let mut bindings = vec![
+            json!({"source": "in", "vhost": "v", "destination": "w", "destination_type": "queue", "routing_key": "", "arguments": {}}),
+            json!({"source": "x", "vhost": "v", "destination": "d", "destination_type": "queue", "routing_key": "k", "arguments": {}}),
+        ];
+        for (n, queue) in extra.iter().enumerate() {
+            let name = format!("e{n}");
+            let mut queue = queue.clone();
+            queue["name"] = json!(name);
+            queue["vhost"] = json!("v");
+            queue["durable"] = json!(true);
+            queue["auto_delete"] = json!(false);
+            queues.push(queue);
+            bindings.push(json!({"source": "x", "vhost": "v", "destination": name, "destination_type": "queue", "routing_key": format!("e{n}"), "arguments": {}}));
+        }
+        serde_json::from_value(json!({
+            "vhosts": [{"name": "v"}],
+            "exchanges": [
+                {"name": "in", "vhost": "v", "type": "fanout", "durable": true, "auto_delete": false, "internal": false, "arguments": {}},
+                {"name": "x", "vhost": "v", "type": kind, "durable": true, "auto_delete": false, "internal": false, "arguments": {}},
+            ],
+            "queues": queues,
+            "bindings": bindings,
+            "policies": [{"name": "ops-ttl", "vhost": "v", "pattern": "^p$", "apply-to": "queues", "definition": {"message-ttl": 5000}, "priority": 1}],
+        }))
+        .unwrap()
+    }
+
+    fn notes(definitions: &Definitions) -> (usize, Vec<String>) {
+        let mut notes = Notes::default();
+        let spec = import(definitions, "t", &[], &mut notes);
+        let consumers = spec
+            .vhosts
+            .values()
+            .flat_map(|v| v.services.values())
+            .map(|s| s.consumers.len())
+            .sum();
+        (consumers, notes.0)
+    }
+
+    fn back_to_w(ttl: bool) -> serde_json::Value {
+        let mut arguments = json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"});
+        if ttl {
+            arguments["x-message-ttl"] = json!(1000);
+        }
+        arguments
+    }
+
+    #[test]
+    fn a_loop_built_by_hand_becomes_a_consumer() {
+        let (consumers, notes) = notes(&definitions(
+            "direct",
+            Some("k"),
+            back_to_w(true),
+            &[json!({"arguments": {}})],
+        ));
+        assert_eq!(consumers, 1, "{notes:#?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("the retry loop of queue `w` is consumer")),
+            "{notes:#?}"
+        );
+    }
+
+    #[test]
+    fn a_loop_that_does_not_fit_is_named_with_the_part_that_does_not() {
+        let cases = [
+            (
+                definitions("direct", None, back_to_w(true), &[]),
+                "without a routing key, so each message keeps its own key there",
+            ),
+            (
+                definitions("direct", Some("other"), back_to_w(true), &[]),
+                "it dead-letters with key `other`, and no delay queue is bound to `x` with that key",
+            ),
+            (
+                definitions("topic", Some("k"), back_to_w(true), &[]),
+                "is a topic exchange",
+            ),
+            (
+                definitions(
+                    "direct",
+                    Some("k"),
+                    back_to_w(true),
+                    &[json!({"arguments": {}}), json!({"arguments": {}})],
+                ),
+                "a ladder has one parking queue",
+            ),
+            (
+                definitions(
+                    "direct",
+                    Some("k"),
+                    back_to_w(true),
+                    &[json!({ "arguments": back_to_w(false) })],
+                ),
+                "`e0` on `x` dead-letters onward but has no TTL of its own",
+            ),
+            (
+                definitions("fanout", None, back_to_w(true), &[json!({"arguments": {}})]),
+                "receives every retry, not only the exhausted ones",
+            ),
+            (
+                definitions(
+                    "direct",
+                    Some("k"),
+                    back_to_w(true),
+                    &[json!({"arguments": {"x-max-length": 10}})],
+                ),
+                "the parking queue `e0` has argument `x-max-length`",
+            ),
+        ];
+        for (definitions, words) in cases {
+            let (consumers, notes) = notes(&definitions);
+            assert_eq!(consumers, 0, "{words}: {notes:#?}");
+            assert!(
+                notes.iter().any(|n| n.starts_with("vhost `v`: queue `w` starts a retry loop that is imported as plain queues and exchanges, because") && n.contains(words)),
+                "{words}: {notes:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_retry_exchange_shared_by_two_loops_is_named() {
+        let mut found = definitions("direct", Some("k"), back_to_w(true), &[]);
+        let other: Definitions = serde_json::from_value(json!({
+            "queues": [
+                {"name": "w2", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-dead-letter-exchange": "x", "x-dead-letter-routing-key": "k2"}},
+                {"name": "d2", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-message-ttl": 1000, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w2"}},
+            ],
+            "bindings": [
+                {"source": "in", "vhost": "v", "destination": "w2", "destination_type": "queue", "routing_key": "", "arguments": {}},
+                {"source": "x", "vhost": "v", "destination": "d2", "destination_type": "queue", "routing_key": "k2", "arguments": {}},
+            ],
+        }))
+        .unwrap();
+        found.queues.extend(other.queues);
+        found.bindings.extend(other.bindings);
+        let (consumers, notes) = notes(&found);
+        assert_eq!(consumers, 0, "{notes:#?}");
+        assert!(
+            notes.iter().any(|n| n.contains(
+                "queue `w` starts a retry loop that is imported as plain queues and exchanges, because its retry exchange `x` is shared with queue `w2`"
+            )),
+            "{notes:#?}"
+        );
+    }
+
+    #[test]
+    fn a_delay_from_a_policy_that_is_not_warren_s_is_named() {
+        let mut found = definitions("direct", Some("k"), back_to_w(false), &[]);
+        found.policies[0].pattern = "^d$".into();
+        let (_, notes) = notes(&found);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("policy `ops-ttl` gives it one")),
+            "{notes:#?}"
+        );
+    }
+
+    #[test]
+    fn a_dead_letter_queue_that_does_not_wait_is_no_loop() {
+        // Dead letters that stay, and dead letters passed on at once (to an alerting
+        // exchange, say): neither waits, so neither is a loop, and neither is noted.
+        for dead_letter_queue in [json!({}), back_to_w(false)] {
+            let (consumers, notes) =
+                notes(&definitions("direct", Some("k"), dead_letter_queue, &[]));
+            assert_eq!(consumers, 0);
+            assert!(
+                !notes.iter().any(|n| n.contains("starts a retry loop")),
+                "{notes:#?}"
+            );
+        }
+    }
+}
