@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::model::ObjectId;
 use crate::model::upgrade_path::UPGRADABLE;
 use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Finding, Report, Severity, Source};
 
@@ -78,11 +79,15 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         writeln!(out, "{line}")?;
     }
     writeln!(out)?;
-    for finding in &report.findings {
-        let object = finding
-            .object
-            .as_ref()
-            .map_or(String::new(), |o| format!("{o}: "));
+    for group in groups(&report.findings) {
+        let finding = group.first;
+        let object = match group.members.as_slice() {
+            [one] => one
+                .object
+                .as_ref()
+                .map_or(String::new(), |o| format!("{o}: ")),
+            many => format!("{}: ", objects_counted(many)),
+        };
         writeln!(
             out,
             "{}[{}]: {object}{}",
@@ -91,6 +96,11 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             finding.message
         )?;
         match (&finding.file, finding.location) {
+            _ if group.members.len() > 1 => {
+                for line in members_listed(&group.members) {
+                    writeln!(out, "  {line}")?;
+                }
+            }
             (Some(file), Some(at)) => {
                 writeln!(out, "  --> {}:{}:{}", file.display(), at.line, at.column)?;
             }
@@ -140,6 +150,96 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         writeln!(out)?;
     }
     writeln!(out, "{}: {}", checked(report), summary(report))
+}
+
+/// Findings that say the same about several objects (one per quorum queue of a broker,
+/// say), printed once with their objects listed: a report of 38 identical warnings
+/// hides the one that differs. The machine formats keep one finding per object.
+struct Group<'a> {
+    first: &'a Finding,
+    members: Vec<&'a Finding>,
+}
+
+fn groups(findings: &[Finding]) -> Vec<Group<'_>> {
+    let joins = |finding: &Finding| finding.object.is_some() && finding.id != "upgrade-path";
+    let same = |a: &Finding, b: &Finding| {
+        a.id == b.id
+            && a.severity == b.severity
+            && a.message == b.message
+            && a.fix == b.fix
+            && a.spec_change == b.spec_change
+            && a.managed_by == b.managed_by
+            && a.reported_by_broker == b.reported_by_broker
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for finding in findings {
+        if joins(finding)
+            && let Some(group) = groups
+                .iter_mut()
+                .find(|group| joins(group.first) && same(group.first, finding))
+        {
+            group.members.push(finding);
+            continue;
+        }
+        groups.push(Group {
+            first: finding,
+            members: vec![finding],
+        });
+    }
+    groups
+}
+
+fn kind_of(object: &ObjectId) -> String {
+    serde_json::to_value(object.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// `38 queues`, or `3 objects` of several kinds.
+fn objects_counted(members: &[&Finding]) -> String {
+    let kinds: Vec<String> = members
+        .iter()
+        .filter_map(|f| f.object.as_ref().map(kind_of))
+        .collect();
+    match kinds.first() {
+        Some(first) if kinds.iter().all(|kind| kind == first) => {
+            crate::text::count(members.len(), first)
+        }
+        _ => crate::text::count(members.len(), "object"),
+    }
+}
+
+/// One line per object of a group, with its place when it has one; past the first
+/// few, how many more.
+fn members_listed(members: &[&Finding]) -> Vec<String> {
+    const SHOWN: usize = 8;
+    let mut lines: Vec<String> = members
+        .iter()
+        .take(SHOWN)
+        .map(|finding| {
+            let object = finding
+                .object
+                .as_ref()
+                .map_or(String::new(), ToString::to_string);
+            match (&finding.file, finding.location) {
+                (Some(file), Some(at)) => {
+                    format!(
+                        "--> {object} ({}:{}:{})",
+                        file.display(),
+                        at.line,
+                        at.column
+                    )
+                }
+                _ => format!("--> {object}"),
+            }
+        })
+        .collect();
+    let rest = members.len().saturating_sub(SHOWN);
+    if rest > 0 {
+        lines.push(format!("… and {rest} more (`--format json` lists each)"));
+    }
+    lines
 }
 
 fn full_message(finding: &Finding) -> String {

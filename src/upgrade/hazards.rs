@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{Finding, Severity};
 use crate::definitions_file::locate::JsonPointer;
 use crate::model::queue_facts::{operator_policies, queue_facts};
+use crate::model::upgrade_path::{self, Line};
 use crate::model::{
     Definitions, ObjectId, ObjectKind, Policy, QueueType, TargetVersion, policy_keys,
     queue_arguments,
@@ -161,9 +162,10 @@ fn queues(
                 && to.has_default_delivery_limit()
                 && was.delivery_limit.is_none()
             {
+                // One wording for every queue of a kind, so that a report groups them.
                 let end = match was.dead_letter_exchange {
-                    Some(exchange) => format!("dead-lettered to `{exchange}`"),
-                    None => "dropped (the queue has no dead-letter exchange)".to_string(),
+                    Some(_) => "dead-lettered to the queue's dead-letter exchange",
+                    None => "dropped (the queue has no dead-letter exchange)",
                 };
                 let nack = if to.counts_nack_toward_delivery_limit() {
                     String::new()
@@ -177,7 +179,7 @@ fn queues(
                         format!("the quorum queue has no delivery limit; from 4.0 it gets the default of 20: a message redelivered more than 20 times is {end}{nack}"),
                     )
                     .on(object.clone())
-                    .fix("set the delivery limit you mean by policy (`delivery-limit`) before the upgrade: a number (e.g. 20, or more) works on every line; `-1` (unlimited) only once every node runs 4.0, since 3.x refuses a negative limit, so in that case apply the `-1` policy right after the 4.0 step (messages redelivered 20 times are dead-lettered in between)"),
+                    .fix(format!("set the delivery limit you mean by policy (`delivery-limit`) before the upgrade: a number (e.g. 20, or more) works on every line; `-1` (unlimited) only once every node runs 4.x, since 3.x refuses a negative limit, so in that case apply the `-1` policy right after {} (messages redelivered 20 times are dead-lettered in between)", first_step_to_4(from, to))),
                 );
             } else if was.delivery_limit.is_some()
                 && from.counts_nack_toward_delivery_limit()
@@ -196,6 +198,20 @@ fn queues(
             }
         }
         let _ = will;
+    }
+}
+
+/// The step of the upgrade path from `from` to `to` that lands on a 4.x line, where the
+/// 4.0 defaults begin (`the step to 4.2` for 3.13 → 4.2 → 4.3).
+fn first_step_to_4(from: TargetVersion, to: TargetVersion) -> String {
+    let line = |version: TargetVersion| Line::of(&version.to_string());
+    let landing = line(from)
+        .zip(line(to))
+        .and_then(|(from, to)| upgrade_path::path(from, to).ok())
+        .and_then(|steps| steps.into_iter().find(|step| step.to.major >= 4));
+    match landing {
+        Some(step) => format!("the step to {}", step.to),
+        None => "the first step to a 4.x line".to_string(),
     }
 }
 

@@ -138,7 +138,8 @@ pub struct Finding {
     pub fix: String,
     /// The change to make in the spec that manages the object, when one does.
     pub spec_change: Option<String>,
-    /// The spec whose ownership record lists the object (a live broker).
+    /// The spec whose ownership record lists the object (on a live broker, or in a
+    /// definitions file exported from one).
     pub managed_by: Option<String>,
     /// The broker itself reported the feature in use (`GET /api/deprecated-features/used`).
     pub reported_by_broker: bool,
@@ -483,6 +484,7 @@ pub fn of_definitions_file(
         Deprecated::NotABroker,
     );
     let mut findings = of_definitions(&read.definitions, report.from.target, to);
+    managed_by_specs(&read.definitions, to, &mut findings);
     for finding in &mut findings {
         if let Some(pointer) = &finding.pointer
             && !text.is_empty()
@@ -538,24 +540,42 @@ pub async fn against_broker(client: &Client, to: TargetVersion) -> Result<Report
             .fix("check clients for what definitions do not show (`basic.qos` with `global`, AMQP 1.0 address formats) once the cluster runs 3.13"),
         );
     }
-    if let Ok(owners) = records(&definitions.global_parameters) {
-        for finding in &mut findings {
-            let Some(object) = &finding.object else {
-                continue;
-            };
-            if let Some((spec, _)) = owners
-                .iter()
-                .find(|(_, record)| record.object_ids().contains(object))
-            {
-                finding.managed_by = Some(spec.clone());
-                finding.spec_change = spec_change(finding.id, object.kind, None).map(|change| {
-                    format!("in spec `{spec}` (its ownership record lists the object): {change}; then `warren apply`")
-                });
-            }
-        }
-    }
+    managed_by_specs(&definitions, to, &mut findings);
     report.findings.extend(findings);
     Ok(report.finish())
+}
+
+/// Names, on each finding, the spec whose ownership record lists its object (in a
+/// broker's definitions or a file exported from one), with the change to make in that
+/// spec instead of by hand: a managed object is changed in its spec, or the next apply
+/// undoes the fix.
+fn managed_by_specs(definitions: &Definitions, to: TargetVersion, findings: &mut [Finding]) {
+    let Ok(owners) = records(&definitions.global_parameters) else {
+        return;
+    };
+    for finding in findings {
+        let Some(object) = &finding.object else {
+            continue;
+        };
+        let Some((spec, _)) = owners
+            .iter()
+            .find(|(_, record)| record.object_ids().contains(object))
+        else {
+            continue;
+        };
+        finding.managed_by = Some(spec.clone());
+        if finding.id == "quorum-default-delivery-limit" {
+            // Whether the spec sets the limit itself depends on what it says about the
+            // queue, which only the spec knows: no hand-made policy.
+            finding.fix = format!(
+                "spec `{spec}` manages the queue (its ownership record lists it): `warren upgrade-check SPEC --to {to}` with that spec says whether, compiled for {to}, it sets the limit itself (warren's retry ladders do); apply the spec right after the upgrade, and set `delivery_limit` on the consumer where it does not"
+            );
+            continue;
+        }
+        finding.spec_change = spec_change(finding.id, object.kind, None).map(|change| {
+            format!("in spec `{spec}` (its ownership record lists the object): {change}; then `warren apply`")
+        });
+    }
 }
 
 /// The finding of a deprecated feature the broker reported in use.

@@ -232,3 +232,57 @@ fn fix_each_finding(old: &Node, v: &str) {
     old.delete(&format!("/api/queues/{v}/scratch"));
     queue("scratch", json!({"durable": true}));
 }
+
+/// A 3.10 broker that warren manages: the quorum queues of a spec's ladders have no
+/// delivery limit there, and each gets the finding in the JSON report, with advice that
+/// points at the spec (which, compiled for 4.3, sets the limit itself) rather than at a
+/// hand-made policy the next apply would not know; the text says it once for them all.
+#[test]
+fn a_managed_broker_s_findings_name_the_spec_and_are_said_once() {
+    let node = Node::shared(Version::V3_10);
+    let vhost = node.unused_vhost("managed-upgrade");
+    let name = format!("upgrade-{vhost}");
+    let spec = crate::spec::Spec::new(&format!(
+        "version: 1\nname: {name}\ndefaults:\n  queue_type: quorum\n  retry:\n    delays: [30s]\nvhosts:\n  {vhost}:\n    services:\n      jobs:\n        exchange: {{ type: fanout }}\n        consumers:\n          a: {{}}\n          b: {{}}\n          c: {{}}\n"
+    ));
+    node.apply(spec.arg())
+        .with(&["--lock-timeout", "2m"])
+        .expect(0);
+    let (report, _) = check(node);
+    let managed: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["object"]["vhost"] == vhost.as_str())
+        .filter(|f| f["id"] == "quorum-default-delivery-limit")
+        .collect();
+    let queues: Vec<&str> = managed
+        .iter()
+        .map(|f| f["object"]["name"].as_str().unwrap())
+        .collect();
+    for work in ["jobs.a", "jobs.b", "jobs.c"] {
+        assert!(queues.contains(&work), "{work}: {queues:?}");
+    }
+    for finding in &managed {
+        assert_eq!(finding["managed_by"], name.as_str(), "{finding:#}");
+        let fix = finding["fix"].as_str().unwrap();
+        assert!(
+            fix.contains("warren upgrade-check SPEC --to 4.3") && !fix.contains("by policy"),
+            "{fix}"
+        );
+    }
+    // Other tests' objects share the node: look only at this spec's advice.
+    let text = node.warren(&["upgrade-check", "--to", "4.3"]).run().stdout;
+    let groups = text
+        .lines()
+        .filter(|line| line.contains(&format!("spec `{name}` manages the queue")))
+        .count();
+    // Two wordings: queues that dead-letter (work and delay queues) and those that do
+    // not (the parking queues).
+    assert!((1..=2).contains(&groups), "{groups} groups:\n{text}");
+    assert!(
+        text.contains("queues: the quorum queue has no delivery limit"),
+        "{text}"
+    );
+    node.remove_vhost(&vhost);
+}

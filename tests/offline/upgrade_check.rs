@@ -93,6 +93,53 @@ fn every_hazard_of_a_definitions_file_is_found_where_it_is() {
     assert_eq!(mirroring["severity"], "error");
 }
 
+/// Findings that say the same about several objects are one in the text, with each
+/// object listed (and its line, for a finding that has one); the machine formats keep
+/// one per object. The advice names
+/// the step of the path the report prints (3.13 → 4.2 has no 4.0 step).
+#[test]
+fn repeated_findings_are_one_with_their_objects_listed() {
+    let run = warren(&["upgrade-check", "--definitions", HAZARDS, "--to", "4.3"]).expect(1);
+    let text = &run.stdout;
+    assert_eq!(
+        text.matches("warning[quorum-default-delivery-limit]")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("warning[quorum-default-delivery-limit]: 3 queues: the quorum queue has no delivery limit"),
+        "{text}"
+    );
+    for queue in ["orders", "invoices", "shipments"] {
+        assert!(
+            text.contains(&format!("  --> queue \"{queue}\" in vhost \"legacy\"\n")),
+            "{queue}: {text}"
+        );
+    }
+    assert!(text.contains("right after the step to 4.2"), "{text}");
+    assert!(!text.contains("4.0 step"), "{text}");
+    let report = json(
+        &warren(&[
+            "upgrade-check",
+            "--definitions",
+            HAZARDS,
+            "--to",
+            "4.3",
+            "--format",
+            "json",
+        ])
+        .expect(1),
+    );
+    let each = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "quorum-default-delivery-limit")
+        .count();
+    assert_eq!(each, 3, "{report:#}");
+}
+
 #[test]
 fn a_definitions_files_report_in_each_format() {
     let settings = snapshot_settings("snapshots");
