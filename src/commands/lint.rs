@@ -58,7 +58,7 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
                     Ok(environments) => {
                         lint::lint_spec_in_every_environment(path, environments, target)
                     }
-                    Err(found) => lint::lint_spec(path, Err(found), target),
+                    Err(found) => lint::lint_spec(path, Err(found.into()), target),
                 }
             } else {
                 lint::lint_spec(path, read_spec(path, &args.env), target)

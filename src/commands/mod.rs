@@ -562,8 +562,8 @@ fn report(file: &SpecFile, found: &[Diagnostic], effect: Effect, stderr: &mut dy
 
 /// Reads a spec for a command that reports its load errors itself, as findings
 /// (`lint`, `validate`): the spec for the environment chosen, or why it did not load.
-fn read_spec(path: &Path, environment: &EnvArg) -> Result<SpecFile, Vec<Diagnostic>> {
-    spec::load(path, environment_choice(environment).as_choice())
+fn read_spec(path: &Path, environment: &EnvArg) -> crate::lint::Read {
+    spec::load_for_checking(path, environment_choice(environment).as_choice())
 }
 
 /// Reads a spec in each environment it declares (`lint --all-envs`): the names and
@@ -583,7 +583,10 @@ fn read_spec_in_every_environment(
         names
             .into_iter()
             .map(|name| {
-                let read = file.clone().for_environment(Choice::Flag(&name));
+                let read = file
+                    .clone()
+                    .for_environment(Choice::Flag(&name))
+                    .map_err(spec::Unread::from);
                 (name, read)
             })
             .collect(),

@@ -9,11 +9,11 @@ use super::{Context, run};
 use crate::compile;
 use crate::model::{Definitions, TargetVersion};
 use crate::spec::diagnostic::Diagnostic;
-use crate::spec::{SpecFile, Texts};
+use crate::spec::{Rest, SpecFile, Texts, Unread};
 
-/// A spec as the command read it: loaded for its environment, or the diagnostics of
-/// why it did not load.
-pub type Read = Result<SpecFile, Vec<Diagnostic>>;
+/// A spec as the command read it: loaded for its environment, or why it did not load
+/// and what of it still reads.
+pub type Read = Result<SpecFile, Unread>;
 
 /// A spec read in each environment it declares (`warren lint --all-envs`).
 pub enum Environments {
@@ -152,12 +152,24 @@ struct Checked {
 fn check_spec(path: &Path, read: Read, asked: Option<TargetVersion>) -> Checked {
     let file = match read {
         Ok(file) => file,
-        Err(diagnostics) => {
+        Err(Unread {
+            mut diagnostics,
+            rest,
+        }) => {
+            let target = rest
+                .as_ref()
+                .map_or(asked.unwrap_or(TargetVersion::DEFAULT), |rest| {
+                    rest.file.target(asked)
+                });
+            if let Some(rest) = rest {
+                diagnostics.extend(compile_errors_of_the_rest(*rest, target));
+                diagnostics.sort_by_key(|d| (d.file.clone(), d.location));
+            }
             return Checked {
                 texts: Texts::for_report(path, &diagnostics),
                 diagnostics,
                 objects: None,
-                target: asked.unwrap_or(TargetVersion::DEFAULT),
+                target,
             };
         }
     };
@@ -185,6 +197,31 @@ fn check_spec(path: &Path, read: Read, asked: Option<TargetVersion>) -> Checked 
         objects,
         target,
     }
+}
+
+/// The compiler's errors about what still reads of a spec the parser refused entries
+/// of, so that one run shows every mistake. What the compiler finds missing or wrong
+/// where an entry was set aside is the setting aside's doing, and left out: an error
+/// at a set-aside entry, inside it, or on the mapping that held it.
+fn compile_errors_of_the_rest(rest: Rest, target: TargetVersion) -> Vec<Diagnostic> {
+    let options = compile::Options {
+        target,
+        secrets: None,
+    };
+    let Err(found) = compile::compile(&rest.file, &options) else {
+        return Vec::new();
+    };
+    let caused_by_setting_aside = |diagnostic: &Diagnostic| {
+        diagnostic.path.as_ref().is_some_and(|path| {
+            rest.set_aside
+                .iter()
+                .any(|aside| path.starts_with(aside) || aside.parent().as_ref() == Some(path))
+        })
+    };
+    found
+        .into_iter()
+        .filter(|d| d.is_error() && !caused_by_setting_aside(d))
+        .collect()
 }
 
 /// Lints a definitions file's content for `target` (see

@@ -268,6 +268,92 @@ pub fn load(path: &Path, environment: Choice<'_>) -> Result<SpecFile, Vec<Diagno
     load_file(path)?.for_environment(environment)
 }
 
+/// A spec that did not load, as the commands that report every mistake of a file in
+/// one run (`validate`, `lint`) take it: why, and what of it still reads.
+#[derive(Debug)]
+pub struct Unread {
+    /// Why it did not load.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The rest of the file, when the parser refused only entries it could set aside.
+    pub rest: Option<Box<Rest>>,
+}
+
+impl From<Vec<Diagnostic>> for Unread {
+    fn from(diagnostics: Vec<Diagnostic>) -> Unread {
+        Unread {
+            diagnostics,
+            rest: None,
+        }
+    }
+}
+
+/// What still reads of a spec file whose entries the parser refused: the file with
+/// each refused entry blanked out (lines and columns stay the file's), and the paths
+/// of those entries. Compiling it finds the mistakes the parser cannot see (a ladder
+/// that does not exist, a delay too long), so that a file with eleven mistakes of both
+/// kinds shows all eleven at once.
+#[derive(Debug)]
+pub struct Rest {
+    /// The spec without the refused entries.
+    pub file: SpecFile,
+    /// Where each refused entry was: what the compiler then finds missing there is
+    /// the blanking's doing, not a mistake of the file.
+    pub set_aside: Vec<SpecPath>,
+}
+
+/// [`load`], and on failure what still reads of the file ([`Rest`]): for a spec file,
+/// not a directory, whose only errors are entries the parser refused.
+pub fn load_for_checking(path: &Path, environment: Choice<'_>) -> Result<SpecFile, Unread> {
+    load(path, environment).map_err(|diagnostics| Unread {
+        rest: (!path.is_dir())
+            .then(|| rest_of(path, environment))
+            .flatten()
+            .map(Box::new),
+        diagnostics,
+    })
+}
+
+/// The rest of the spec file at `path` that still reads once every entry the parser
+/// refuses is set aside; `None` when the file parses as it is (its errors were
+/// elsewhere) or when what is left does not read.
+fn rest_of(path: &Path, environment: Choice<'_>) -> Option<Rest> {
+    let source = std::fs::read_to_string(path).ok()?;
+    if source.len() > limits::MAX_BYTES || saved_plan_format(&source).is_some() {
+        return None;
+    }
+    let read =
+        |text: &str| serde_saphyr::from_str_with_options::<Spec>(text, limits::parser_options());
+    let first = parse_error_diagnostic(&source, &read(&source).err()?);
+    let recovery = recover::recover(&source, first, |text| {
+        read(text)
+            .err()
+            .map(|err| parse_error_diagnostic(text, &err))
+    });
+    let text = recovery.readable?;
+    let spec = read(&text).ok()?;
+    let original = SourceMap::build(&source);
+    let set_aside = recovery
+        .blanked
+        .iter()
+        .filter_map(|offset| original.path_at(location_of_byte(source.as_bytes(), *offset)))
+        .collect();
+    let file = SpecFile {
+        path: path.to_path_buf(),
+        files: vec![SourceFile {
+            path: path.to_path_buf(),
+            source_map: SourceMap::build(&text),
+            source: text,
+        }],
+        spec,
+        writers: HashMap::default(),
+        overrides: None,
+    };
+    Some(Rest {
+        file: file.for_environment(environment).ok()?,
+        set_aside,
+    })
+}
+
 /// Reads and parses the spec at `path`: a YAML file, or a directory whose `*.yaml`
 /// and `*.yml` files ([`spec_files`]) are merged into one spec ([`super::merge`]).
 /// Every diagnostic names the file it is about.

@@ -16,7 +16,9 @@ mod yaml_errors;
 
 pub use duration::Duration;
 pub use lint_settings::*;
-pub use load::{Place, Sources, SpecFile, Texts, load, load_file, load_str};
+pub use load::{
+    Place, Rest, Sources, SpecFile, Texts, Unread, load, load_file, load_for_checking, load_str,
+};
 pub use source_map::{Location, SourceFile, SourceMap, SpecPath};
 pub use types::*;
 pub use users::*;

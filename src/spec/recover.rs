@@ -48,6 +48,29 @@ pub fn every_error(
     first: Diagnostic,
     parse: impl Fn(&str) -> Option<Diagnostic>,
 ) -> Vec<Diagnostic> {
+    recover(source, first, parse).diagnostics
+}
+
+/// What the search found: the errors, and what is left of the text.
+#[derive(Debug)]
+pub struct Recovery {
+    /// Every error, as [`every_error`] gives them.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The text with every refused entry blanked out, when it parses: the rest of the
+    /// spec, which the compiler can still check (lines and columns are the file's).
+    pub readable: Option<String>,
+    /// Where each blanked entry's key starts, as a byte offset into the text.
+    pub blanked: Vec<usize>,
+}
+
+/// [`every_error`], and the rest of the text that still reads.
+pub fn recover(
+    source: &str,
+    first: Diagnostic,
+    parse: impl Fn(&str) -> Option<Diagnostic>,
+) -> Recovery {
+    let mut blanked: Vec<usize> = Vec::new();
+    let mut parsed = false;
     let mut found: Vec<Diagnostic> = Vec::new();
     let mut text = source.to_string();
     let mut next = Some(first);
@@ -74,11 +97,13 @@ pub fn every_error(
             break;
         };
         blanked_keys.push(entry.key.clone());
+        blanked.push(entry.start);
         if !blank(&mut text, &entry) || text.trim().is_empty() {
             // Nothing left to set aside, or nothing left at all.
             break;
         }
         next = parse(&text);
+        parsed = next.is_none();
         looks += 1;
         if next.is_some()
             && (looks >= MAX_LOOKS || looks.saturating_mul(text.len()) >= MAX_BYTES_PARSED)
@@ -93,7 +118,11 @@ pub fn every_error(
     } else if cut_at.is_some() {
         found.push(more_errors(0, true, cut_at));
     }
-    found
+    Recovery {
+        diagnostics: found,
+        readable: parsed.then_some(text),
+        blanked,
+    }
 }
 
 /// The diagnostic that stands for `count` errors not shown (more when the search
