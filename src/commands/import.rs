@@ -9,6 +9,10 @@ use crate::model::version::TargetVersion;
 
 /// The flags of `warren import`.
 #[derive(Debug, clap::Args)]
+// These commands delete nothing, so the AMQP URL of the deletion checks and locks
+// means nothing to them: accepted (a profile or `WARREN_AMQP_URL` may set it), not
+// shown in `--help`.
+#[command(mut_arg("amqp_url", |arg| arg.hide(true)))]
 pub struct ImportArgs {
     /// Read this definitions file instead of a broker.
     #[arg(long, value_name = "FILE")]

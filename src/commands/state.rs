@@ -37,6 +37,10 @@ pub enum StateAction {
 
 /// The flags of `warren state show`.
 #[derive(Debug, clap::Args)]
+// These commands delete nothing, so the AMQP URL of the deletion checks and locks
+// means nothing to them: accepted (a profile or `WARREN_AMQP_URL` may set it), not
+// shown in `--help`.
+#[command(mut_arg("amqp_url", |arg| arg.hide(true)))]
 pub struct ShowArgs {
     /// A spec (a file or a directory), or a spec's name.
     #[arg(value_name = "SPEC_OR_NAME")]

@@ -14,6 +14,10 @@ use crate::status::{Filter, StatusError, against_broker};
 
 /// The flags of `warren status`.
 #[derive(Debug, clap::Args)]
+// These commands delete nothing, so the AMQP URL of the deletion checks and locks
+// means nothing to them: accepted (a profile or `WARREN_AMQP_URL` may set it), not
+// shown in `--help`.
+#[command(mut_arg("amqp_url", |arg| arg.hide(true)))]
 pub struct StatusArgs {
     /// The spec: a YAML file, or a directory of YAML files read as one spec.
     #[arg(value_name = "SPEC")]

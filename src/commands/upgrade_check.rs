@@ -29,6 +29,10 @@ pub enum UpgradeFormat {
 
 /// The flags of `warren upgrade-check`.
 #[derive(Debug, clap::Args)]
+// These commands delete nothing, so the AMQP URL of the deletion checks and locks
+// means nothing to them: accepted (a profile or `WARREN_AMQP_URL` may set it), not
+// shown in `--help`.
+#[command(mut_arg("amqp_url", |arg| arg.hide(true)))]
 pub struct UpgradeCheckArgs {
     /// A spec to check (a YAML file or a directory), compiled for --from and for --to.
     /// Without it, the broker of --url is checked, or --definitions FILE.

@@ -4,7 +4,8 @@
 //!
 //! Normalisation removes what the broker adds or reorders without meaning anything:
 //! key order, whole numbers written as floats, tags as a comma string, an implicit
-//! `x-queue-type`, the binding's `properties_key`, vhost metadata nested or not.
+//! `x-queue-type`, the binding's `properties_key`, vhost metadata nested or not, a
+//! stream's `x-max-age` spelt in another unit (`24h` for `1D`).
 
 use std::collections::BTreeMap;
 
@@ -281,6 +282,13 @@ pub fn objects(definitions: &Definitions) -> Objects {
             .or_else(|| queue.extra.get("type").cloned())
             .unwrap_or(json!("classic"));
         arguments.insert("x-queue-type".into(), queue_type);
+        if let Some(age) = arguments
+            .get("x-max-age")
+            .and_then(Value::as_str)
+            .and_then(super::queue_arguments::canonical_age)
+        {
+            arguments.insert("x-max-age".into(), json!(age));
+        }
         objects.insert(
             queue_id(queue),
             normalize_value(&json!({

@@ -317,6 +317,38 @@ impl QueueArgument {
 }
 
 /// A stream age: digits (not all zero) then one unit letter, case-sensitive.
+/// An age (`x-max-age`) in seconds, as RabbitMQ reads it: a year is 365 days and a
+/// month 30 (`rabbit_amqqueue`'s units); `None` when it is not an age.
+pub fn age_seconds(text: &str) -> Option<u64> {
+    if !is_age(text) {
+        return None;
+    }
+    let unit = text.chars().last()?;
+    let number: u64 = text[..text.len() - unit.len_utf8()].parse().ok()?;
+    const DAY: u64 = 24 * 3600;
+    let seconds = match unit {
+        'Y' => 365 * DAY,
+        'M' => 30 * DAY,
+        'D' => DAY,
+        'h' => 3600,
+        'm' => 60,
+        _ => 1,
+    };
+    number.checked_mul(seconds)
+}
+
+/// One spelling of an age for comparing: RabbitMQ 4.3.6 compares `x-max-age` as a
+/// duration (`1D` declares the same stream as `24h`), so a spec that writes `24h`
+/// for a stream the broker holds as `1D` changes nothing. The largest whole unit of
+/// days, hours, minutes or seconds.
+pub fn canonical_age(text: &str) -> Option<String> {
+    let seconds = age_seconds(text)?;
+    let (unit, size) = [('D', 24 * 3600), ('h', 3600), ('m', 60), ('s', 1)]
+        .into_iter()
+        .find(|(_, size)| seconds % size == 0)?;
+    Some(format!("{}{unit}", seconds / size))
+}
+
 fn is_age(text: &str) -> bool {
     let Some(unit) = text.chars().last() else {
         return false;
@@ -332,6 +364,17 @@ fn is_age(text: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ages_compare_as_durations() {
+        assert_eq!(canonical_age("1D"), canonical_age("24h"));
+        assert_eq!(canonical_age("24h").as_deref(), Some("1D"));
+        assert_eq!(canonical_age("90m").as_deref(), Some("90m"));
+        assert_eq!(canonical_age("1Y").as_deref(), Some("365D"));
+        assert_eq!(canonical_age("1M"), canonical_age("30D"));
+        assert_eq!(canonical_age("7d"), None);
+        assert_ne!(canonical_age("1D"), canonical_age("25h"));
+    }
 
     #[test]
     fn values_follow_the_brokers_checks() {

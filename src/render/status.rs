@@ -35,6 +35,8 @@ pub fn text(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             vhosts.push(&consumer.vhost);
         }
     }
+    let mut unknown_shown = false;
+    let mut missing_shown = false;
     for (index, vhost) in vhosts.iter().enumerate() {
         if index > 0 {
             writeln!(out)?;
@@ -64,6 +66,10 @@ pub fn text(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             .map(String::from),
         ];
         rows.extend(consumers.iter().map(|c| row(c)));
+        for cell in rows.iter().skip(1).flat_map(|row| &row[2..]) {
+            unknown_shown |= cell.contains(UNKNOWN);
+            missing_shown |= cell.contains(MISSING);
+        }
         let widths: Vec<usize> = (0..rows[0].len())
             .map(|column| {
                 rows.iter()
@@ -97,6 +103,22 @@ pub fn text(out: &mut dyn Write, report: &Report) -> io::Result<()> {
                 }
             }
         }
+    }
+    // A `?` right after an apply is the broker's statistics lag, not a fault: say so.
+    if unknown_shown || missing_shown {
+        writeln!(out)?;
+    }
+    if unknown_shown {
+        writeln!(
+            out,
+            "{UNKNOWN}: the broker has not counted the queue yet (it emits queue statistics every few seconds, 5 s by default, so a queue declared moments ago has none): run `warren status` again"
+        )?;
+    }
+    if missing_shown {
+        writeln!(
+            out,
+            "{MISSING}: the queue is not on the broker (the spec has it; `warren plan` shows it to create)"
+        )?;
     }
     Ok(())
 }

@@ -249,7 +249,37 @@ fn an_imported_spec_records_the_broker_s_line_and_plan_says_when_it_differs(vers
     node.remove_vhost(&vhost);
 }
 
+/// A stream's `x-max-age` is a duration: RabbitMQ 4.3.6 takes `24h` for the `1D` a
+/// stream was declared with, and warren compares them the same way on every line, so a
+/// spec that writes `24h` for it adopts the stream and plans no replacement.
+fn a_stream_s_max_age_compares_as_a_duration(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("max-age");
+    node.put(&format!("/api/vhosts/{}", pct(&vhost)), &json!({}));
+    node.put(
+        &format!("/api/queues/{}/events", pct(&vhost)),
+        &json!({"durable": true, "arguments": {"x-queue-type": "stream", "x-max-age": "1D"}}),
+    );
+    let spec = Spec::new(&format!(
+        "version: 1\nname: max-age-{vhost}\nvhosts:\n  {vhost}:\n    queues:\n      events:\n        type: stream\n        arguments: {{ x-max-age: 24h }}\n"
+    ));
+    let planned = node.cli(&["plan", spec.arg(), "--format", "json"]).run();
+    assert_eq!(planned.code, Some(0), "{}", planned.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&planned.stdout).unwrap();
+    assert_eq!(plan["changes"], json!([]), "{}", planned.stdout);
+    let adopted = plan["adopted"].as_array().cloned().unwrap_or_default();
+    assert!(
+        adopted
+            .iter()
+            .any(|id| id["kind"] == "queue" && id["name"] == "events"),
+        "{}",
+        planned.stdout
+    );
+    node.remove_vhost(&vhost);
+}
+
 per_version!(
+    a_stream_s_max_age_compares_as_a_duration;
     also_on_4_0:
         objects_of_another_spec_are_left_out_unless_its_name_is_given,
         permissions_of_users_the_spec_does_not_hold,

@@ -83,6 +83,11 @@ for arg; do
         seen="$seen$arg " ;;
     esac
 done
+previous=""
+for arg; do
+    if [ "$previous" = -o ]; then echo '{}' >"$arg"; fi
+    previous=$arg
+done
 case " $* " in *" --format markdown "*) printf '# warren plan\n\n- create queue orders.email\n' ;; esac
 case " $* " in *" --format json "*) echo '{}' ;; esac
 case " $* " in *" --detailed-exitcode "*) exit 2 ;; esac
@@ -173,6 +178,16 @@ fn plan_takes_detailed_exitcode_before_the_spec_or_after_the_double_dash() {
                 saved.display()
             )
         );
+    }
+    // The JSON plan comes from the saved one: the broker is read (and the spec's
+    // warnings said) once per plan.
+    let json: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.contains("--format json"))
+        .collect();
+    assert_eq!(json.len(), 3, "{calls:#?}");
+    for call in json {
+        assert_eq!(call, &format!("show {} --format json", saved.display()));
     }
     assert_eq!(
         std::fs::read_to_string(checkout.path("out/plan.status")).unwrap(),

@@ -491,3 +491,92 @@ fn a_damaged_plan_file_is_reported_as_such() {
         run.stderr
     );
 }
+
+/// `--amqp-url` is for the commands that delete or take locks over AMQP; the others
+/// accept it (a profile may set it) but do not list it.
+#[test]
+fn only_commands_that_use_amqp_list_amqp_url_in_their_help() {
+    for command in [
+        &["apply"][..],
+        &["replay"],
+        &["unlock"],
+        &["state", "repair"],
+        &["config"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let help = support::warren(&args).run().expect(0).stdout;
+        assert!(help.contains("--amqp-url"), "{command:?}: {help}");
+    }
+    for command in [
+        &["plan"][..],
+        &["import"],
+        &["status"],
+        &["upgrade-check"],
+        &["state", "show"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let help = support::warren(&args).run().expect(0).stdout;
+        assert!(!help.contains("--amqp-url"), "{command:?}: {help}");
+        assert!(help.contains("--url"), "{command:?}: {help}");
+    }
+    // Still accepted where it is not listed.
+    let run = support::warren(&["status", "--amqp-url", "amqp://localhost:1", "--help"])
+        .run()
+        .expect(0);
+    assert!(run.stdout.contains("Usage"), "{}", run.stdout);
+}
+
+/// Mistakes the parser finds (an unknown key, a bad delay) and mistakes only the
+/// compiler can see (a ladder or a user that does not exist, a consumer nothing
+/// reaches) are reported in one run, each at its line; what setting an entry aside
+/// leaves missing (the `delays` of a ladder whose `delays` was misspelt) is not.
+#[test]
+fn parser_and_compiler_mistakes_are_reported_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("mistakes.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\n\
+         vhosts:\n\
+         \x20 v:\n\
+         \x20   services:\n\
+         \x20     s:\n\
+         \x20       exchange: { type: direct }\n\
+         \x20       consumers:\n\
+         \x20         a:\n\
+         \x20           routing_keys: [a]\n\
+         \x20           retry: { delay: [30s] }\n\
+         \x20         b:\n\
+         \x20           routing_keys: [b]\n\
+         \x20           retry: { delays: [5x] }\n\
+         \x20         c:\n\
+         \x20           routing_keys: [c]\n\
+         \x20           retry: { ladder: nope }\n\
+         \x20         d:\n\
+         \x20           retry: { delays: [1s] }\n\
+         \x20         e:\n\
+         \x20           routing_keys: [e]\n\
+         \x20           user: nobody\n",
+    )
+    .unwrap();
+    let run = support::warren(&["validate", spec.to_str().unwrap()])
+        .run()
+        .expect(1);
+    let stderr = &run.stderr;
+    for (line, words) in [
+        (10, "unknown key `delay`"),
+        (13, "5x"),
+        (16, "unknown retry ladder `nope`"),
+        (17, "consumer `d` has no `routing_keys`"),
+        (21, "nobody"),
+    ] {
+        assert!(
+            stderr.contains(&format!("mistakes.yaml:{line}:")) && stderr.contains(words),
+            "line {line}, {words}: {stderr}"
+        );
+    }
+    // Setting `delay` aside leaves consumer `a` without `delays`: not a mistake of its own.
+    assert!(!stderr.contains("has no `delays`"), "{stderr}");
+}

@@ -12,6 +12,7 @@ mod bad_specs;
 mod ci_script;
 mod cli;
 mod connect;
+mod docs;
 mod environments;
 mod exit_codes;
 mod first_run;

@@ -147,12 +147,14 @@ fn help_shows_variable_names_not_their_secret_values() {
             .expect(0);
         assert_hidden(&run, &secrets, &format!("warren {subcommand} --help"));
         if ["plan", "apply", "import", "unlock"].contains(subcommand) {
-            for name in [
-                "WARREN_URL",
-                "WARREN_USER",
-                "WARREN_PASSWORD",
-                "WARREN_AMQP_URL",
-            ] {
+            // The AMQP URL is listed only where warren deletes or locks over AMQP.
+            let amqp = ["apply", "unlock"]
+                .contains(subcommand)
+                .then_some("WARREN_AMQP_URL");
+            for name in ["WARREN_URL", "WARREN_USER", "WARREN_PASSWORD"]
+                .into_iter()
+                .chain(amqp)
+            {
                 assert!(
                     run.stdout.contains(&format!("[env: {name}]")),
                     "{subcommand} --help names {name}:\n{}",
