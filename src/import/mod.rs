@@ -211,6 +211,7 @@ pub fn from_definitions(
     if target.because != Because::Unknown {
         spec.rabbitmq = Some(target.target);
     }
+    note_lifted_delivery_limits(&spec, target.target, &mut notes);
     let yaml = to_yaml(&spec, &options.source, target.target);
     check(&yaml, target.target).map_err(|problem| {
         format!(
@@ -224,6 +225,36 @@ pub fn from_definitions(
         target,
         notes,
     })
+}
+
+/// From 4.0 on a quorum queue has a delivery limit of 20 unless something sets one:
+/// warren's ladders lift it for their work queues (a message redelivered that often
+/// would enter the ladder uncounted), so the first plan of an imported quorum ladder
+/// creates that policy. Said per consumer, so that the change is expected.
+fn note_lifted_delivery_limits(spec: &Spec, target: TargetVersion, notes: &mut Notes) {
+    if !target.has_default_delivery_limit() {
+        return;
+    }
+    for (vhost_name, vhost) in &spec.vhosts {
+        for (service_name, service) in &vhost.services {
+            for (consumer_name, consumer) in &service.consumers {
+                let quorum = consumer.kind == Some(crate::model::QueueType::Quorum);
+                let native = consumer
+                    .retry
+                    .as_ref()
+                    .is_some_and(|r| r.mode == Some(crate::spec::RetryMode::Native));
+                if quorum
+                    && !native
+                    && consumer.retry.is_some()
+                    && consumer.delivery_limit.is_none()
+                {
+                    notes.0.push(format!(
+                        "vhost `{vhost_name}`: consumer `{service_name}.{consumer_name}` has a quorum work queue with RabbitMQ {target}'s default delivery limit of 20: the first plan creates the policy with which warren's ladders lift it (`delivery_limit` on the consumer sets another)"
+                    ));
+                }
+            }
+        }
+    }
 }
 
 fn import_vhost(

@@ -308,7 +308,18 @@ fn loops_built_by_hand_are_adopted_as_consumers_with_ladders(version: Version) {
     if version == Version::V3_10 {
         assert!(changes.is_empty(), "{}", planned.stdout);
     } else {
-        // The quorum ladder's work and parking queues get their limits lifted.
+        // The quorum ladder's work and parking queues get their limits lifted, as the
+        // import said.
+        assert!(
+            imported
+                .stderr
+                .contains("consumer `orders.work` has a quorum work queue with RabbitMQ")
+                && imported
+                    .stderr
+                    .contains("the first plan creates the policy"),
+            "{}",
+            imported.stderr
+        );
         assert!(
             !changes.is_empty() && changes.iter().all(lifts_limits),
             "{}",
