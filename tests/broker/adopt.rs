@@ -264,32 +264,7 @@ fn loops_built_by_hand_are_adopted_as_consumers_with_ladders(version: Version) {
         valid.stderr
     );
 
-    // Its contract has every loop as a consumer with the broker's names and keys.
-    let contract = crate::support::warren(&["compile", "--contract", &spec]).run();
-    assert_eq!(contract.code, Some(0), "{}", contract.stderr);
-    let contract: Value = serde_json::from_str(&contract.stdout).unwrap();
-    let consumers = contract["consumers"].as_array().unwrap();
-    let mut queues: Vec<&str> = consumers
-        .iter()
-        .filter(|c| c["retry"].is_object())
-        .map(|c| c["queue"].as_str().unwrap())
-        .collect();
-    queues.sort_unstable();
-    assert_eq!(queues, WORK_QUEUES, "{yaml}");
-    let of = |queue: &str| -> &Value {
-        &consumers.iter().find(|c| c["queue"] == queue).unwrap()["retry"]
-    };
-    let article = of("service_a_input_q");
-    assert_eq!(article["mode"], "reject", "{yaml}");
-    assert_eq!(article["exchange"], "dead_letter_exchange");
-    assert_eq!(article["schedule"][0]["queue"], "dead_letter_queue");
-    assert_eq!(article["on_exhausted"]["action"], "drop");
-    let ladder = of("orders.work");
-    assert_eq!(ladder["schedule"][0]["routing_key"], "wait.short", "{yaml}");
-    assert_eq!(ladder["schedule"][1]["queue"], "orders.wait.long");
-    assert_eq!(ladder["schedule"][1]["delay_ms"], 5 * TTL_MS);
-    assert_eq!(ladder["on_exhausted"]["routing_key"], "dead");
-    assert_eq!(ladder["on_exhausted"]["queue"], "orders.dead");
+    contract_has_every_loop(&spec, &yaml);
 
     // The plan changes none of them. From 4.0 on, quorum queues have a delivery limit of
     // 20 by default, which would drop parked messages after 20 requeues: warren's
@@ -359,6 +334,36 @@ fn loops_built_by_hand_are_adopted_as_consumers_with_ladders(version: Version) {
         client.close().await;
     });
     node.remove_vhost(&vhost);
+}
+
+/// The imported spec's contract has every loop as a consumer, with the broker's names,
+/// keys and delays.
+fn contract_has_every_loop(spec: &str, yaml: &str) {
+    let contract = crate::support::warren(&["compile", "--contract", spec]).run();
+    assert_eq!(contract.code, Some(0), "{}", contract.stderr);
+    let contract: Value = serde_json::from_str(&contract.stdout).unwrap();
+    let consumers = contract["consumers"].as_array().unwrap();
+    let mut queues: Vec<&str> = consumers
+        .iter()
+        .filter(|c| c["retry"].is_object())
+        .map(|c| c["queue"].as_str().unwrap())
+        .collect();
+    queues.sort_unstable();
+    assert_eq!(queues, WORK_QUEUES, "{yaml}");
+    let of = |queue: &str| -> &Value {
+        &consumers.iter().find(|c| c["queue"] == queue).unwrap()["retry"]
+    };
+    let article = of("service_a_input_q");
+    assert_eq!(article["mode"], "reject", "{yaml}");
+    assert_eq!(article["exchange"], "dead_letter_exchange");
+    assert_eq!(article["schedule"][0]["queue"], "dead_letter_queue");
+    assert_eq!(article["on_exhausted"]["action"], "drop");
+    let ladder = of("orders.work");
+    assert_eq!(ladder["schedule"][0]["routing_key"], "wait.short", "{yaml}");
+    assert_eq!(ladder["schedule"][1]["queue"], "orders.wait.long");
+    assert_eq!(ladder["schedule"][1]["delay_ms"], 5 * TTL_MS);
+    assert_eq!(ladder["on_exhausted"]["routing_key"], "dead");
+    assert_eq!(ladder["on_exhausted"]["queue"], "orders.dead");
 }
 
 /// Publishes to `exchange`, takes the message from `work` and rejects it, then waits
