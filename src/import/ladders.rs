@@ -278,11 +278,7 @@ fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
     });
     let mut claimed_bindings: Vec<Binding> = inbound.iter().map(|b| (*b).clone()).collect();
     claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
-    let consumer_name = work
-        .name
-        .strip_prefix(&format!("{inner}."))
-        .unwrap_or(&work.name)
-        .to_string();
+    let consumer_name = consumer_name_of(&inner, work);
     Some(Recognised {
         exchange: inner,
         exchange_type: inner_type,
@@ -297,6 +293,15 @@ fn recognise_native(indexed: &VhostIndex, work: &Queue) -> Option<Recognised> {
         native: true,
         delays_in_arguments: false,
     })
+}
+
+/// A recognised consumer's name: its work queue's, without the inner exchange's
+/// name and a dot in front (`orders.email` on exchange `orders` is `email`).
+fn consumer_name_of(inner: &str, work: &Queue) -> String {
+    work.name
+        .strip_prefix(&format!("{inner}."))
+        .unwrap_or(&work.name)
+        .to_string()
 }
 
 /// The `retry.names` a recognised ladder needs: only the names that differ from the

@@ -14,7 +14,7 @@
 
 use serde_json::Value;
 
-use super::{Recognised, VhostIndex, overridden_names};
+use super::{Recognised, VhostIndex, consumer_name_of, overridden_names};
 use crate::compile::naming;
 use crate::import::text;
 use crate::model::{Binding, Exchange, Queue, QueueType};
@@ -495,11 +495,7 @@ pub(super) fn recognise(indexed: &VhostIndex, work: &Queue) -> Found<Recognised>
     claimed_bindings.extend(from_retry.iter().map(|b| (*b).clone()));
     let mut claimed_exchanges = vec![exchange.name.clone()];
     claimed_exchanges.extend(return_exchange);
-    let consumer_name = work
-        .name
-        .strip_prefix(&format!("{inner}."))
-        .unwrap_or(&work.name)
-        .to_string();
+    let consumer_name = consumer_name_of(&inner, work);
     Ok(Recognised {
         exchange: inner,
         exchange_type: inner_type,
