@@ -119,21 +119,26 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
     let (done, unconfirmed, not_done) = (list("done"), list("unconfirmed"), list("not_done"));
     node.restart();
     let held = node.queue_names(vhost);
-    // The report says what the broker confirmed. A broker killed (kill -9) right after
-    // it confirmed a delete may bring that queue back when it restarts (3.10: the
-    // delete had not reached its disk): the last delete confirmed, and only it, may be
-    // back (seen once, docs/reliability.md).
-    let last = done.last();
-    for queue in &done {
-        if held.contains(queue) && Some(queue) == last {
-            eprintln!(
-                "{version}: {queue}, the last delete the broker confirmed, came back with its restart"
-            );
-            continue;
-        }
+    // The report says what the broker confirmed. Mnesia may lose the last deletes it
+    // confirmed before the kill (`keeps_every_confirmed_change`): those queues come
+    // back with the restart. Its log keeps commits in order, so what comes back is
+    // always the latest deletes, never one confirmed before a delete that held.
+    let back: Vec<&String> = done.iter().filter(|queue| held.contains(*queue)).collect();
+    if keeps_every_confirmed_change(version) {
         assert!(
-            !held.contains(queue),
-            "{version}: {queue} reported deleted, still there"
+            back.is_empty(),
+            "{version}: reported deleted, still there: {back:?}"
+        );
+    } else if let Some(first_back) = back.first() {
+        let from = done.iter().position(|queue| queue == *first_back).unwrap();
+        assert_eq!(
+            back.len(),
+            done.len() - from,
+            "{version}: only the latest deletes may come back, not {back:?}"
+        );
+        eprintln!(
+            "{version}: the last {} deletes the broker confirmed came back with its restart",
+            back.len()
         );
     }
     for queue in &not_done {
@@ -227,6 +232,9 @@ fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
             "{version}: the apply never wrote its record: {}",
             child.stderr_so_far()
         );
+        // The report is checked against what the broker held when it was killed: the
+        // record's request is held back, so nothing changes after this read.
+        let held_at_the_kill = node.queue_names(vhost);
         node.kill();
         tap.cut();
         let output = child.finish();
@@ -257,15 +265,43 @@ fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
             "{version} {step}: every change reported made: {}",
             output.stderr
         );
-        node.restart();
         assert_eq!(
-            node.queue_names(vhost).len(),
+            held_at_the_kill.len(),
             expected,
-            "{version} {step}: the broker holds what the report says"
+            "{version} {step}: the broker held what the report says"
         );
+        node.restart();
+        let held_after_the_restart = node.queue_names(vhost);
+        if keeps_every_confirmed_change(version) {
+            assert_eq!(
+                held_after_the_restart, held_at_the_kill,
+                "{version} {step}: the restart kept every confirmed change"
+            );
+        } else {
+            // Mnesia may lose the last changes it confirmed: it shows what came back.
+            let (lost, back) = (
+                held_at_the_kill.difference(&held_after_the_restart).count(),
+                held_after_the_restart.difference(&held_at_the_kill).count(),
+            );
+            eprintln!(
+                "{version} {step}: after the restart, {lost} queues made are missing and {back} deleted are back"
+            );
+        }
         node.apply(spec.arg()).expect(0);
         node.plan(spec.arg()).expect(0);
+        assert_eq!(node.queue_names(vhost).len(), expected, "{version} {step}");
     }
+}
+
+/// Whether a node of `version` killed with kill -9 comes back with every change it
+/// confirmed. Khepri (4.3) answers a change once it is in its fsynced log. Mnesia
+/// (3.10, 4.0) writes a committed transaction to its log asynchronously
+/// (`mnesia_log:log` appends with `disk_log:alog`), so the last changes a node
+/// confirmed before it was killed may be missing after its restart: seen on 3.10
+/// for the last confirmed `queue.delete` of a classic queue and for queues of an
+/// import made just before the kill (docs/reliability.md).
+fn keeps_every_confirmed_change(version: Version) -> bool {
+    version >= Version::V4_3
 }
 
 /// The broker dies as an apply sends its first write (the import of 300 queues, held
