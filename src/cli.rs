@@ -60,8 +60,9 @@ struct BrokerFlags {
         hide_env_values = true
     )]
     password: Option<String>,
-    /// AMQP URL of the broker (`amqp://host:5672`) for the checks that a queue is
-    /// empty at the moment warren deletes it; credentials are those of --user.
+    /// AMQP URL of the broker (`amqp://host:5672`) for what the management API cannot
+    /// do: the apply's locks, the checks that a queue is empty at the moment warren
+    /// deletes it, replays, `status --inspect`; credentials are those of --user.
     /// Default: the profile's `amqp_url`, else the AMQP listener the broker reports, on
     /// the host of --url.
     #[arg(

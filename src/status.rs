@@ -21,9 +21,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::broker::{BrokerError, Client, QueueStatistics};
-use crate::compile::contract::ConsumerContract;
+use crate::broker::{BrokerError, Client, QueueStatistics, WaitingDeaths};
+use crate::compile::contract::{ConsumerContract, RetryContract};
 use crate::compile::{self, Options};
+use crate::model::dead_letter::{Death, DeathReason};
 use crate::model::effective::{CompiledPolicies, Winner};
 use crate::model::role_hazards::{self, QueueRole};
 use crate::model::settings;
@@ -109,6 +110,26 @@ pub struct Tier {
     pub exists: bool,
     /// Messages waiting out their delay.
     pub messages: Option<u64>,
+    /// What `--inspect` read of its waiting messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inspected: Option<TierInspection>,
+    /// Why `--inspect` did not read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_inspected: Option<String>,
+}
+
+/// What `--inspect` found at the head of a delay queue: how often the consumer's work
+/// queues rejected each message, by the broker's own count (`x-death`), against what
+/// its ladder allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TierInspection {
+    /// Messages read (at most `--inspect`'s count, from the head of the queue).
+    pub read: usize,
+    /// Of those, messages rejected more often than `max_retries` allows: they have
+    /// gone round the ladder more often than it has retries.
+    pub past_the_ladder: usize,
+    /// The most rejections one message read had.
+    pub most_rejections: u32,
 }
 
 /// The parking queue.
@@ -157,15 +178,19 @@ pub enum ProblemKind {
     /// messages that expire, a tier that is deleted with its retries, … (its message
     /// names the policy, the setting and the fix).
     PolicyHazard,
+    /// Messages waiting in a tier were rejected more often than the consumer's ladder
+    /// allows (`--inspect`): the consumer does not follow its retry contract.
+    RetryContract,
 }
 
 impl ProblemKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [ProblemKind; 6] = [
+    pub const ALL: [ProblemKind; 7] = [
         ProblemKind::MissingQueue,
         ProblemKind::NoConsumers,
         ProblemKind::Policy,
         ProblemKind::PolicyHazard,
+        ProblemKind::RetryContract,
         ProblemKind::ParkingGrowing,
         ProblemKind::ParkingNotEmpty,
     ];
@@ -177,6 +202,7 @@ impl ProblemKind {
             ProblemKind::NoConsumers => "no-consumers",
             ProblemKind::Policy => "policy",
             ProblemKind::PolicyHazard => "policy-hazard",
+            ProblemKind::RetryContract => "retry-contract",
             ProblemKind::ParkingGrowing => "parking-growing",
             ProblemKind::ParkingNotEmpty => "parking-not-empty",
         }
@@ -244,15 +270,19 @@ pub enum StatusError {
 /// Reads the broker and reports on the spec's consumers that `filter` keeps: the
 /// broker's version (which the spec is compiled for, unless `target` says), then the
 /// statistics of the queues of each vhost of those consumers, one request per vhost.
+/// With `inspect`, up to that many messages at the head of each delay queue are read
+/// over AMQP and given back ([`inspection`] says which queues).
 pub async fn against_broker(
     client: &Client,
     file: &SpecFile,
     target: Option<TargetVersion>,
     filter: Filter<'_>,
+    inspect: Option<usize>,
 ) -> Result<Report, StatusError> {
     filter.check(file).map_err(StatusError::Filter)?;
     let version = client.version().await.map_err(StatusError::Broker)?;
-    let target = target.unwrap_or_else(|| TargetVersion::of_broker(&version));
+    let broker = TargetVersion::of_broker(&version);
+    let target = target.unwrap_or(broker);
     // Only queue names and policies matter here: no secret is read.
     let options = Options {
         target,
@@ -277,10 +307,27 @@ pub async fn against_broker(
         client.operator_policies(&vhosts)
     )
     .map_err(StatusError::Broker)?;
+    let mut read = Vec::new();
+    if let Some(per_queue) = inspect {
+        let on_the_broker = BrokerPolicies::new(&policies, &operator_policies, broker);
+        for (vhost, queues) in inspection(&consumers, &compiled.definitions, &on_the_broker) {
+            let queues: Vec<&str> = queues.iter().map(String::as_str).collect();
+            read.extend(
+                client
+                    .waiting_deaths(&vhost, &queues, per_queue)
+                    .await
+                    .map_err(StatusError::Broker)?,
+            );
+        }
+    }
     let live = Live {
         statistics: &statistics,
         policies: &policies,
         operator_policies: &operator_policies,
+        waiting: inspect.map(|_| Waiting {
+            read: &read,
+            broker,
+        }),
     };
     Ok(report(
         &consumers,
@@ -301,6 +348,141 @@ pub struct Live<'a> {
     pub policies: &'a [Policy],
     /// The operator policies of the vhosts (definitions too).
     pub operator_policies: &'a [Policy],
+    /// What `--inspect` read; `None` without it.
+    pub waiting: Option<Waiting<'a>>,
+}
+
+/// What `--inspect` read of the delay queues, and of which broker.
+#[derive(Debug, Clone, Copy)]
+pub struct Waiting<'a> {
+    /// The messages read, queue by queue.
+    pub read: &'a [WaitingDeaths],
+    /// The broker's line, which decides which queues can be read
+    /// ([`BrokerPolicies::uninspectable`]).
+    pub broker: TargetVersion,
+}
+
+/// The broker's policies and operator policies, which decide a queue's delivery limit.
+pub struct BrokerPolicies<'a> {
+    policies: CompiledPolicies<'a, Policy>,
+    operator_policies: CompiledPolicies<'a, Policy>,
+    broker: TargetVersion,
+}
+
+impl<'a> BrokerPolicies<'a> {
+    /// The policies and operator policies read of a broker of line `broker`.
+    pub fn new(
+        policies: &'a [Policy],
+        operator_policies: &'a [Policy],
+        broker: TargetVersion,
+    ) -> BrokerPolicies<'a> {
+        BrokerPolicies {
+            policies: CompiledPolicies::new(policies),
+            operator_policies: CompiledPolicies::new(operator_policies),
+            broker,
+        }
+    }
+
+    /// Why a delay queue is not read by `--inspect`, if it is not ([`uninspectable`]).
+    pub fn uninspectable(&self, queue: &Queue) -> Option<String> {
+        uninspectable(queue, &self.policies, &self.operator_policies, self.broker)
+    }
+}
+
+/// Why a delay queue is not read by `--inspect`, if it is not. A message given back
+/// to a quorum queue counts toward its delivery limit before RabbitMQ 4.3 (a nack with
+/// requeue, `TargetVersion::counts_nack_toward_delivery_limit`), so where such a queue
+/// has a limit on the broker (4.0's default of 20, or one a policy or operator policy
+/// sets) each look would bring its messages nearer to being dead-lettered early.
+fn uninspectable<'p>(
+    queue: &Queue,
+    policies: &CompiledPolicies<'p, Policy>,
+    operator_policies: &CompiledPolicies<'p, Policy>,
+    broker: TargetVersion,
+) -> Option<String> {
+    let kind = QueueType::of(queue);
+    if kind != QueueType::Quorum || !broker.counts_nack_toward_delivery_limit() {
+        return None;
+    }
+    let choose = |policies: &CompiledPolicies<'p, Policy>| -> Option<&'p Policy> {
+        policies
+            .choose(&queue.vhost, &queue.name, kind, broker)
+            .winner
+            .one()
+    };
+    let limit = settings::resolve(queue, choose(policies), choose(operator_policies), broker)
+        .delivery_limit?;
+    Some(format!(
+        "a quorum queue on RabbitMQ {broker} counts each message read and given back toward its delivery limit ({})",
+        limit.value
+    ))
+}
+
+/// The delay queues `--inspect` reads, vhost by vhost: every tier of a ladder that
+/// waits in delay queues, except those [`BrokerPolicies::uninspectable`] keeps out.
+pub fn inspection(
+    consumers: &[&ConsumerContract],
+    desired: &Definitions,
+    broker: &BrokerPolicies<'_>,
+) -> Vec<(String, Vec<String>)> {
+    let mut vhosts: Vec<(String, Vec<String>)> = Vec::new();
+    for consumer in consumers {
+        let Some(retry) = consumer
+            .retry
+            .as_ref()
+            .filter(|r| r.mode != RetryMode::Native)
+        else {
+            continue;
+        };
+        let at = match vhosts.iter().position(|(v, _)| *v == consumer.vhost) {
+            Some(at) => at,
+            None => {
+                vhosts.push((consumer.vhost.clone(), Vec::new()));
+                vhosts.len() - 1
+            }
+        };
+        for step in &retry.schedule {
+            let readable = desired
+                .queues
+                .iter()
+                .find(|q| q.vhost == consumer.vhost && q.name == step.queue)
+                .is_none_or(|queue| broker.uninspectable(queue).is_none());
+            if readable && !vhosts[at].1.contains(&step.queue) {
+                vhosts[at].1.push(step.queue.clone());
+            }
+        }
+    }
+    vhosts.retain(|(_, queues)| !queues.is_empty());
+    vhosts
+}
+
+/// How often the consumer's own queues rejected a message, by the broker's count: its
+/// work queue's `rejected` deaths, and in `reject-chain` mode those of each attempt
+/// queue too.
+fn rejections(deaths: &[Death], consumer: &ConsumerContract) -> u32 {
+    deaths
+        .iter()
+        .filter(|death| {
+            death.reason == DeathReason::Rejected
+                && (death.queue == consumer.queue || consumer.consume_from.contains(&death.queue))
+        })
+        .map(|death| death.count)
+        .sum()
+}
+
+/// What a consumer must do that a message past its ladder shows it does not, by mode.
+fn contract_hint(mode: RetryMode) -> &'static str {
+    match mode {
+        RetryMode::Publish => {
+            "in `publish` mode a plain reject enters the first tier and counts nothing, so such a message never parks: the consumer must publish each retry itself with the next tier's key (`warren compile --contract`), or the spec can give it `mode: reject-chain`"
+        }
+        RetryMode::Reject => {
+            "in `reject` mode the consumer must park a message once `x-death` counts `max_retries` rejections by its work queue (`warren compile --contract`)"
+        }
+        RetryMode::RejectChain | RetryMode::Native => {
+            "the broker moves a message up this ladder once: something sent it back to the work queue after it left (`warren compile --contract`)"
+        }
+    }
 }
 
 /// The compiled spec and what was read of the broker, looked up by queue.
@@ -312,6 +494,7 @@ struct Lookup<'a> {
     live_policies: CompiledPolicies<'a, Policy>,
     live_operator_policies: CompiledPolicies<'a, Policy>,
     target: TargetVersion,
+    waiting: Option<Waiting<'a>>,
 }
 
 impl<'a> Lookup<'a> {
@@ -441,6 +624,71 @@ impl<'a> Lookup<'a> {
         }
     }
 
+    /// What `--inspect` read of a delay queue (and the problem when messages went
+    /// round its ladder more often than it allows), or why it was not read; both
+    /// `None` without `--inspect`.
+    fn inspected(
+        &self,
+        consumer: &ConsumerContract,
+        retry: &RetryContract,
+        queue: &str,
+        role: &QueueRole,
+        problems: &mut Vec<Problem>,
+    ) -> (Option<TierInspection>, Option<String>) {
+        let Some(waiting) = self.waiting else {
+            return (None, None);
+        };
+        let desired = self.desired.get(&(consumer.vhost.as_str(), queue)).copied();
+        let why = desired.and_then(|queue| {
+            uninspectable(
+                queue,
+                &self.live_policies,
+                &self.live_operator_policies,
+                waiting.broker,
+            )
+        });
+        if why.is_some() {
+            return (None, why);
+        }
+        let Some(read) = waiting
+            .read
+            .iter()
+            .find(|read| read.vhost == consumer.vhost && read.queue == queue)
+        else {
+            return (None, Some("not read".to_string()));
+        };
+        let counts: Vec<u32> = read
+            .messages
+            .iter()
+            .map(|deaths| rejections(deaths, consumer))
+            .collect();
+        let allowed = u32::try_from(retry.max_retries).unwrap_or(u32::MAX);
+        let inspection = TierInspection {
+            read: counts.len(),
+            past_the_ladder: counts.iter().filter(|&&n| n > allowed).count(),
+            most_rejections: counts.iter().copied().max().unwrap_or(0),
+        };
+        if inspection.past_the_ladder > 0 {
+            problems.push(Problem {
+                kind: ProblemKind::RetryContract,
+                queue: queue.to_string(),
+                message: format!(
+                    "consumer `{}` of service `{}` does not follow its retry contract: {} of {} read in {} {} been rejected more often than its ladder allows (max_retries {}; up to {} rejections, by the broker's `x-death` count); {}",
+                    consumer.consumer,
+                    consumer.service,
+                    inspection.past_the_ladder,
+                    crate::text::count(inspection.read, "message"),
+                    role.describe(queue),
+                    if inspection.past_the_ladder == 1 { "has" } else { "have" },
+                    retry.max_retries,
+                    inspection.most_rejections,
+                    contract_hint(retry.mode)
+                ),
+            });
+        }
+        (Some(inspection), None)
+    }
+
     fn work_queue(
         &self,
         vhost: &str,
@@ -502,6 +750,7 @@ pub fn report(
         live_policies: CompiledPolicies::new(live.policies),
         live_operator_policies: CompiledPolicies::new(live.operator_policies),
         target,
+        waiting: live.waiting,
     };
     let now = now
         .duration_since(UNIX_EPOCH)
@@ -561,12 +810,16 @@ fn consumer_status(consumer: &ConsumerContract, lookup: &Lookup, now: u64) -> Co
             };
             lookup.check(vhost, &step.queue, &role, &mut problems);
             let live = lookup.live(vhost, &step.queue);
+            let (inspected, not_inspected) =
+                lookup.inspected(consumer, retry, &step.queue, &role, &mut problems);
             tiers.push(Tier {
                 tier: number,
                 delay: step.delay.clone(),
                 queue: step.queue.clone(),
                 exists: live.is_some(),
                 messages: live.and_then(|l| l.messages),
+                inspected,
+                not_inspected,
             });
         }
         if let Some(queue) = &retry.on_exhausted.queue {
@@ -684,6 +937,7 @@ mod tests {
                 statistics,
                 policies,
                 operator_policies: &[],
+                waiting: None,
             },
             TargetVersion::DEFAULT,
             UNIX_EPOCH + Duration::from_secs(1_000),
@@ -698,6 +952,147 @@ mod tests {
             .iter()
             .map(|q| live(&q.name, 0))
             .collect()
+    }
+
+    fn death(queue: &str, reason: DeathReason, count: u32) -> Death {
+        Death {
+            queue: queue.into(),
+            reason,
+            count,
+        }
+    }
+
+    #[test]
+    fn messages_rejected_past_the_ladder_name_the_consumer() {
+        let compiled = compiled();
+        let c = &compiled.contract.consumers[0];
+        let retry = c.retry.as_ref().unwrap();
+        let (tier_1, tier_2) = (&retry.schedule[0].queue, &retry.schedule[1].queue);
+        assert_eq!(retry.max_retries, 2);
+        // Head first: a plain reject that went round three times, one within the
+        // ladder, one a publishing consumer sent (no deaths).
+        let read = [
+            WaitingDeaths {
+                vhost: "v".into(),
+                queue: tier_1.clone(),
+                messages: vec![
+                    vec![
+                        death(tier_1, DeathReason::Expired, 2),
+                        death(&c.queue, DeathReason::Rejected, 3),
+                    ],
+                    vec![death(&c.queue, DeathReason::Rejected, 1)],
+                    vec![],
+                ],
+            },
+            WaitingDeaths {
+                vhost: "v".into(),
+                queue: tier_2.clone(),
+                messages: vec![],
+            },
+        ];
+        let consumers: Vec<&ConsumerContract> = compiled.contract.consumers.iter().collect();
+        let statistics = healthy(&compiled);
+        let report = report(
+            &consumers,
+            &compiled.definitions,
+            &Live {
+                statistics: &statistics,
+                policies: &compiled.definitions.policies,
+                operator_policies: &[],
+                waiting: Some(Waiting {
+                    read: &read,
+                    broker: TargetVersion::DEFAULT,
+                }),
+            },
+            TargetVersion::DEFAULT,
+            UNIX_EPOCH,
+        );
+        let status = &report.consumers[0];
+        assert_eq!(
+            status.tiers[0].inspected,
+            Some(TierInspection {
+                read: 3,
+                past_the_ladder: 1,
+                most_rejections: 3
+            })
+        );
+        assert_eq!(
+            status.tiers[1].inspected,
+            Some(TierInspection {
+                read: 0,
+                past_the_ladder: 0,
+                most_rejections: 0
+            })
+        );
+        assert_eq!(report.problems, 1, "{report:#?}");
+        let problem = &status.problems[0];
+        assert_eq!(
+            (problem.kind, &problem.queue),
+            (ProblemKind::RetryContract, tier_1)
+        );
+        assert!(
+            problem.message.starts_with(&format!(
+                "consumer `c` of service `s` does not follow its retry contract: 1 of 3 messages read in tier 1 queue `{tier_1}` has been rejected more often than its ladder allows (max_retries 2; up to 3 rejections"
+            )),
+            "{}",
+            problem.message
+        );
+        assert!(problem.message.contains("`publish` mode"));
+        // Without --inspect, nothing is said of it.
+        let without = report_of(&compiled, &statistics);
+        assert_eq!(without.consumers[0].tiers[0].inspected, None);
+        assert_eq!(without.consumers[0].tiers[0].not_inspected, None);
+    }
+
+    #[test]
+    fn quorum_tiers_are_read_only_where_a_look_cannot_bring_a_message_to_its_delivery_limit() {
+        let spec = "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        consumers:\n          q:\n            type: quorum\n            routing_keys: [a]\n            retry: { delays: [1s] }\n          c:\n            type: classic\n            routing_keys: [b]\n            retry: { delays: [1s] }\n";
+        let file = load_str(Path::new("t.yaml"), spec.to_string()).unwrap();
+        let compiled = compile::compile(&file, &Options::default()).unwrap();
+        let consumers: Vec<&ConsumerContract> = compiled.contract.consumers.iter().collect();
+        let tier = |name: &str| {
+            let consumer = consumers.iter().find(|c| c.consumer == name).unwrap();
+            consumer.retry.as_ref().unwrap().schedule[0].queue.clone()
+        };
+        let read = |policies: &[Policy], broker| {
+            let on_the_broker = BrokerPolicies::new(policies, &[], broker);
+            let mut queues = inspection(&consumers, &compiled.definitions, &on_the_broker)
+                .pop()
+                .map(|(_, queues)| queues)
+                .unwrap_or_default();
+            queues.sort();
+            queues
+        };
+        let mut both = vec![tier("q"), tier("c")];
+        both.sort();
+        // 4.0 counts a nack toward the quorum queue's default limit of 20.
+        assert_eq!(read(&[], TargetVersion::V4_0), vec![tier("c")]);
+        // 4.3 does not count it; 3.10 has no limit unless a policy sets one.
+        assert_eq!(read(&[], TargetVersion::V4_3), both);
+        assert_eq!(read(&[], TargetVersion::V3_10), both);
+        let mut limited = Policy {
+            vhost: "v".into(),
+            name: "limit".into(),
+            pattern: ".*".into(),
+            apply_to: "queues".into(),
+            priority: 100,
+            definition: Arguments::new(),
+        };
+        limited.definition.insert("delivery-limit".into(), 5.into());
+        assert_eq!(
+            read(&[limited.clone()], TargetVersion::V3_10),
+            vec![tier("c")]
+        );
+        let quorum = compiled
+            .definitions
+            .queues
+            .iter()
+            .find(|q| q.name == tier("q"))
+            .unwrap();
+        let why = BrokerPolicies::new(&[limited], &[], TargetVersion::V3_10)
+            .uninspectable(quorum)
+            .unwrap();
+        assert!(why.contains("delivery limit (5)"), "{why}");
     }
 
     #[test]
@@ -810,6 +1205,7 @@ mod tests {
                 statistics: &statistics,
                 policies: &compiled.definitions.policies,
                 operator_policies: &[safety_net],
+                waiting: None,
             },
             TargetVersion::DEFAULT,
             UNIX_EPOCH + Duration::from_secs(1_000),

@@ -179,6 +179,18 @@ pub enum BrokerError {
         /// Messages the broker deleted with the queue.
         messages: u32,
     },
+    /// The messages waiting in a queue could not be read (`warren status --inspect`).
+    #[error(
+        "cannot read the messages waiting in queue {queue:?} in vhost {vhost:?}: {reason} (--amqp-url or WARREN_AMQP_URL says where the AMQP listener is; without --inspect, status reads nothing over AMQP)"
+    )]
+    Inspect {
+        /// Vhost.
+        vhost: String,
+        /// Queue.
+        queue: String,
+        /// What went wrong.
+        reason: RedactedText,
+    },
     /// The AMQP connection for the checks at deletion could not be made.
     #[error(
         "cannot check over AMQP at {url} that queues are empty before deleting them: {reason} ({}, or --allow-data-loss to delete without the check)", amqp_hint(denied_vhost.as_deref())

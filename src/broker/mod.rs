@@ -15,6 +15,7 @@ mod endpoint;
 mod error;
 mod fence;
 mod guard;
+mod inspect;
 mod live;
 mod lock;
 mod migrate;
@@ -37,6 +38,7 @@ pub use endpoint::{
 pub use error::{BrokerError, RedactedText, Tag, removed_binding};
 use error::{missing_tag, reason_of};
 pub use guard::{GuardedQueue, QueueHeld};
+pub use inspect::WaitingDeaths;
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};

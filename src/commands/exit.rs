@@ -42,6 +42,7 @@ pub fn of_broker(error: &BrokerError) -> u8 {
         | BrokerError::NotManagementApi { .. }
         | BrokerError::Amqp { .. }
         | BrokerError::AmqpUnanswered { .. }
+        | BrokerError::Inspect { .. }
         | BrokerError::LockUnavailable { .. } => BROKER_UNAVAILABLE,
         BrokerError::Refused { .. }
         | BrokerError::BindingsNotRestored { .. }

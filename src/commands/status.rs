@@ -14,10 +14,6 @@ use crate::status::{Filter, StatusError, against_broker};
 
 /// The flags of `warren status`.
 #[derive(Debug, clap::Args)]
-// These commands delete nothing, so the AMQP URL of the deletion checks and locks
-// means nothing to them: accepted (a profile or `WARREN_AMQP_URL` may set it), not
-// shown in `--help`.
-#[command(mut_arg("amqp_url", |arg| arg.hide(true)))]
 pub struct StatusArgs {
     /// The spec: a YAML file, or a directory of YAML files read as one spec.
     #[arg(value_name = "SPEC")]
@@ -38,6 +34,11 @@ pub struct StatusArgs {
     /// RabbitMQ version to compile the spec for (default: the broker's own version).
     #[arg(long, value_name = "VERSION", env = "WARREN_TARGET_VERSION", hide_env_values = true, value_parser = parse_target)]
     pub target_version: Option<TargetVersion>,
+    /// Also read up to N messages at the head of each delay queue (over AMQP, each
+    /// given back at once) and report messages rejected more often than their
+    /// consumer's ladder allows: a consumer not following its retry contract.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "100", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub inspect: Option<u32>,
 }
 
 /// Reports the spec's consumers on the broker. A report is a success whatever
@@ -54,7 +55,13 @@ pub fn status(args: &StatusArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
         vhost: args.vhost.as_deref(),
         service: args.service.as_deref(),
     };
-    let made = runtime().block_on(against_broker(&client, &file, args.target_version, filter));
+    let made = runtime().block_on(against_broker(
+        &client,
+        &file,
+        args.target_version,
+        filter,
+        args.inspect.map(|n| n as usize),
+    ));
     say_request_count(&client, stderr);
     let report_made = match made {
         Ok(made) => made,

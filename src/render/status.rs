@@ -155,7 +155,15 @@ fn row(c: &ConsumerStatus) -> [String; 7] {
     } else {
         c.tiers
             .iter()
-            .map(|tier| figure(tier.exists, tier.messages))
+            .map(|tier| {
+                let messages = figure(tier.exists, tier.messages);
+                match &tier.inspected {
+                    Some(inspected) if inspected.past_the_ladder > 0 => {
+                        format!("{messages} ({} past the ladder)", inspected.past_the_ladder)
+                    }
+                    _ => messages,
+                }
+            })
             .collect::<Vec<_>>()
             .join(" · ")
     };
@@ -284,6 +292,10 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         "warren_parking_oldest_message_age_seconds",
         "Age of the oldest parked message, from its timestamp property (classic queues only).",
     );
+    let mut past_the_ladder = Family::new(
+        "warren_tier_messages_past_the_ladder",
+        "Messages read at the head of a delay queue (status --inspect) that were rejected more often than their consumer's ladder allows.",
+    );
     let mut problems = Family::new(
         "warren_problems",
         "Problems warren status finds with a consumer's queues, by kind.",
@@ -302,9 +314,12 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         }
         for tier in &consumer.tiers {
             let number = tier.tier.to_string();
-            messages.add(
-                labels.with(&[("queue", &tier.queue), ("role", "tier"), ("tier", &number)]),
-                tier.messages,
+            let tier_labels =
+                labels.with(&[("queue", &tier.queue), ("role", "tier"), ("tier", &number)]);
+            messages.add(tier_labels.clone(), tier.messages);
+            past_the_ladder.add(
+                tier_labels,
+                tier.inspected.as_ref().map(|i| i.past_the_ladder as u64),
             );
         }
         if let Some(parking) = &consumer.parking {
@@ -321,7 +336,14 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         }
     }
     for family in [
-        messages, ready, unacked, waiting, consumers, oldest, problems,
+        messages,
+        ready,
+        unacked,
+        waiting,
+        consumers,
+        oldest,
+        past_the_ladder,
+        problems,
     ] {
         family.write(out)?;
     }
@@ -331,7 +353,7 @@ pub fn prometheus(out: &mut dyn Write, report: &Report) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::{FORMAT, Parking, Problem, Tier, WorkQueue};
+    use crate::status::{FORMAT, Parking, Problem, Tier, TierInspection, WorkQueue};
 
     /// A report with what each renderer must show: a healthy consumer with a ladder, one
     /// whose queues are partly missing and whose figures are partly unknown, one in
@@ -364,6 +386,8 @@ mod tests {
             queue: queue.into(),
             exists,
             messages,
+            inspected: None,
+            not_inspected: None,
         };
         let mut email = consumer("shop", "orders", "email");
         email.tiers = vec![
@@ -371,6 +395,12 @@ mod tests {
             tier(2, "orders.email.retry.2", Some(3), true),
             tier(3, "orders.email.retry.3", Some(12), true),
         ];
+        // Read with --inspect: two messages of tier 1 went round it past the ladder.
+        email.tiers[1].inspected = Some(TierInspection {
+            read: 3,
+            past_the_ladder: 2,
+            most_rejections: 7,
+        });
         email.parking = Some(Parking {
             queue: "orders.email.parking".into(),
             exists: true,
@@ -379,6 +409,11 @@ mod tests {
             oldest_age_seconds: Some(3725),
         });
         email.problems = vec![
+            Problem {
+                kind: ProblemKind::RetryContract,
+                queue: "orders.email.retry.2".into(),
+                message: "consumer `email` of service `orders` does not follow its retry contract: 2 of 3 messages read in tier 2 queue `orders.email.retry.2` have been rejected more often than its ladder allows (max_retries 3; up to 7 rejections, by the broker's `x-death` count); in `publish` mode a plain reject enters the first tier and counts nothing, so such a message never parks: the consumer must publish each retry itself with the next tier's key (`warren compile --contract`), or the spec can give it `mode: reject-chain`".into(),
+            },
             Problem {
                 kind: ProblemKind::ParkingGrowing,
                 queue: "orders.email.parking".into(),

@@ -125,5 +125,6 @@ mod secrets;
 mod signals;
 mod smoke;
 mod status;
+mod status_inspect;
 mod trace;
 mod upgrade_check;

@@ -492,13 +492,14 @@ fn a_damaged_plan_file_is_reported_as_such() {
     );
 }
 
-/// `--amqp-url` is for the commands that delete or take locks over AMQP; the others
-/// accept it (a profile may set it) but do not list it.
+/// `--amqp-url` is for the commands that delete, take locks or read messages over AMQP
+/// (`status --inspect`); the others accept it (a profile may set it) but do not list it.
 #[test]
 fn only_commands_that_use_amqp_list_amqp_url_in_their_help() {
     for command in [
         &["apply"][..],
         &["replay"],
+        &["status"],
         &["unlock"],
         &["state", "repair"],
         &["config"],
@@ -511,7 +512,6 @@ fn only_commands_that_use_amqp_list_amqp_url_in_their_help() {
     for command in [
         &["plan"][..],
         &["import"],
-        &["status"],
         &["upgrade-check"],
         &["state", "show"],
     ] {
@@ -522,7 +522,7 @@ fn only_commands_that_use_amqp_list_amqp_url_in_their_help() {
         assert!(help.contains("--url"), "{command:?}: {help}");
     }
     // Still accepted where it is not listed.
-    let run = support::warren(&["status", "--amqp-url", "amqp://localhost:1", "--help"])
+    let run = support::warren(&["plan", "--amqp-url", "amqp://localhost:1", "--help"])
         .run()
         .expect(0);
     assert!(run.stdout.contains("Usage"), "{}", run.stdout);
