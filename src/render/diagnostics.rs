@@ -14,6 +14,12 @@ use crate::spec::diagnostic::{Diagnostic, Severity};
 pub const EXCERPT_WIDTH: usize = 120;
 /// Most characters of the `at:` path (its keys come from the spec).
 const MAX_PATH: usize = 200;
+/// Warnings of one rule printed in full; the rest of that rule's warnings are said once,
+/// counted, with their places (a generated spec of 10,000 consumers otherwise printed
+/// 10,000 copies of one warning). Errors are always printed in full.
+const WARNINGS_IN_FULL: usize = 3;
+/// Places listed for the warnings of a rule that are not printed in full.
+const PLACES_LISTED: usize = 8;
 
 /// One diagnostic as a JSON object, with the fields every JSON document of warren
 /// gives it (lint's, and the error document of a failed command), in one order;
@@ -73,7 +79,27 @@ fn render_all(
     // Split each file once: looking lines up from the start for each of thousands of
     // findings made rendering quadratic in the size of the spec.
     let mut split: Vec<(&Path, Option<Vec<&str>>)> = Vec::new();
+    let mut warnings_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for diagnostic in diagnostics.iter().filter(|d| !d.is_error()) {
+        *warnings_of.entry(diagnostic.code).or_default() += 1;
+    }
+    // The warnings of a rule past the first few, in the order their rules first came.
+    let mut held_back: Vec<(&str, Vec<&Diagnostic>)> = Vec::new();
     for diagnostic in diagnostics {
+        if !diagnostic.is_error() && warnings_of[diagnostic.code] > WARNINGS_IN_FULL {
+            match held_back
+                .iter_mut()
+                .find(|(code, _)| *code == diagnostic.code)
+            {
+                Some((_, rest)) => {
+                    rest.push(diagnostic);
+                    if rest.len() > WARNINGS_IN_FULL {
+                        continue;
+                    }
+                }
+                None => held_back.push((diagnostic.code, vec![diagnostic])),
+            }
+        }
         let path = diagnostic.file_or(file);
         let at = match split.iter().position(|(known, _)| *known == path) {
             Some(at) => at,
@@ -83,6 +109,14 @@ fn render_all(
             }
         };
         render_one(out, path, split[at].1.as_deref(), diagnostic)?;
+    }
+    for (code, warnings) in &held_back {
+        render_rest(
+            out,
+            file,
+            code,
+            &warnings[WARNINGS_IN_FULL.min(warnings.len())..],
+        )?;
     }
     let errors: usize = diagnostics.iter().map(Diagnostic::errors_counted).sum();
     let warnings = diagnostics.iter().filter(|d| !d.is_error()).count();
@@ -100,6 +134,52 @@ fn render_all(
         )?;
     }
     Ok(())
+}
+
+/// The warnings of rule `code` not printed in full: one entry, counted, with the places
+/// of the first few.
+fn render_rest(
+    out: &mut dyn Write,
+    file: &Path,
+    code: &str,
+    rest: &[&Diagnostic],
+) -> io::Result<()> {
+    if rest.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "warning[{code}]: {} more {} of this kind, like those above",
+        rest.len(),
+        crate::text::noun_for(rest.len(), "warning")
+    )?;
+    let places: Vec<String> = rest
+        .iter()
+        .take(PLACES_LISTED)
+        .map(|diagnostic| {
+            let path = diagnostic.file_or(file).display();
+            match diagnostic.location {
+                Some(at) => format!("{path}:{}:{}", at.line, at.column),
+                None => path.to_string(),
+            }
+        })
+        .collect();
+    let unlisted = rest.len().saturating_sub(PLACES_LISTED);
+    writeln!(
+        out,
+        "  --> {}{}",
+        places.join(", "),
+        if unlisted > 0 {
+            format!(", and {unlisted} more")
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        out,
+        "  = help: `warren lint --format json` (or `sarif`) lists each with its message"
+    )?;
+    writeln!(out)
 }
 
 fn render_one(
@@ -243,6 +323,53 @@ fn excerpt(line: &str, column: usize) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::{Location, Texts};
+
+    #[test]
+    fn many_warnings_of_one_rule_are_said_once_past_the_first_few() {
+        let at = |line: usize| Location { line, column: 3 };
+        let mut diagnostics: Vec<Diagnostic> = (1..=12)
+            .map(|n| {
+                let mut warning =
+                    Diagnostic::warning("classic-queue-in-retry-loop", format!("queue q{n}"));
+                warning.location = Some(at(n));
+                warning
+            })
+            .collect();
+        let mut other = Diagnostic::warning("unused-exchange", "exchange x");
+        other.location = Some(at(20));
+        diagnostics.insert(5, other);
+        let mut error = Diagnostic::error("unknown-key", "unknown key `delay`");
+        error.location = Some(at(30));
+        diagnostics.push(error);
+        let mut out = Vec::new();
+        render_with(
+            &mut out,
+            Path::new("w.yaml"),
+            &Texts::default(),
+            &diagnostics,
+            "",
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // The first three in full, the other rule's and the error too.
+        for shown in [
+            "queue q1",
+            "queue q2",
+            "queue q3",
+            "exchange x",
+            "unknown key `delay`",
+        ] {
+            assert!(text.contains(shown), "{shown}: {text}");
+        }
+        assert!(!text.contains("queue q4"), "{text}");
+        assert!(
+            text.contains("warning[classic-queue-in-retry-loop]: 9 more warnings of this kind, like those above\n  --> w.yaml:4:3, w.yaml:5:3, w.yaml:6:3, w.yaml:7:3, w.yaml:8:3, w.yaml:9:3, w.yaml:10:3, w.yaml:11:3, and 1 more\n"),
+            "{text}"
+        );
+        // Counts are of every finding.
+        assert!(text.ends_with("w.yaml: 1 error, 13 warnings\n"), "{text}");
+    }
 
     #[test]
     fn lines_end_as_yaml_ends_them() {

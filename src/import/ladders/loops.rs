@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::{Recognised, VhostIndex, consumer_name_of, overridden_names};
 use crate::compile::naming;
 use crate::import::text;
-use crate::model::{Binding, Exchange, Queue, QueueType};
+use crate::model::{Binding, Exchange, Policy, Queue, QueueType};
 use crate::spec::{
     Consumer, DelaysIn, DeliveryLimit, Duration, ExchangeType, HeaderMatch, HeaderMatchMode,
     OnExhausted, Retry, RetryExchangeType, RetryMode, ReturnVia,
@@ -51,6 +51,20 @@ const DELAY_ARGUMENTS: &[&str] = &[
     "x-message-ttl",
 ];
 const PARKING_ARGUMENTS: &[&str] = &["x-queue-type"];
+
+/// The policy that gives `queue` its dead-letter exchange, and that exchange, when the
+/// queue has no `x-dead-letter-exchange` of its own (an argument takes precedence over
+/// a policy's dead-lettering).
+fn dead_letter_policy<'a>(
+    indexed: &VhostIndex<'a>,
+    queue: &Queue,
+) -> Option<(&'a Policy, &'a str)> {
+    if queue.arguments.contains_key("x-dead-letter-exchange") {
+        return None;
+    }
+    let (policy, exchange) = indexed.policy_setting(queue, "dead-letter-exchange")?;
+    Some((policy, exchange.as_str()?))
+}
 
 /// Where a delay queue's TTL comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,8 +104,12 @@ enum Back {
     reason = "recognising a loop checks each of its objects in turn; each early return says why the queue is not one"
 )]
 pub(super) fn recognise(indexed: &VhostIndex, work: &Queue) -> Found<Recognised> {
-    let Some(retry_exchange) =
-        text(work.arguments.get("x-dead-letter-exchange")).filter(|e| !e.is_empty())
+    // Dead-lettering set by a policy still makes a loop, one the spec cannot declare as
+    // it runs: found, then named below.
+    let by_policy = dead_letter_policy(indexed, work);
+    let Some(retry_exchange) = text(work.arguments.get("x-dead-letter-exchange"))
+        .or(by_policy.map(|(_, exchange)| exchange))
+        .filter(|e| !e.is_empty())
     else {
         return Err(Misfit::NotALoop);
     };
@@ -111,13 +129,20 @@ pub(super) fn recognise(indexed: &VhostIndex, work: &Queue) -> Found<Recognised>
     // that move on at once, are a dead-letter queue, not a loop: plain.
     let onward = from_retry.iter().any(|b| {
         indexed.queues.get(b.destination.as_str()).is_some_and(|q| {
-            q.arguments.contains_key("x-dead-letter-exchange")
+            (q.arguments.contains_key("x-dead-letter-exchange")
+                || dead_letter_policy(indexed, q).is_some())
                 && (q.arguments.contains_key("x-message-ttl")
                     || indexed.policy_setting(q, "message-ttl").is_some())
         })
     });
     if !onward || from_retry.iter().any(|b| b.destination == work.name) {
         return Err(Misfit::NotALoop);
+    }
+    if let Some((policy, _)) = by_policy {
+        return because(format!(
+            "its dead-lettering comes from policy `{}` (`dead-letter-exchange: {retry_exchange}`), and a ladder declares the work queue's dead-lettering in its queue arguments, which change only when the queue is replaced (declare them, then `warren apply --migrate` replaces the queue without losing messages)",
+            policy.name
+        ));
     }
     let exchange_type = match exchange.kind.as_str() {
         "direct" => RetryExchangeType::Direct,
@@ -185,6 +210,12 @@ pub(super) fn recognise(indexed: &VhostIndex, work: &Queue) -> Found<Recognised>
                 ));
             }
             (true, false) => {
+                if let Some((policy, _)) = dead_letter_policy(indexed, candidate.queue) {
+                    return because(format!(
+                        "`{}` on `{}` dead-letters by policy `{}`, and a ladder declares a delay queue's dead-lettering in its queue arguments",
+                        candidate.queue.name, exchange.name, policy.name
+                    ));
+                }
                 return because(format!(
                     "`{}` on `{}` has a TTL but dead-letters nowhere: its messages expire and are dropped",
                     candidate.queue.name, exchange.name
@@ -829,6 +860,41 @@ mod tests {
             notes
                 .iter()
                 .any(|n| n.contains("policy `ops-ttl` gives it one")),
+            "{notes:#?}"
+        );
+    }
+
+    #[test]
+    fn dead_lettering_set_by_a_policy_is_named() {
+        // The work queue's: the loop is found, and named with the policy.
+        let mut found = definitions("direct", Some("k"), back_to_w(true), &[]);
+        found.queues[0].arguments = crate::model::Arguments::new();
+        found.policies[0].pattern = "^w$".into();
+        found.policies[0].definition = serde_json::from_value(
+            json!({"dead-letter-exchange": "x", "dead-letter-routing-key": "k"}),
+        )
+        .unwrap();
+        let (consumers, said) = notes(&found);
+        assert_eq!(consumers, 0, "{said:#?}");
+        assert!(
+            said.iter().any(|n| n.contains(
+                "queue `w` starts a retry loop that is imported as plain queues and exchanges, because its dead-lettering comes from policy `ops-ttl` (`dead-letter-exchange: x`)"
+            )),
+            "{said:#?}"
+        );
+        // A delay queue's.
+        let mut found = definitions("direct", Some("k"), json!({"x-message-ttl": 1000}), &[]);
+        found.policies[0].pattern = "^d$".into();
+        found.policies[0].definition = serde_json::from_value(
+            json!({"dead-letter-exchange": "", "dead-letter-routing-key": "w"}),
+        )
+        .unwrap();
+        let (consumers, notes) = notes(&found);
+        assert_eq!(consumers, 0, "{notes:#?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("`d` on `x` dead-letters by policy `ops-ttl`")),
             "{notes:#?}"
         );
     }
