@@ -19,6 +19,7 @@ use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, Connection};
 
 use super::error::RedactedText;
+use super::replay::copy::{as_integer, as_text};
 use super::{BrokerError, Client};
 use crate::model::dead_letter::{Death, DeathReason};
 use crate::model::headers::X_DEATH;
@@ -161,32 +162,17 @@ pub(super) fn deaths_of(headers: Option<&FieldTable>) -> Vec<Death> {
                 return None;
             };
             let fields = entry.inner();
-            let text = |key: &str| match fields.get(&ShortString::from(key))? {
-                AMQPValue::LongString(text) => {
-                    Some(String::from_utf8_lossy(text.as_bytes()).into_owned())
-                }
-                AMQPValue::ShortString(text) => Some(text.as_str().to_string()),
-                _ => None,
-            };
-            let reason = match text("reason")?.as_str() {
+            let field = |key: &str| fields.get(&ShortString::from(key));
+            let reason = match as_text(field("reason")?)?.as_str() {
                 "rejected" => DeathReason::Rejected,
                 "expired" => DeathReason::Expired,
                 "maxlen" => DeathReason::Maxlen,
                 "delivery_limit" => DeathReason::DeliveryLimit,
                 _ => return None,
             };
-            let count = match fields.get(&ShortString::from("count"))? {
-                AMQPValue::LongLongInt(n) => u32::try_from(*n).ok()?,
-                AMQPValue::LongInt(n) => u32::try_from(*n).ok()?,
-                AMQPValue::LongUInt(n) => *n,
-                AMQPValue::ShortInt(n) => u32::try_from(*n).ok()?,
-                AMQPValue::ShortUInt(n) => u32::from(*n),
-                AMQPValue::ShortShortInt(n) => u32::try_from(*n).ok()?,
-                AMQPValue::ShortShortUInt(n) => u32::from(*n),
-                _ => return None,
-            };
+            let count = u32::try_from(as_integer(field("count")?)?).ok()?;
             Some(Death {
-                queue: text("queue")?,
+                queue: as_text(field("queue")?)?,
                 reason,
                 count,
             })

@@ -78,7 +78,8 @@ fn status(node: &Node, spec: &Spec, format: &str) -> String {
         .stdout
 }
 
-fn consumer<'a>(report: &'a Value, name: &str) -> &'a Value {
+/// The consumer `name` of a JSON report.
+pub fn consumer<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["consumers"]
         .as_array()
         .unwrap()

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use crate::amqp::{self, Client, Contract};
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
+use crate::status::consumer;
 use crate::support::Capture;
 
 /// `c`: a classic one-tier ladder with one retry, its delay `delay`; `q`: a quorum
@@ -57,15 +58,6 @@ fn inspect(node: &Node, spec: &Spec) -> Value {
         .run()
         .expect(0);
     serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
-}
-
-fn consumer<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["consumers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["consumer"] == name)
-        .unwrap_or_else(|| panic!("no consumer {name} in {report:#}"))
 }
 
 /// The first `--inspect` report: `c`'s tier holds one message rejected four times, past

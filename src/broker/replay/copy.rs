@@ -60,7 +60,8 @@ fn original_routing_key(
     })
 }
 
-fn as_text(value: &AMQPValue) -> Option<String> {
+/// A text header value (long or short string).
+pub(in crate::broker) fn as_text(value: &AMQPValue) -> Option<String> {
     match value {
         AMQPValue::LongString(text) => Some(String::from_utf8_lossy(text.as_bytes()).into_owned()),
         AMQPValue::ShortString(text) => Some(text.as_str().to_string()),
@@ -68,7 +69,8 @@ fn as_text(value: &AMQPValue) -> Option<String> {
     }
 }
 
-fn as_integer(value: &AMQPValue) -> Option<i64> {
+/// An integer header value, of whatever width the client wrote.
+pub(in crate::broker) fn as_integer(value: &AMQPValue) -> Option<i64> {
     match value {
         AMQPValue::ShortShortInt(n) => Some(i64::from(*n)),
         AMQPValue::ShortShortUInt(n) => Some(i64::from(*n)),

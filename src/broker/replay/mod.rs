@@ -24,7 +24,7 @@
 //! in that moment leaves it in both, the copy marked by `warren-replays`. At most
 //! `batch` copies are in flight at once, so at most that many are doubled by one kill.
 
-mod copy;
+pub(super) mod copy;
 mod window;
 
 use std::sync::atomic::AtomicBool;
