@@ -95,14 +95,7 @@ impl Client {
                     break;
                 }
             };
-            let connection = match self
-                .amqp_connection(
-                    vhost,
-                    "warren: emptiness checks before deleting queues",
-                    super::amqp::AmqpUse::Writes,
-                )
-                .await
-            {
+            let mut connection = match self.checks_connection(vhost).await {
                 Ok(connection) => connection,
                 Err(error) => {
                     results[first] = Some(Err(error));
@@ -111,7 +104,7 @@ impl Client {
                 }
             };
             let tried = self
-                .delete_in_vhost(&connection, queues, &indices, &routes, stop, answered)
+                .delete_in_vhost(&mut connection, queues, &indices, &routes, stop, answered)
                 .await;
             super::amqp::close(&connection, "warren is done").await;
             let refused = tried.last().is_some_and(|(_, result)| result.is_err());
@@ -125,11 +118,31 @@ impl Client {
         results
     }
 
+    /// The AMQP connection the emptiness checks of `vhost`'s queues go over: a writer's
+    /// (see `fence`).
+    async fn checks_connection(&self, vhost: &str) -> Result<Connection, BrokerError> {
+        self.amqp_connection(
+            vhost,
+            "warren: emptiness checks before deleting queues",
+            super::amqp::AmqpUse::Writes,
+        )
+        .await
+    }
+
     /// The deletions of one vhost's queues (`indices` of `queues`), in order, over
     /// `connection`: the result of each queue tried, up to the first that failed.
+    ///
+    /// A connection lost under a queue's check is opened again once for that queue,
+    /// and the queue checked again from the start, wherever what was lost can be
+    /// settled by asking anew (see [`settled_by_asking_again`]). The writers' short
+    /// heartbeat (`amqp::WRITER_HEARTBEAT_SECS`) is for the broker's side, so that a
+    /// frozen warren loses its writers before its locks; the client checks the same
+    /// heartbeat on the broker, and a loaded broker can miss it (seen on a 4.3 node
+    /// deleting 3,000 queues beside two CPU-bound processes: the apply failed after
+    /// 2,870). The new connection writes nothing before the lock is confirmed again.
     async fn delete_in_vhost(
         &self,
-        connection: &Connection,
+        connection: &mut Connection,
         queues: &[GuardedQueue<'_>],
         indices: &[usize],
         routes: &BTreeMap<String, Vec<QueueBinding>>,
@@ -147,23 +160,19 @@ impl Client {
             let queue = &queues[index];
             // Nothing of this queue's deletion starts once the locks are lost: its
             // connection may be gone with them (see `fence`), which is not a refusal.
-            if let Err(lost) = self.fenced(false).await {
-                tried.push((index, Err(lost)));
-                answered(1);
-                break;
-            }
-            let result = match open.take() {
-                Some(channel) if channel.status().connected() => Ok(channel),
-                _ => channel(connection, queue, DELETE).await,
+            let result = match self.fenced(false).await {
+                Ok(()) => self.delete_over(connection, &mut open, queue, routes).await,
+                Err(lost) => Err(lost),
             };
             let result = match result {
-                Ok(channel) => {
-                    let into = routes.get(queue.name).map_or(&[][..], Vec::as_slice);
-                    let result = self.delete_unrouted(&channel, queue, into).await;
-                    open = Some(channel);
-                    result
+                Err(error)
+                    if !connection.status().connected()
+                        && settled_by_asking_again(queue, &error) =>
+                {
+                    self.ask_again(connection, &mut open, queue, routes, error)
+                        .await
                 }
-                Err(error) => Err(error),
+                result => result,
             };
             let failed = result.is_err();
             tried.push((index, result));
@@ -176,6 +185,47 @@ impl Client {
             super::amqp::close_channel(&channel).await;
         }
         tried
+    }
+
+    /// A queue's check made again on a new connection after `lost` lost the first;
+    /// `lost` stands when no new connection opens or the lock is no longer held (the
+    /// first check's outcome is then as unknown as `lost` says).
+    async fn ask_again(
+        &self,
+        connection: &mut Connection,
+        open: &mut Option<Channel>,
+        queue: &GuardedQueue<'_>,
+        routes: &BTreeMap<String, Vec<QueueBinding>>,
+        lost: BrokerError,
+    ) -> Result<(), BrokerError> {
+        let Ok(fresh) = self.checks_connection(queue.vhost).await else {
+            return Err(lost);
+        };
+        *connection = fresh;
+        *open = None;
+        if self.fenced(false).await.is_err() {
+            return Err(lost);
+        }
+        self.delete_over(connection, open, queue, routes).await
+    }
+
+    /// One queue's check and deletion over `connection`, on the channel left `open` by
+    /// the queue before it when there is one (it is left open for the next).
+    async fn delete_over(
+        &self,
+        connection: &Connection,
+        open: &mut Option<Channel>,
+        queue: &GuardedQueue<'_>,
+        routes: &BTreeMap<String, Vec<QueueBinding>>,
+    ) -> Result<(), BrokerError> {
+        let channel = match open.take() {
+            Some(channel) if channel.status().connected() => channel,
+            _ => channel(connection, queue, DELETE).await?,
+        };
+        let into = routes.get(queue.name).map_or(&[][..], Vec::as_slice);
+        let result = self.delete_unrouted(&channel, queue, into).await;
+        *open = Some(channel);
+        result
     }
 
     /// Removes the bindings `into` the queue, then deletes it if the broker finds it
@@ -463,6 +513,28 @@ fn delete_failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError 
 /// precondition failed (AMQP 0-9-1's soft error codes).
 fn is_channel_error(code: u16) -> bool {
     matches!(code, 311 | 312 | 313 | 403 | 404 | 405 | 406)
+}
+
+/// Whether a queue's check, failed with `error` because its connection was lost, can
+/// simply be made again on a new connection, the result then as exact as the first
+/// would have been. It can unless the lost request was a quorum queue's
+/// `queue.delete` (an unanswered request is [`BrokerError::AmqpUnanswered`]): its
+/// answer counts the messages that arrived between the check and the delete, and
+/// that count is lost with the connection if the delete was done, so the deletion
+/// stays "not confirmed". A classic queue's unanswered delete carried `if-empty` and
+/// `if-unused`: if it was done, nothing was lost with it, and asking again finds the
+/// queue gone. Everything before the delete (a channel, the count, the wait) changed
+/// nothing the second check does not see. A refusal, a loss of messages and lost
+/// locks are answers, never asked again.
+fn settled_by_asking_again(queue: &GuardedQueue<'_>, error: &BrokerError) -> bool {
+    match error {
+        BrokerError::AmqpUnanswered { .. } => queue.queue_type == QueueType::Classic,
+        BrokerError::Refused { .. }
+        | BrokerError::LostInWindow { .. }
+        | BrokerError::LocksLost { .. }
+        | BrokerError::BindingsNotRestored { .. } => false,
+        _ => true,
+    }
 }
 
 /// What the deletion of a queue sends, and what counting one does, as errors name them.

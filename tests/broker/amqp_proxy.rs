@@ -1,7 +1,14 @@
-//! A TCP proxy in front of a node's AMQP port that never passes on the broker's
-//! close-ok, for connections (`connection.close-ok`) and channels
-//! (`channel.close-ok`): the broker that does not answer a close, which warren must
-//! not wait on forever. Everything else goes through unchanged.
+//! A TCP proxy in front of a node's AMQP port that passes the client's bytes on
+//! unchanged and the broker's frame by frame, through one of two faults:
+//!
+//! - [`AmqpProxy::swallowing_closes`] never passes on the broker's close-ok, for
+//!   connections (`connection.close-ok`) and channels (`channel.close-ok`): the broker
+//!   that does not answer a close, which warren must not wait on forever;
+//! - [`AmqpProxy::muting_after_deletes`] goes silent on the first connection that has
+//!   passed a number of `queue.delete-ok`s: from then on nothing of the broker's
+//!   reaches that client, heartbeats included, while the client's requests still reach
+//!   the broker. The broker that misses its heartbeats, and the answer to a delete
+//!   that was done and never heard of.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
@@ -10,42 +17,66 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-/// AMQP 0-9-1 method frames (frame type 1) the proxy drops, as (class, method).
-const SWALLOWED: [(u16, u16); 2] = [(10, 51), (20, 41)];
+/// AMQP 0-9-1 method frames (frame type 1), as (class, method).
+const CONNECTION_CLOSE_OK: (u16, u16) = (10, 51);
+const CHANNEL_CLOSE_OK: (u16, u16) = (20, 41);
+const QUEUE_DELETE_OK: (u16, u16) = (50, 41);
 
-/// The proxy: listening until dropped.
-pub struct CloseSwallowingProxy {
-    port: u16,
-    stop: Arc<AtomicBool>,
-    swallowed: Arc<AtomicUsize>,
+/// What the proxy does to the broker's frames.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    SwallowCloses,
+    MuteAfterDeletes(usize),
 }
 
-impl CloseSwallowingProxy {
-    /// A proxy to `127.0.0.1:amqp_port`, on a free port of its own.
-    pub fn start(amqp_port: u16) -> CloseSwallowingProxy {
+/// The proxy: listening until dropped.
+pub struct AmqpProxy {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+}
+
+/// What the proxy has done so far.
+#[derive(Default)]
+struct Counts {
+    /// Close-oks kept back.
+    swallowed: AtomicUsize,
+    /// Connections gone silent (one at most).
+    muted: AtomicUsize,
+}
+
+impl AmqpProxy {
+    /// A proxy to `127.0.0.1:amqp_port` that keeps back every close-ok.
+    pub fn swallowing_closes(amqp_port: u16) -> AmqpProxy {
+        AmqpProxy::start(amqp_port, Fault::SwallowCloses)
+    }
+
+    /// A proxy to `127.0.0.1:amqp_port` that passes nothing more from the broker on the
+    /// first connection to have passed `deletes` `queue.delete-ok`s.
+    pub fn muting_after_deletes(amqp_port: u16, deletes: usize) -> AmqpProxy {
+        AmqpProxy::start(amqp_port, Fault::MuteAfterDeletes(deletes))
+    }
+
+    fn start(amqp_port: u16, fault: Fault) -> AmqpProxy {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind the proxy");
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
-        let swallowed = Arc::new(AtomicUsize::new(0));
-        let (stopping, counting) = (stop.clone(), swallowed.clone());
+        let counts = Arc::new(Counts::default());
+        let (stopping, counting) = (stop.clone(), counts.clone());
         thread::spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((client, _)) => {
                         client.set_nonblocking(false).unwrap();
                         let counting = counting.clone();
-                        thread::spawn(move || relay(client, amqp_port, counting));
+                        thread::spawn(move || relay(client, amqp_port, fault, &counting));
                     }
                     Err(_) => thread::sleep(Duration::from_millis(20)),
                 }
             }
         });
-        CloseSwallowingProxy {
-            port,
-            stop,
-            swallowed,
-        }
+        AmqpProxy { port, stop, counts }
     }
 
     /// `amqp://127.0.0.1:PORT/`, the proxy, for `--amqp-url` (whose login is `--user`'s).
@@ -55,19 +86,24 @@ impl CloseSwallowingProxy {
 
     /// How many close-oks the proxy has kept from its clients.
     pub fn swallowed(&self) -> usize {
-        self.swallowed.load(Ordering::Relaxed)
+        self.counts.swallowed.load(Ordering::Relaxed)
+    }
+
+    /// How many connections the proxy has gone silent on.
+    pub fn muted(&self) -> usize {
+        self.counts.muted.load(Ordering::Relaxed)
     }
 }
 
-impl Drop for CloseSwallowingProxy {
+impl Drop for AmqpProxy {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
     }
 }
 
 /// Carries one client's connection: its bytes to the broker as they come, the
-/// broker's frame by frame, without the close-oks.
-fn relay(client: TcpStream, amqp_port: u16, swallowed: Arc<AtomicUsize>) {
+/// broker's frame by frame, through `fault`.
+fn relay(client: TcpStream, amqp_port: u16, fault: Fault, counts: &Counts) {
     let Ok(broker) = TcpStream::connect((Ipv4Addr::LOCALHOST, amqp_port)) else {
         let _ = client.shutdown(Shutdown::Both);
         return;
@@ -76,33 +112,60 @@ fn relay(client: TcpStream, amqp_port: u16, swallowed: Arc<AtomicUsize>) {
         (client.try_clone().unwrap(), broker.try_clone().unwrap());
     thread::spawn(move || {
         let _ = std::io::copy(&mut from_client, &mut to_broker);
-        let _ = to_broker.shutdown(Shutdown::Write);
+        let _ = to_broker.shutdown(Shutdown::Both);
     });
     let (mut from_broker, mut to_client) = (broker, client);
-    let _ = frames(&mut from_broker, &mut to_client, &swallowed);
+    // A muted connection ends when its client gives up on it: the broker then closes
+    // the socket the client's side shut.
+    let _ = frames(&mut from_broker, &mut to_client, fault, counts);
     let _ = to_client.shutdown(Shutdown::Both);
 }
 
-/// Passes on the broker's frames (type, channel, size, payload, frame end), keeping
-/// back the method frames in [`SWALLOWED`].
+/// Passes on the broker's frames (type, channel, size, payload, frame end) through
+/// `fault`, until either side closes.
 fn frames(
     from: &mut TcpStream,
     to: &mut TcpStream,
-    swallowed: &AtomicUsize,
+    fault: Fault,
+    counts: &Counts,
 ) -> std::io::Result<()> {
+    let mut deletes = 0;
+    let mut muted = false;
     loop {
         let mut header = [0u8; 7];
         from.read_exact(&mut header)?;
         let size = u32::from_be_bytes(header[3..7].try_into().unwrap()) as usize;
         let mut rest = vec![0u8; size + 1];
         from.read_exact(&mut rest)?;
-        if header[0] == 1 && size >= 4 {
-            let class = u16::from_be_bytes([rest[0], rest[1]]);
-            let method = u16::from_be_bytes([rest[2], rest[3]]);
-            if SWALLOWED.contains(&(class, method)) {
-                swallowed.fetch_add(1, Ordering::Relaxed);
+        if muted {
+            continue;
+        }
+        let method = (header[0] == 1 && size >= 4).then(|| {
+            (
+                u16::from_be_bytes([rest[0], rest[1]]),
+                u16::from_be_bytes([rest[2], rest[3]]),
+            )
+        });
+        match fault {
+            Fault::SwallowCloses
+                if method == Some(CONNECTION_CLOSE_OK) || method == Some(CHANNEL_CLOSE_OK) =>
+            {
+                counts.swallowed.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
+            Fault::MuteAfterDeletes(after) if method == Some(QUEUE_DELETE_OK) => {
+                if deletes == after
+                    && counts
+                        .muted
+                        .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    muted = true;
+                    continue;
+                }
+                deletes += 1;
+            }
+            _ => {}
         }
         to.write_all(&header)?;
         to.write_all(&rest)?;

@@ -6,16 +6,20 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::amqp_proxy::CloseSwallowingProxy;
+use crate::amqp_proxy::AmqpProxy;
 use crate::background::Background;
 use crate::http_tap::HttpTap;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 
 fn queues_spec(spec: &str, vhost: &str, count: usize) -> String {
+    queues_of_type(spec, vhost, count, "classic")
+}
+
+fn queues_of_type(spec: &str, vhost: &str, count: usize, queue_type: &str) -> String {
     let mut text = format!("version: 1\nname: {spec}\nvhosts:\n  {vhost}:\n    queues:\n");
     for n in 0..count {
-        text.push_str(&format!("      r{n}: {{ type: classic }}\n"));
+        text.push_str(&format!("      r{n}: {{ type: {queue_type} }}\n"));
     }
     text
 }
@@ -351,11 +355,94 @@ fn a_broker_killed_at_the_first_write_reports_nothing_made(version: Version) {
     node.plan(spec.arg()).expect(0);
 }
 
+/// The deletion checks' AMQP connection goes silent after three deletes (a proxy
+/// passes nothing more of the broker's on it, heartbeats included, while warren's
+/// requests still reach the broker): the fourth delete is done by the broker and its
+/// answer never arrives, and the client gives the connection up after two missed
+/// heartbeats, as it does when a loaded broker is slow to send them.
+///
+/// - Classic queues: warren opens a new connection, asks again (the queue is gone: its
+///   delete carried `if-empty`, so nothing was lost with it) and finishes the job.
+/// - Quorum queues: the lost answer would have counted the messages deleted with the
+///   queue, so that delete stays "not confirmed" (exit 3, the report checked against
+///   the broker), and the next apply finishes the job.
+fn a_deletion_check_connection_lost_under_load_is_opened_again(version: Version) {
+    let node = Node::shared(version);
+    for (queue_type, code) in [("classic", 0), ("quorum", 3)] {
+        let vhost = node.unused_vhost(&format!("silent-{queue_type}"));
+        let name = format!("silent-{vhost}");
+        let spec = Spec::new(&queues_of_type(&name, &vhost, 8, queue_type));
+        node.apply(spec.arg()).expect(0);
+        spec.write(&queues_of_type(&name, &vhost, 1, queue_type));
+        let proxy = AmqpProxy::muting_after_deletes(node.amqp_port, 3);
+        let command =
+            node.apply(spec.arg())
+                .with(&["--amqp-url", &proxy.url(), "--format", "json"]);
+        let output = Background::spawn(command.command()).finish();
+        assert_eq!(
+            proxy.muted(),
+            1,
+            "{version} {queue_type}: the proxy never went silent: {}",
+            output.stderr
+        );
+        assert_eq!(
+            output.code,
+            Some(code),
+            "{version} {queue_type}: {}",
+            output.stderr
+        );
+        let held = node.queue_names(&vhost);
+        if code == 0 {
+            assert_eq!(
+                held.iter().collect::<Vec<_>>(),
+                ["r0"],
+                "{version}: every delete done"
+            );
+        } else {
+            let document: Value = serde_json::from_str(&output.stdout)
+                .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", output.stdout));
+            let list = |key: &str| -> Vec<String> {
+                document["applied"][key]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("no {key} in {document}"))
+                    .iter()
+                    .map(|line| named_queue(line.as_str().unwrap()))
+                    .collect()
+            };
+            let (done, unconfirmed, not_done) =
+                (list("done"), list("unconfirmed"), list("not_done"));
+            // The broker deletes in the plan's order; the fourth is the one unheard of.
+            assert_eq!(
+                (done.len(), unconfirmed.len(), not_done.len()),
+                (3, 1, 3),
+                "{version}: {document}"
+            );
+            assert!(
+                !held.contains(&unconfirmed[0]),
+                "{version}: the broker did the delete whose answer was lost"
+            );
+            for queue in &done {
+                assert!(!held.contains(queue), "{version}: {queue} reported deleted");
+            }
+            for queue in &not_done {
+                assert!(
+                    held.contains(queue),
+                    "{version}: {queue} reported not deleted"
+                );
+            }
+            node.apply(spec.arg()).expect(0);
+        }
+        node.plan(spec.arg()).expect(0);
+        node.remove_vhost(&vhost);
+    }
+}
+
 per_version!(
     a_broker_killed_mid_apply_gets_an_honest_report,
     a_broker_killed_mid_delete_reports_what_the_broker_holds,
     a_broker_killed_as_the_record_is_written_keeps_the_report,
-    a_broker_killed_at_the_first_write_reports_nothing_made
+    a_broker_killed_at_the_first_write_reports_nothing_made;
+    also_on_4_0: a_deletion_check_connection_lost_under_load_is_opened_again
 );
 
 /// The broker's close-ok never comes, for the apply lock's connection, the delete
@@ -368,7 +455,7 @@ per_version!(
 fn an_unanswered_close_does_not_hold_the_apply() {
     let node = Node::shared(Version::V3_10);
     let vhost = node.unused_vhost("noclose");
-    let proxy = CloseSwallowingProxy::start(node.amqp_port);
+    let proxy = AmqpProxy::swallowing_closes(node.amqp_port);
     let name = format!("noclose-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, 2));
     let apply = || {
