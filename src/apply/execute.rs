@@ -383,8 +383,16 @@ async fn migrate_all(
         match outcome {
             Ok(moved) => {
                 report.done.push(format!(
-                    "migrate queue {} ({} moves of messages)",
-                    migration.queue, moved.moves
+                    "migrate queue {} ({})",
+                    migration.queue,
+                    match moved.moves {
+                        0 => "no message to move".to_string(),
+                        moves => crate::text::count_irregular(
+                            moves,
+                            "move of messages",
+                            "moves of messages"
+                        ),
+                    }
                 ));
                 report.done.extend(carried);
                 progress(&Event::Advanced {

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::Interrupt;
 use super::progress::{Event, MigrationStep, Progress};
-use crate::broker::{BrokerError, Client, Drained};
+use crate::broker::{BrokerError, Client, Drained, QueueHeld};
 use crate::model::ObjectId;
 use crate::model::QueueType;
 use crate::model::migration::temporary_name;
@@ -206,7 +206,8 @@ impl Run<'_, '_> {
             .await?;
         self.say(MigrationStep::PassingOn { into });
         self.check("the delay queue was unbound")?;
-        self.drain(&queue, queue_type(&held), None).await?;
+        let source = Source::of(&queue, queue_type(&held), Consumers::MayHoldMessages);
+        self.drain(source, None).await?;
         client.delete_exchange(&vhost, &exchange).await?;
         self.say(MigrationStep::PassedOn { into });
         Ok(())
@@ -249,7 +250,8 @@ impl Run<'_, '_> {
         self.say(MigrationStep::Unbound);
         self.check("the bindings were moved to the temporary queue")?;
         let after = migration.after.clone();
-        self.drain(&queue, old_type, Some(&after)).await?;
+        let source = Source::of(&queue, old_type, Consumers::MayHoldMessages);
+        self.drain(source, Some(&after)).await?;
         self.say(MigrationStep::DeclaredAnew);
         self.check("the old queue was emptied and deleted")
     }
@@ -301,7 +303,8 @@ impl Run<'_, '_> {
             client.unbind_queue(&vhost, &temporary, binding).await?;
         }
         self.check("the queue was declared anew and its bindings moved back")?;
-        self.drain(&temporary, queue_type(&held), None).await?;
+        let source = Source::of(&temporary, queue_type(&held), Consumers::OnlyWarrens);
+        self.drain(source, None).await?;
         client.delete_exchange(&vhost, &temporary).await?;
         self.say(MigrationStep::Finished);
         Ok(())
@@ -310,16 +313,93 @@ impl Run<'_, '_> {
     /// Moves `source`'s messages through the migration's exchange until the broker
     /// deletes `source` as empty; then declares `declare_after` under the same name at
     /// once, over the same connection.
+    ///
+    /// Each round first asks the queue itself how many messages it holds ready and how
+    /// many consumers it has (a passive `queue.declare`): a queue with nothing ready
+    /// needs no shovel, and one only warren consumes holds nothing unacknowledged once
+    /// it has no consumer, so neither waits on the statistics.
     async fn drain(
         &mut self,
-        source: &str,
-        source_type: QueueType,
+        source: Source<'_>,
         declare_after: Option<&Value>,
     ) -> Result<(), Stop> {
         let (client, vhost) = (self.client, self.vhost().to_string());
-        let name = self.temporary().to_string();
+        let Source {
+            name: source,
+            queue_type: source_type,
+            consumers,
+        } = source;
         let mut refilled = 0;
         loop {
+            let before = self.held(source).await?;
+            if before.is_some_and(|held| held.ready == 0) {
+                self.say(MigrationStep::NothingToMove { source });
+            } else {
+                self.move_messages(source).await?;
+            }
+            let unused = match consumers {
+                Consumers::OnlyWarrens => self.without_consumers(source).await?,
+                Consumers::MayHoldMessages => false,
+            };
+            if !unused {
+                self.wait_unacknowledged(source).await?;
+            }
+            let timeout = Duration::from_secs(60);
+            match client
+                .delete_drained_queue(&vhost, source, source_type, declare_after, timeout)
+                .await?
+            {
+                Drained::Deleted => return Ok(()),
+                // Messages arrived after the shovel counted them: move again, a
+                // bounded number of times.
+                Drained::NotEmpty => {
+                    refilled += 1;
+                    if refilled >= REFILLED_ROUNDS {
+                        let name = self.temporary();
+                        return Err(stopped(
+                            "migrate",
+                            format!("queue {source:?} in vhost {vhost:?}"),
+                            format!(
+                                "it held messages again each time it was about to be deleted, {refilled} times in a row: something publishes to it by name (the default exchange), its consumers requeue what they take, or {name:?} refuses the shovel's publishes, which puts them back (a policy's `max-length` with `overflow: reject-publish`); stop that, then `warren apply --migrate` goes on from here"
+                            ),
+                        ));
+                    }
+                    self.say(MigrationStep::Refilled { source, refilled });
+                    self.check("a move of messages")?;
+                }
+            }
+        }
+    }
+
+    /// What `source` holds at this moment, as the queue itself counts it (`None` when
+    /// it is gone).
+    async fn held(&self, source: &str) -> Result<Option<QueueHeld>, Stop> {
+        let queue = (self.vhost().to_string(), source.to_string());
+        Ok(self.client.queues_held(&[queue]).await?.pop().flatten())
+    }
+
+    /// Whether `source` counts no consumer within [`IDLE_MOVE`]: a shovel just
+    /// stopped leaves it a moment after its parameter is deleted.
+    async fn without_consumers(&self, source: &str) -> Result<bool, Stop> {
+        let started = Instant::now();
+        loop {
+            match self.held(source).await? {
+                Some(held) if held.consumers > 0 => {}
+                _ => return Ok(true),
+            }
+            if started.elapsed() >= IDLE_MOVE {
+                return Ok(false);
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// One shovel run that moves `source`'s ready messages through the migration's
+    /// exchange, watched until the source shows none ready, then stopped.
+    async fn move_messages(&mut self, source: &str) -> Result<(), Stop> {
+        let (client, vhost) = (self.client, self.vhost().to_string());
+        let name = self.temporary().to_string();
+        {
             // A shovel of the same name may be left by a stopped apply, and one whose
             // parameter was written by a request cut off half way may never have
             // started: a parameter written again unchanged does not start it. So any
@@ -419,31 +499,8 @@ impl Run<'_, '_> {
                 self.check("messages were being moved")?;
                 tokio::time::sleep(POLL).await;
             }
-            self.wait_unacknowledged(source).await?;
-            let timeout = Duration::from_secs(60);
-            match client
-                .delete_drained_queue(&vhost, source, source_type, declare_after, timeout)
-                .await?
-            {
-                Drained::Deleted => return Ok(()),
-                // Messages arrived after the shovel counted them: move again, a
-                // bounded number of times.
-                Drained::NotEmpty => {
-                    refilled += 1;
-                    if refilled >= REFILLED_ROUNDS {
-                        return Err(stopped(
-                            "migrate",
-                            format!("queue {source:?} in vhost {vhost:?}"),
-                            format!(
-                                "it held messages again each time it was about to be deleted, {refilled} times in a row: something publishes to it by name (the default exchange), its consumers requeue what they take, or {name:?} refuses the shovel's publishes, which puts them back (a policy's `max-length` with `overflow: reject-publish`); stop that, then `warren apply --migrate` goes on from here"
-                            ),
-                        ));
-                    }
-                    self.say(MigrationStep::Refilled { source, refilled });
-                    self.check("a move of messages")?;
-                }
-            }
         }
+        Ok(())
     }
 
     /// Waits until the broker's statistics, counted after the queue stopped receiving,
@@ -498,6 +555,37 @@ fn stopped(method: &str, path: String, reason: String) -> Stop {
         status: 0,
         reason: reason.into(),
     })
+}
+
+/// Who consumes a queue being drained, which decides whether its unacknowledged
+/// messages must be waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Consumers {
+    /// Applications may (the migrated queue, a delay queue): their unacknowledged
+    /// messages are counted only by the statistics (a `basic.get` holds them without a
+    /// consumer), so they are waited for as the statistics lag.
+    MayHoldMessages,
+    /// Only warren's shovel does (the temporary queue): once the queue itself counts no
+    /// consumer, nothing of it is unacknowledged.
+    OnlyWarrens,
+}
+
+/// A queue to drain and delete.
+#[derive(Debug, Clone, Copy)]
+struct Source<'a> {
+    name: &'a str,
+    queue_type: QueueType,
+    consumers: Consumers,
+}
+
+impl<'a> Source<'a> {
+    fn of(name: &'a str, queue_type: QueueType, consumers: Consumers) -> Source<'a> {
+        Source {
+            name,
+            queue_type,
+            consumers,
+        }
+    }
 }
 
 fn queue_type(queue: &Value) -> QueueType {

@@ -61,6 +61,11 @@ pub enum MigrationStep<'a> {
         /// The queue the messages leave.
         source: &'a str,
     },
+    /// `source` counts no ready message (the queue's own count): no shovel is started.
+    NothingToMove {
+        /// The queue.
+        source: &'a str,
+    },
     /// The shovel consumed nothing for a while and was started again.
     MoveRestarted,
     /// The guarded deletion found `source` holding messages again (they arrived

@@ -94,6 +94,9 @@ fn migration_step(step: &MigrationStep<'_>) -> String {
             "its bindings removed: new messages go to the temporary queue".into()
         }
         MigrationStep::Moving { source } => format!("moving the messages of {source:?}"),
+        MigrationStep::NothingToMove { source } => {
+            format!("{source:?} holds no ready message: nothing to move")
+        }
         MigrationStep::MoveRestarted => "the shovel is not consuming: starting it again".into(),
         MigrationStep::Refilled { source, refilled } => format!(
             "{source:?} received messages after they were counted ({} in a row): moving them too",

@@ -747,7 +747,38 @@ fn a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing(vers
     );
 }
 
+/// An empty queue whose type changes: `apply --migrate` starts no shovel, since the
+/// queue and then the temporary queue count no ready message, and the report says so.
+fn an_empty_queue_migrates_without_a_shovel(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("migrate-empty");
+    let name = format!("migrate-empty-{vhost}");
+    let spec = Spec::new(&spec_text(&name, &vhost, "classic"));
+    node.apply(spec.arg()).expect(0);
+    spec.write(&spec_text(&name, &vhost, "quorum"));
+    let applied = node
+        .apply(spec.arg())
+        .with(&["--migrate", "--format", "json"])
+        .expect(0);
+    let document: serde_json::Value = serde_json::from_str(&applied.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", applied.stdout));
+    let done: Vec<&str> = document["applied"]["done"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no applied.done in {document}"))
+        .iter()
+        .filter_map(|line| line.as_str())
+        .collect();
+    assert!(
+        done.iter()
+            .any(|line| line.starts_with("migrate queue") && line.ends_with("(no message to move)")),
+        "{version}: {done:?}"
+    );
+    assert_finished(node, &vhost, &spec);
+    node.remove_vhost(&vhost);
+}
+
 per_version!(
+    an_empty_queue_migrates_without_a_shovel,
     a_temporary_queue_refusing_the_shovel_stops_the_migration_losing_nothing,
     a_queue_refilled_by_name_stops_the_migration_with_the_reason,
     without_the_shovel_plugin_a_migration_changes_nothing,
