@@ -63,7 +63,7 @@ pub(super) async fn apply_held(
     let fresh;
     let plan = match live {
         Some(mut live) => {
-            live.global_parameters = global_parameters;
+            live.global_parameters = global_parameters.clone();
             fresh =
                 recheck(plan, &live, Some(client.user().to_string())).map_err(mismatch_error)?;
             // The fresh plan has the same changes, with the broker's handles of today.
@@ -96,7 +96,7 @@ pub(super) async fn apply_held(
     record.applied_at = record::now();
     record.format = RECORD_FORMAT;
     record.set_objects(&managed);
-    let written = client.write_record(&record).await;
+    let written = client.write_record(&record, &global_parameters).await;
     // Confirmed again after the write: if the locks went in between (a freeze at that
     // very moment), the user must hear that the record may have been written without
     // them, never "applied".

@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::broker::holder_name;
 use crate::broker::{BrokerError, BrokerLock, Client, LockName};
 use crate::model::objects::Objects;
-use crate::model::record::{DamagedRecord, RECORD_FORMAT, Record};
-use crate::model::{ObjectId, ObjectKind};
+use crate::model::record::{self, DamagedRecord, RECORD_FORMAT, Record};
+use crate::model::{GlobalParameter, ObjectId, ObjectKind, RESERVED_PREFIX};
 
 /// A record as the broker holds it.
 #[derive(Debug, Clone)]
@@ -38,15 +38,19 @@ pub enum RecordState {
 
 /// Reads a spec's record without failing on damage.
 pub async fn show(client: &Client, spec: &str) -> Result<RecordState, BrokerError> {
-    let Some(value) = client.read_record_value(spec).await? else {
-        return Ok(RecordState::Missing);
-    };
-    Ok(
-        match Record::from_parameter(&Record::parameter_name(spec), &value) {
-            Ok(record) => RecordState::Readable(record),
-            Err(error) => RecordState::Damaged { value, error },
+    Ok(state_among(&client.global_parameters().await?, spec))
+}
+
+/// `spec`'s record among `parameters`, as [`show`] tells it.
+fn state_among(parameters: &[GlobalParameter], spec: &str) -> RecordState {
+    match record::stored(parameters, spec) {
+        None => RecordState::Missing,
+        Some(Ok(record)) => RecordState::Readable(record),
+        Some(Err(unreadable)) => RecordState::Damaged {
+            value: unreadable.value,
+            error: unreadable.damage,
         },
-    )
+    }
 }
 
 /// A repair, prepared under the locks it holds; nothing is written until
@@ -110,7 +114,11 @@ pub async fn prepare(
             .filter_map(|entry| entry[1].as_str().map(str::to_string))
             .collect()
     };
-    let before = client.read_record_value(spec).await?.unwrap_or_default();
+    let before = match show(client, spec).await? {
+        RecordState::Damaged { value, .. } => value,
+        RecordState::Readable(record) => serde_json::to_value(record).unwrap_or_default(),
+        RecordState::Missing => Value::Null,
+    };
     let mut vhosts = stored_vhosts(&before);
     if let Some(declared) = &declared {
         vhosts.extend(declared.desired.keys().filter_map(|id| id.vhost.clone()));
@@ -142,18 +150,22 @@ async fn prepare_locked(
     declared: Option<Declared<'_>>,
     locked_vhosts: &BTreeSet<String>,
 ) -> Result<Parts, RepairError> {
-    let (value, damage) = match show(client, spec).await? {
+    let parameters = client.global_parameters().await?;
+    let (value, damage) = match state_among(&parameters, spec) {
         RecordState::Missing => return Err(RepairError::Missing(spec.into())),
         RecordState::Readable(_) => return Err(RepairError::NotDamaged(spec.into())),
         RecordState::Damaged { value, error } => (value, error),
     };
     let mut owners: BTreeMap<ObjectId, String> = BTreeMap::new();
-    for parameter in client.global_parameters().await? {
-        if !Record::is_record_name(&parameter.name) || parameter.name == damage.parameter {
+    for parameter in &parameters {
+        if !Record::is_head_name(&parameter.name) || parameter.name == damage.parameter {
             continue;
         }
-        let other =
-            Record::from_parameter(&parameter.name, &parameter.value).map_err(BrokerError::from)?;
+        let other = match record::stored(&parameters, other_spec(&parameter.name)) {
+            Some(Ok(other)) => other,
+            Some(Err(unreadable)) => return Err(BrokerError::from(unreadable.damage).into()),
+            None => continue,
+        };
         for id in other.object_ids() {
             owners.insert(id, other.spec.clone());
         }
@@ -214,6 +226,11 @@ async fn prepare_locked(
     })
 }
 
+/// The spec whose record's head is the global parameter `parameter`.
+fn other_spec(parameter: &str) -> &str {
+    parameter.strip_prefix(RESERVED_PREFIX).unwrap_or(parameter)
+}
+
 /// A repair without its locks, as prepared under them.
 struct Parts {
     damage: DamagedRecord,
@@ -231,7 +248,12 @@ impl Repair {
         self.record.serial += 1;
         self.record.applied_at = crate::model::record::now();
         let written = if client.still_holds(&self.lock).await {
-            client.write_record(&self.record).await
+            // Read again under the locks: the parts already there are not written again,
+            // and those the repaired record no longer names are deleted.
+            match client.global_parameters().await {
+                Ok(present) => client.write_record(&self.record, &present).await,
+                Err(error) => Err(error),
+            }
         } else {
             Err(BrokerError::LockUnavailable {
                 url: "AMQP".into(),

@@ -134,10 +134,41 @@ fn is_spec_binding(binding: &Binding) -> bool {
     !binding.source.is_empty()
 }
 
+/// How many times the global parameters are listed while a head names a part that is
+/// gone (see [`Client::global_parameters`]).
+const LISTINGS_FOR_PARTS: usize = 3;
+
 impl Client {
-    /// The global parameters (where ownership records live).
+    /// The global parameters (where ownership records live), with every part the
+    /// records' heads name.
+    ///
+    /// A listing is not one snapshot of the broker: one taken while an apply writes a
+    /// record can hold the new head and miss a part written just before it. Such a part
+    /// is read by its name; one that is gone (the write that listed it was replaced by a
+    /// later one, which deleted it) means a newer head exists, and the listing is taken
+    /// again. What is still missing after that is missing, and the record reads as
+    /// damaged.
     pub async fn global_parameters(&self) -> Result<Vec<GlobalParameter>, BrokerError> {
-        list::<GlobalParameter>(self, "/api/global-parameters".into()).await
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut listed = list::<GlobalParameter>(self, "/api/global-parameters".into()).await?;
+            let missing = crate::model::record::parts::missing_parts(&listed);
+            let mut all_found = true;
+            for name in missing {
+                let path = format!("/api/global-parameters/{}", segment(&name));
+                match self.get(&path).await? {
+                    Some(mut found) => listed.push(GlobalParameter {
+                        name,
+                        value: found["value"].take(),
+                    }),
+                    None => all_found = false,
+                }
+            }
+            if all_found || attempts == LISTINGS_FOR_PARTS {
+                return Ok(listed);
+            }
+        }
     }
 
     /// Reads everything a plan compares, for the given vhosts: five broker-wide

@@ -63,11 +63,10 @@ environments:
 
 /// The objects of `spec`'s ownership record, as `kind vhost name` lines.
 fn recorded(node: &Node, spec: &str) -> Vec<String> {
-    let record = node.get(&format!(
-        "/api/global-parameters/{}",
-        pct(&format!("warren.{spec}"))
-    ));
-    record["value"]["objects"]
+    let record = node
+        .record(spec)
+        .unwrap_or_else(|| panic!("spec {spec} has no record"));
+    record["objects"]
         .as_array()
         .unwrap_or_else(|| panic!("{record}"))
         .iter()

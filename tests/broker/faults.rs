@@ -2,6 +2,7 @@
 //! without a confirmation, and what was not done, never "nothing was changed" when
 //! something was; and a broker that never answers a close does not hold the apply.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -239,6 +240,7 @@ fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
         // The report is checked against what the broker held when it was killed: the
         // record's request is held back, so nothing changes after this read.
         let held_at_the_kill = node.queue_names(vhost);
+        let parts_at_the_kill = node.record_parts("crash");
         node.kill();
         tap.cut();
         let output = child.finish();
@@ -294,6 +296,26 @@ fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
         node.apply(spec.arg()).expect(0);
         node.plan(spec.arg()).expect(0);
         assert_eq!(node.queue_names(vhost).len(), expected, "{version} {step}");
+        // Every part the head names is there, and a part it does not name was written
+        // by the stopped apply (before its held head): the next write of the record
+        // deletes it (an apply with nothing to change writes none).
+        let record = node.record("crash").expect("the record");
+        let named: BTreeSet<String> = record["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|part| part.as_str().unwrap().to_string())
+            .collect();
+        let stored: BTreeSet<String> = node.record_parts("crash").into_iter().collect();
+        assert!(
+            named.is_subset(&stored),
+            "{version} {step}: the head names parts that are missing: {named:?}, {stored:?}"
+        );
+        let left: BTreeSet<&String> = stored.difference(&named).collect();
+        assert!(
+            left.iter().all(|part| parts_at_the_kill.contains(*part)),
+            "{version} {step}: a part left over that the stopped apply did not write: {left:?}"
+        );
     }
 }
 

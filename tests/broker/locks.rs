@@ -29,11 +29,7 @@ fn queues_spec(spec: &str, vhost: &str, prefix: &str, count: usize) -> String {
 }
 
 fn record(node: &Node, spec: &str) -> Option<Value> {
-    node.get_opt(&format!(
-        "/api/global-parameters/{}",
-        pct(&format!("warren.{spec}"))
-    ))
-    .map(|p| p["value"].clone())
+    node.record(spec)
 }
 
 /// How long an apply of a spec of 1,500 queues may take to plan and take its locks on a

@@ -114,6 +114,7 @@ mod plan_apply;
 mod policy_truth;
 mod progress;
 mod pull_request;
+mod record_parts;
 mod refusals;
 mod reject_only;
 mod replay;

@@ -714,6 +714,54 @@ impl Node {
         self.expect_success(reqwest::Method::DELETE, path, None);
     }
 
+    /// Spec `spec`'s ownership record as warren reads it, or `None` when it has none:
+    /// its head (`warren.<spec>`) with the entries of every part it names joined in, in
+    /// order, as `objects` (the parts' names stay in `parts`).
+    pub fn record(&self, spec: &str) -> Option<Value> {
+        let head = self.get_opt(&record_path(spec))?;
+        let mut record = head["value"].clone();
+        let parts: Vec<String> = record["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|part| part.as_str().map(str::to_string))
+            .collect();
+        if !parts.is_empty() || record.get("objects").is_none() {
+            let mut objects = Vec::new();
+            for part in &parts {
+                let stored = self.get(&format!("/api/global-parameters/{}", pct(part)));
+                // The part's entries are one string: the JSON text of their list.
+                let text = stored["value"]["objects"].as_str().unwrap_or("[]");
+                let entries: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
+                objects.extend(entries);
+            }
+            record["objects"] = Value::Array(objects);
+        }
+        Some(record)
+    }
+
+    /// The names of the global parameters that hold parts of spec `spec`'s record,
+    /// whether its head names them or not.
+    pub fn record_parts(&self, spec: &str) -> Vec<String> {
+        let prefix = format!("warren.{spec}@@");
+        self.get("/api/global-parameters")
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["name"].as_str())
+            .filter(|name| name.starts_with(&prefix))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Deletes spec `spec`'s ownership record: its head and its parts.
+    pub fn delete_record(&self, spec: &str) {
+        self.delete(&record_path(spec));
+        for part in self.record_parts(spec) {
+            self.delete(&format!("/api/global-parameters/{}", pct(&part)));
+        }
+    }
+
     /// The names of the queues `vhost` holds now.
     #[track_caller]
     pub fn queue_names(&self, vhost: &str) -> std::collections::BTreeSet<String> {
@@ -1051,4 +1099,9 @@ fn tail(path: &Path, max: u64) -> String {
     let mut buf = Vec::new();
     let _ = f.read_to_end(&mut buf);
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The management API path of spec `spec`'s record's head.
+fn record_path(spec: &str) -> String {
+    format!("/api/global-parameters/{}", pct(&format!("warren.{spec}")))
 }

@@ -26,7 +26,7 @@ fn adoption_takes_ownership(version: Version) {
     let spec = Spec::new(&spec_text(&name, &vhost, &["a", "b"]));
     node.apply(spec.arg()).expect(0);
     // As after booting a broker from `warren export`: the objects, no record.
-    node.delete(&record_path(&name));
+    node.delete_record(&name);
     let planned = node
         .cli(&["plan", "--detailed-exitcode", spec.arg()])
         .expect(2);
@@ -167,12 +167,16 @@ fn a_damaged_record_fails_closed_until_repaired(version: Version) {
 
     // A record whose claims cannot be read at all stops every spec's plan: any
     // object may be one of them. Repair without the spec keeps what reads.
-    let mut record = node.get(&record_path(&team_c))["value"].clone();
-    record["objects"][0] = json!(["teapot", vhost, "jobs"]);
-    node.put(
-        &record_path(&team_c),
-        &json!({"name": format!("warren.{team_c}"), "value": record}),
-    );
+    // The record's first part: its objects are stored there.
+    let record = node.record(&team_c).unwrap();
+    let part = record["parts"][0].as_str().unwrap().to_string();
+    let part_path = format!("/api/global-parameters/{}", pct(&part));
+    let mut stored = node.get(&part_path)["value"].clone();
+    let mut entries: Vec<Value> =
+        serde_json::from_str(stored["objects"].as_str().unwrap()).unwrap();
+    entries[0] = json!(["teapot", vhost, "jobs"]);
+    stored["objects"] = json!(serde_json::to_string(&entries).unwrap());
+    node.put(&part_path, &json!({"name": part, "value": stored}));
     let stopped = node.plan(d.arg()).expect(4);
     assert!(stopped.stderr.contains(&says), "{}", stopped.stderr);
     let repaired = node

@@ -154,10 +154,7 @@ fn examples_apply_and_then_plan_no_changes(version: Version) {
         for vhost in plan["vhosts"].as_array().unwrap() {
             node.delete(&format!("/api/vhosts/{}", pct(vhost.as_str().unwrap())));
         }
-        node.delete(&format!(
-            "/api/global-parameters/{}",
-            pct(&format!("warren.{}", plan["spec"].as_str().unwrap()))
-        ));
+        node.delete_record(plan["spec"].as_str().unwrap());
     }
 }
 

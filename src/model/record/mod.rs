@@ -3,7 +3,8 @@
 //! `broker::lock`.
 //!
 //! Each spec has one global runtime parameter, `warren.<spec name>`, holding the list
-//! of objects it manages and a serial that grows with every apply. Removing an object
+//! of objects it manages and a serial that grows with every apply; the list itself is
+//! stored in parts, parameters of their own that the record names ([`parts`]). Removing an object
 //! from the spec deletes it because it is in the list; objects somebody made by hand
 //! are not in any list and are left alone. Several specs can share a broker: an object
 //! listed by another spec's record is refused with that spec's name.
@@ -18,6 +19,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{GlobalParameter, ObjectId, ObjectKind, RESERVED_PREFIX};
+
+pub mod parts;
 
 /// One spec's record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -63,10 +66,16 @@ impl Record {
         format!("{RESERVED_PREFIX}{spec}")
     }
 
-    /// Whether a global parameter of this name is an ownership record (they are not
-    /// objects of any spec).
+    /// Whether a global parameter of this name is an ownership record or one of its
+    /// parts (they are not objects of any spec).
     pub fn is_record_name(name: &str) -> bool {
         name.starts_with(RESERVED_PREFIX)
+    }
+
+    /// Whether a global parameter of this name is a record's head: the record itself,
+    /// not one of its parts.
+    pub fn is_head_name(name: &str) -> bool {
+        Record::is_record_name(name) && !parts::is_part_name(name)
     }
 
     /// The managed objects as ids.
@@ -90,8 +99,9 @@ impl Record {
     }
 }
 
-/// The record format this warren writes and reads.
-pub const RECORD_FORMAT: u32 = 1;
+/// The record format this warren writes, and the newest it reads: 2 stores the list of
+/// objects in parts ([`parts`]); 1 held it in the record itself.
+pub const RECORD_FORMAT: u32 = 2;
 
 /// A record warren cannot read: it may list objects, so it is never taken as "no owner".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -108,7 +118,8 @@ pub struct DamagedRecord {
 }
 
 impl Record {
-    /// Reads the record held by the global parameter `parameter`, failing closed.
+    /// Reads the record held by the global parameter `parameter`, failing closed;
+    /// `value` is the record with its parts joined in ([`parts::join`]).
     pub fn from_parameter(
         parameter: &str,
         value: &serde_json::Value,
@@ -122,6 +133,10 @@ impl Record {
             spec: spec.clone(),
             reason,
         };
+        if value.get("parts").is_some() {
+            // A head read without its parts would claim nothing: never "no owner".
+            return Err(damaged("its parts were not read".into()));
+        }
         let record: Record =
             serde_json::from_value(value.clone()).map_err(|err| damaged(err.to_string()))?;
         if record.format > RECORD_FORMAT {
@@ -146,12 +161,55 @@ pub fn of_spec(
     parameters: &[GlobalParameter],
     spec: &str,
 ) -> Result<Option<Record>, DamagedRecord> {
-    let name = Record::parameter_name(spec);
-    parameters
-        .iter()
-        .find(|p| p.name == name)
-        .map(|p| Record::from_parameter(&name, &p.value))
+    stored(parameters, spec)
+        .map(|read| read.map_err(|unreadable| unreadable.damage))
         .transpose()
+}
+
+/// A record that does not read: its value as stored, and what is wrong with it.
+#[derive(Debug, Clone)]
+pub struct Unreadable {
+    /// The head's value with the entries of every part that reads as `objects`.
+    pub value: serde_json::Value,
+    /// What is wrong.
+    pub damage: DamagedRecord,
+}
+
+/// `spec`'s record among the global parameters, if it has one: read, or damaged.
+pub fn stored(
+    parameters: &[GlobalParameter],
+    spec: &str,
+) -> Option<Result<Record, Box<Unreadable>>> {
+    let name = Record::parameter_name(spec);
+    let head = parameters.iter().find(|p| p.name == name)?;
+    Some(read_head(head, &parts::parts_of(parameters)))
+}
+
+/// The record whose head is `head`, its parts taken from `parts`.
+fn read_head(
+    head: &GlobalParameter,
+    parts: &std::collections::HashMap<&str, &serde_json::Value>,
+) -> Result<Record, Box<Unreadable>> {
+    match parts::join(&head.name, &head.value, parts) {
+        Ok(value) => Record::from_parameter(&head.name, &value)
+            .map_err(|damage| Box::new(Unreadable { value, damage })),
+        Err(torn) => Err(Box::new(Unreadable {
+            damage: torn_damage(&head.name, torn.reason),
+            value: torn.value,
+        })),
+    }
+}
+
+/// The damage of record `parameter`, whose parts do not all read for `reason`.
+fn torn_damage(parameter: &str, reason: String) -> DamagedRecord {
+    DamagedRecord {
+        parameter: parameter.to_string(),
+        spec: parameter
+            .strip_prefix(RESERVED_PREFIX)
+            .unwrap_or(parameter)
+            .to_string(),
+        reason,
+    }
 }
 
 /// The claims of a damaged record, when its list of objects still reads in full:
@@ -177,14 +235,21 @@ fn salvaged_claims(damage: &DamagedRecord, value: &serde_json::Value) -> Option<
 /// damage noted ([`Record::damage`]): only its own spec stops, until it is repaired.
 /// One whose claims cannot be read at all is an error for every spec: any object may
 /// be one of its claims.
+///
+/// A record with a part missing or changed cannot list its claims in full: an error for
+/// every spec.
 pub fn records(parameters: &[GlobalParameter]) -> Result<BTreeMap<String, Record>, DamagedRecord> {
+    let parts = parts::parts_of(parameters);
     parameters
         .iter()
-        .filter(|p| Record::is_record_name(&p.name))
+        .filter(|p| Record::is_head_name(&p.name))
         .map(|p| {
-            let record = match Record::from_parameter(&p.name, &p.value) {
-                Ok(record) => record,
-                Err(damage) => salvaged_claims(&damage, &p.value).ok_or(damage)?,
+            let record = match parts::join(&p.name, &p.value, &parts) {
+                Err(torn) => return Err(torn_damage(&p.name, torn.reason)),
+                Ok(value) => match Record::from_parameter(&p.name, &value) {
+                    Ok(record) => record,
+                    Err(damage) => salvaged_claims(&damage, &value).ok_or(damage)?,
+                },
             };
             Ok((record.spec.clone(), record))
         })
