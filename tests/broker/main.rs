@@ -64,9 +64,31 @@ macro_rules! per_version {
 /// Runs one scenario of [`per_version!`] on `version`, and records its time when
 /// `WARREN_BROKER_TEST_TIMES` names a file (a line `SECONDS MODULE::NAME`, appended
 /// when the scenario returns: a failed one is not timed).
+///
+/// A scenario that fails says so on the process's standard error at once, with its
+/// message, beside the harness's report at the end: the harness prints a failure's
+/// output only when the whole binary is done, an hour into a loaded run, and never
+/// when the run is stopped before that.
 fn run(module: &str, name: &str, version: node::Version, scenario: fn(node::Version)) {
     let started = std::time::Instant::now();
-    scenario(version);
+    if let Err(panic) = std::panic::catch_unwind(|| scenario(version)) {
+        use std::io::Write as _;
+        let message = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        let test = module.split_once("::").map_or(module, |(_, rest)| rest);
+        // Straight to the file descriptor: the harness captures `eprintln!`.
+        let _ = std::io::stderr().write_all(
+            format!(
+                "warren-test: {test}::{name} failed after {:.0} s: {message}\n",
+                started.elapsed().as_secs_f64()
+            )
+            .as_bytes(),
+        );
+        std::panic::resume_unwind(panic);
+    }
     if let Some(path) = std::env::var_os("WARREN_BROKER_TEST_TIMES") {
         use std::io::Write as _;
         let test = module.split_once("::").map_or(module, |(_, rest)| rest);
