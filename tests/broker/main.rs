@@ -61,37 +61,41 @@ macro_rules! per_version {
     };
 }
 
-/// Runs one scenario of [`per_version!`] on `version`, and records its time when
-/// `WARREN_BROKER_TEST_TIMES` names a file (a line `SECONDS MODULE::NAME`, appended
-/// when the scenario returns: a failed one is not timed).
-///
-/// A scenario that fails says so on the process's standard error at once, with its
-/// message, beside the harness's report at the end: the harness prints a failure's
-/// output only when the whole binary is done, an hour into a loaded run, and never
-/// when the run is stopped before that.
-fn run(module: &str, name: &str, version: node::Version, scenario: fn(node::Version)) {
+/// Runs `body`, the whole of test `test`: when it fails, says so on the process's
+/// standard error at once, with its message, and fails on. The harness prints a
+/// failure's output only when the whole binary is done, an hour into a loaded run, and
+/// never when the run is stopped before that.
+fn saying_failures(test: &str, body: impl FnOnce() + std::panic::UnwindSafe) {
     let started = std::time::Instant::now();
-    if let Err(panic) = std::panic::catch_unwind(|| scenario(version)) {
+    if let Err(panic) = std::panic::catch_unwind(body) {
         use std::io::Write as _;
         let message = panic
             .downcast_ref::<String>()
             .map(String::as_str)
             .or_else(|| panic.downcast_ref::<&str>().copied())
             .unwrap_or("(no message)");
-        let test = module.split_once("::").map_or(module, |(_, rest)| rest);
         // Straight to the file descriptor: the harness captures `eprintln!`.
         let _ = std::io::stderr().write_all(
             format!(
-                "warren-test: {test}::{name} failed after {:.0} s: {message}\n",
+                "warren-test: {test} failed after {:.0} s: {message}\n",
                 started.elapsed().as_secs_f64()
             )
             .as_bytes(),
         );
         std::panic::resume_unwind(panic);
     }
+}
+
+/// Runs one scenario of [`per_version!`] on `version`, and records its time when
+/// `WARREN_BROKER_TEST_TIMES` names a file (a line `SECONDS MODULE::NAME`, appended
+/// when the scenario returns: a failed one is not timed).
+/// A scenario that fails says so at once ([`saying_failures`]).
+fn run(module: &str, name: &str, version: node::Version, scenario: fn(node::Version)) {
+    let started = std::time::Instant::now();
+    let test = module.split_once("::").map_or(module, |(_, rest)| rest);
+    saying_failures(&format!("{test}::{name}"), || scenario(version));
     if let Some(path) = std::env::var_os("WARREN_BROKER_TEST_TIMES") {
         use std::io::Write as _;
-        let test = module.split_once("::").map_or(module, |(_, rest)| rest);
         let line = format!("{:.1} {test}::{name}\n", started.elapsed().as_secs_f64());
         let file = std::fs::OpenOptions::new()
             .create(true)
