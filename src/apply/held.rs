@@ -32,7 +32,7 @@ pub(super) async fn apply_held(
 ) -> Result<ApplyReport, ApplyError> {
     // Every record is read under the locks once: this spec's (its serial, what it
     // managed) and, for a saved plan, all of them for the recheck.
-    let (global_parameters, live) = match under {
+    let (mut global_parameters, live) = match under {
         UnderLocks::Planned(global_parameters) => {
             // They were read under these locks, before the plan was confirmed: nobody
             // else can have written a record since, as long as the locks are still
@@ -63,9 +63,11 @@ pub(super) async fn apply_held(
     let fresh;
     let plan = match live {
         Some(mut live) => {
-            live.global_parameters = global_parameters.clone();
+            live.global_parameters = global_parameters;
             fresh =
                 recheck(plan, &live, Some(client.user().to_string())).map_err(mismatch_error)?;
+            // Kept for the record's write: the parts already there are not written again.
+            global_parameters = live.global_parameters;
             // The fresh plan has the same changes, with the broker's handles of today.
             &fresh
         }

@@ -421,23 +421,18 @@ fn a_deletion_check_connection_lost_under_load_is_opened_again(version: Version)
                 "{version}: every delete done"
             );
         } else {
-            let document: Value = serde_json::from_str(&output.stdout)
-                .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", output.stdout));
-            let list = |key: &str| -> Vec<String> {
-                document["applied"][key]
-                    .as_array()
-                    .unwrap_or_else(|| panic!("no {key} in {document}"))
+            let [done, unconfirmed, not_done] = report_lists(&output).map(|lines| {
+                lines
                     .iter()
-                    .map(|line| named_queue(line.as_str().unwrap()))
-                    .collect()
-            };
-            let (done, unconfirmed, not_done) =
-                (list("done"), list("unconfirmed"), list("not_done"));
+                    .map(|line| named_queue(line))
+                    .collect::<Vec<_>>()
+            });
             // The broker deletes in the plan's order; the fourth is the one unheard of.
             assert_eq!(
                 (done.len(), unconfirmed.len(), not_done.len()),
                 (3, 1, 3),
-                "{version}: {document}"
+                "{version}: {}",
+                output.stdout
             );
             assert!(
                 !held.contains(&unconfirmed[0]),
