@@ -160,24 +160,114 @@ fn text_shows_counts(text: &str) -> bool {
         && shows("plain", &["0", "2", "1", "-", "-"])
 }
 
-/// Whether the Prometheus report has every sample the scenario asserts a value of,
-/// none left out as unknown.
-fn prometheus_shows_counts(samples: &[Sample]) -> bool {
-    [
-        ("warren_queue_messages_ready", "worker"),
-        ("warren_queue_messages_unacked", "plain"),
-        ("warren_queue_consumers", "worker"),
-        ("warren_queue_consumers", "plain"),
-        ("warren_queue_consumers", "odd"),
-        ("warren_queue_messages", "worker"),
-        ("warren_parking_oldest_message_age_seconds", "worker"),
+/// A sample the Prometheus report must hold: its name, its labels (some of them) and
+/// its value (`None`: no such sample).
+type ExpectedSample<'a> = (&'static str, Vec<(&'static str, &'a str)>, Option<f64>);
+
+/// The samples of the scenario's Prometheus report whose values it knows.
+fn prometheus_expected<'a>(
+    vhost: &'a str,
+    tier_1: &'a str,
+    parking: &'a str,
+) -> Vec<ExpectedSample<'a>> {
+    let labels = |more: &[(&'static str, &'a str)]| {
+        let mut all = vec![("vhost", vhost), ("service", "jobs")];
+        all.extend_from_slice(more);
+        all
+    };
+    let work = |c: &'static str, q: &'static str| {
+        labels(&[("consumer", c), ("queue", q), ("role", "work")])
+    };
+    let problem = |c: &'static str, kind: &'static str| labels(&[("consumer", c), ("kind", kind)]);
+    vec![
+        (
+            "warren_queue_messages_ready",
+            work("worker", "jobs.worker"),
+            Some(3.0),
+        ),
+        (
+            "warren_queue_messages_unacked",
+            work("plain", "jobs.plain"),
+            Some(2.0),
+        ),
+        (
+            "warren_queue_consumers",
+            work("plain", "jobs.plain"),
+            Some(1.0),
+        ),
+        (
+            "warren_queue_consumers",
+            work("worker", "jobs.worker"),
+            Some(0.0),
+        ),
+        (
+            "warren_queue_messages",
+            labels(&[
+                ("consumer", "worker"),
+                ("role", "tier"),
+                ("tier", "1"),
+                ("queue", tier_1),
+            ]),
+            Some(2.0),
+        ),
+        (
+            "warren_queue_messages",
+            labels(&[("consumer", "worker"), ("role", "tier"), ("tier", "2")]),
+            Some(1.0),
+        ),
+        (
+            "warren_queue_messages",
+            labels(&[
+                ("consumer", "worker"),
+                ("role", "parking"),
+                ("queue", parking),
+            ]),
+            Some(2.0),
+        ),
+        (
+            "warren_parking_oldest_message_age_seconds",
+            labels(&[("consumer", "idle")]),
+            None,
+        ),
+        (
+            "warren_problems",
+            problem("worker", "no-consumers"),
+            Some(1.0),
+        ),
+        ("warren_problems", problem("worker", "policy"), Some(1.0)),
+        (
+            "warren_problems",
+            problem("worker", "parking-not-empty"),
+            Some(1.0),
+        ),
+        (
+            "warren_problems",
+            problem("worker", "missing-queue"),
+            Some(0.0),
+        ),
+        (
+            "warren_problems",
+            problem("plain", "no-consumers"),
+            Some(0.0),
+        ),
+        // The label with a double quote and a backslash comes back as the queue's name.
+        (
+            "warren_queue_consumers",
+            labels(&[("consumer", "odd"), ("queue", ODD_QUEUE)]),
+            Some(1.0),
+        ),
     ]
-    .iter()
-    .all(|(name, consumer)| {
-        samples.iter().any(|(metric, labels, _)| {
-            metric == name && labels.get("consumer").map(String::as_str) == Some(*consumer)
-        })
-    })
+}
+
+/// Whether the Prometheus report shows every value the scenario knows, and the age of
+/// the oldest parked message.
+fn prometheus_shows_counts(samples: &[Sample], expected: &[ExpectedSample<'_>]) -> bool {
+    expected
+        .iter()
+        .all(|(name, labels, value)| sample(samples, name, labels) == *value)
+        && samples
+            .iter()
+            .any(|(name, _, _)| name == "warren_parking_oldest_message_age_seconds")
 }
 
 /// Parses a text exposition with `prometheus_client.parser`: every family must be a
@@ -308,31 +398,43 @@ fn reports_what_the_broker_holds(version: Version) {
     // The broker emits queue statistics every few seconds (5 s by default), so the
     // counts just put show up in a listing only some seconds later: poll the report
     // until they do, rather than sleep for a guessed time.
+    let worker_problems = [
+        ("no-consumers".to_string(), "jobs.worker".to_string()),
+        ("policy".to_string(), tier_2.clone()),
+        ("policy-hazard".to_string(), tier_2.clone()),
+        ("parking-not-empty".to_string(), parking.clone()),
+    ];
+    let idle_problems = [("no-consumers".to_string(), "jobs.idle".to_string())];
     let mut report = Value::Null;
     let mut text = String::new();
     let mut samples = Vec::new();
     // A bound for what would never come, not for the lag: a 4.3 node beside two
     // CPU-bound processes had not listed the counts of two new quorum queues after 60 s.
-    // Every figure asserted below is waited for, in each format: a listing that had a
-    // queue's statistics can lack them in the next one (seen on 4.3: `worker` listed
-    // without `consumers` in a report read after the counts had shown), and a report
-    // says "unknown" for what its listing lacks.
+    // Every figure asserted below is waited for, in each format, rather than some of
+    // them: each count is emitted on its own, so one can lag when others have shown
+    // (seen on 4.3: `odd`'s consumer not yet counted, and `worker` listed without
+    // `consumers` in a report read after the counts had shown), and a report says
+    // "unknown" for what its listing lacks.
     let seen = node.wait_until(Duration::from_secs(300), || {
         report = serde_json::from_str(&status(node, &spec, "json")).unwrap();
         // The head message's timestamp is a statistic of its own, which can show an
         // emission after the counts (seen on 4.3 under load).
         let worker = consumer(&report, "worker");
         let json_whole = counts_as_put(&report)
-            && worker["consumers"].is_u64()
+            && worker["consumers"] == 0
             && worker["tiers"][1].is_object()
             && worker["parking"]["oldest_age_seconds"].is_u64()
-            && problems(worker).iter().any(|(kind, _)| kind == "policy");
+            && problems(worker) == worker_problems
+            && problems(consumer(&report, "idle")) == idle_problems
+            && problems(consumer(&report, "plain")).is_empty()
+            && problems(consumer(&report, "odd")).is_empty();
         if !json_whole {
             return false;
         }
         text = status(node, &spec, "text");
         samples = parse_prometheus(&status(node, &spec, "prometheus"));
-        text_shows_counts(&text) && prometheus_shows_counts(&samples)
+        text_shows_counts(&text)
+            && prometheus_shows_counts(&samples, &prometheus_expected(&vhost, &tier_1, &parking))
     });
     assert!(
         seen,
@@ -349,15 +451,7 @@ fn reports_what_the_broker_holds(version: Version) {
     assert_eq!(worker["consumers"], 0);
     assert_eq!(worker["tiers"][0]["queue"], tier_1.as_str());
     assert_eq!(worker["parking"]["queue"], parking.as_str());
-    assert_eq!(
-        problems(worker),
-        [
-            ("no-consumers".to_string(), "jobs.worker".to_string()),
-            ("policy".to_string(), tier_2.clone()),
-            ("policy-hazard".to_string(), tier_2.clone()),
-            ("parking-not-empty".to_string(), parking.clone()),
-        ]
-    );
+    assert_eq!(problems(worker), worker_problems);
     // What the shadowing policy's own limit does to the tier, in words.
     let hazard = worker["problems"]
         .as_array()
@@ -387,10 +481,7 @@ fn reports_what_the_broker_holds(version: Version) {
         .unwrap_or_else(|| panic!("no age of the oldest parked message:\n{worker:#}"));
     assert!((600..900).contains(&age), "{age}");
     let idle = consumer(&report, "idle");
-    assert_eq!(
-        problems(idle),
-        [("no-consumers".to_string(), "jobs.idle".to_string())]
-    );
+    assert_eq!(problems(idle), idle_problems);
     // A quorum parking queue cannot tell the age without consuming: unknown, not 0.
     assert_eq!(idle["parking"]["oldest_age_seconds"], Value::Null);
     let plain = consumer(&report, "plain");
@@ -432,92 +523,24 @@ fn reports_what_the_broker_holds(version: Version) {
     );
 
     // The Prometheus report, read by Prometheus's own parser.
-    let v = vhost.as_str();
+    for (name, labels, expected) in prometheus_expected(&vhost, &tier_1, &parking) {
+        assert_eq!(
+            sample(&samples, name, &labels),
+            expected,
+            "{name} {labels:?}"
+        );
+    }
     let of = |name: &str, labels: &[(&str, &str)]| {
-        let mut all = vec![("vhost", v), ("service", "jobs")];
+        let mut all = vec![("vhost", vhost.as_str()), ("service", "jobs")];
         all.extend_from_slice(labels);
         sample(&samples, name, &all)
     };
-    let work = |c: &'static str, q: &'static str| [("consumer", c), ("queue", q), ("role", "work")];
-    assert_eq!(
-        of(
-            "warren_queue_messages_ready",
-            &work("worker", "jobs.worker")
-        ),
-        Some(3.0)
-    );
-    assert_eq!(
-        of(
-            "warren_queue_messages_unacked",
-            &work("plain", "jobs.plain")
-        ),
-        Some(2.0)
-    );
-    assert_eq!(
-        of("warren_queue_consumers", &work("plain", "jobs.plain")),
-        Some(1.0)
-    );
-    assert_eq!(
-        of("warren_queue_consumers", &work("worker", "jobs.worker")),
-        Some(0.0)
-    );
-    assert_eq!(
-        of(
-            "warren_queue_messages",
-            &[
-                ("consumer", "worker"),
-                ("role", "tier"),
-                ("tier", "1"),
-                ("queue", &tier_1)
-            ]
-        ),
-        Some(2.0)
-    );
-    assert_eq!(
-        of(
-            "warren_queue_messages",
-            &[("consumer", "worker"), ("role", "tier"), ("tier", "2")]
-        ),
-        Some(1.0)
-    );
-    assert_eq!(
-        of(
-            "warren_queue_messages",
-            &[
-                ("consumer", "worker"),
-                ("role", "parking"),
-                ("queue", &parking)
-            ]
-        ),
-        Some(2.0)
-    );
     let age = of(
         "warren_parking_oldest_message_age_seconds",
         &[("consumer", "worker")],
     )
     .unwrap();
     assert!((600.0..900.0).contains(&age), "{age}");
-    assert_eq!(
-        of(
-            "warren_parking_oldest_message_age_seconds",
-            &[("consumer", "idle")]
-        ),
-        None
-    );
-    let problem = |c: &str, kind: &str| of("warren_problems", &[("consumer", c), ("kind", kind)]);
-    assert_eq!(problem("worker", "no-consumers"), Some(1.0));
-    assert_eq!(problem("worker", "policy"), Some(1.0));
-    assert_eq!(problem("worker", "parking-not-empty"), Some(1.0));
-    assert_eq!(problem("worker", "missing-queue"), Some(0.0));
-    assert_eq!(problem("plain", "no-consumers"), Some(0.0));
-    // The label with a double quote and a backslash comes back as the queue's name.
-    assert_eq!(
-        of(
-            "warren_queue_consumers",
-            &[("consumer", "odd"), ("queue", ODD_QUEUE)]
-        ),
-        Some(1.0)
-    );
 
     // A consumer added to the spec and not applied: its queue is missing, its figures
     // unknown; the report still succeeds.
