@@ -49,6 +49,45 @@ pub struct ObjectId {
     pub name: String,
 }
 
+/// An id is made through one of these rather than a struct literal: the constructor
+/// says where the object lives (in a vhost, or broker-wide), and each takes names as
+/// they come (`&str`, `&String`, an owned `String`) without a conversion at every call.
+impl ObjectId {
+    /// An object of vhost `vhost`: a queue, an exchange, a binding, a policy, a
+    /// permission, a runtime parameter, a vhost's limits.
+    pub fn in_vhost(kind: ObjectKind, vhost: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectId {
+            kind,
+            vhost: Some(vhost.into()),
+            name: name.into(),
+        }
+    }
+
+    /// An object outside any vhost: a vhost itself, a user, a global parameter.
+    pub fn global(kind: ObjectKind, name: impl Into<String>) -> Self {
+        ObjectId {
+            kind,
+            vhost: None,
+            name: name.into(),
+        }
+    }
+
+    /// An object whose vhost, or lack of one, is data rather than known where the id is
+    /// made: an id rebuilt from a record's entries or from another id's parts. Where the
+    /// call site knows, [`ObjectId::in_vhost`] and [`ObjectId::global`] say which.
+    pub fn new(
+        kind: ObjectKind,
+        vhost: Option<impl Into<String>>,
+        name: impl Into<String>,
+    ) -> Self {
+        ObjectId {
+            kind,
+            vhost: vhost.map(Into::into),
+            name: name.into(),
+        }
+    }
+}
+
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = serde_json::to_value(self.kind)
@@ -72,12 +111,29 @@ pub fn binding_id(binding: &Binding) -> ObjectId {
             Value::Object(binding.arguments.clone().into_iter().collect())
         )
     };
-    ObjectId {
-        kind: ObjectKind::Binding,
-        vhost: Some(binding.vhost.clone()),
-        name: format!(
+    ObjectId::in_vhost(
+        ObjectKind::Binding,
+        &binding.vhost,
+        format!(
             "{} -> {} {} [{}]{arguments}",
             binding.source, binding.destination_type, binding.destination, binding.routing_key
         ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_reads_as_its_kind_name_and_vhost() {
+        let policy = ObjectId::in_vhost(ObjectKind::OperatorPolicy, "shop", "limits");
+        assert_eq!(
+            policy.to_string(),
+            r#"operator_policy "limits" in vhost "shop""#
+        );
+        let user = ObjectId::global(ObjectKind::User, "ops");
+        assert_eq!(user.to_string(), r#"user "ops""#);
+        assert_eq!(ObjectId::new(ObjectKind::User, None::<&str>, "ops"), user);
     }
 }

@@ -343,14 +343,6 @@ mod tests {
     use serde_json::Value;
     use serde_json::json;
 
-    fn id(kind: ObjectKind, vhost: &str, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: Some(vhost.into()),
-            name: name.into(),
-        }
-    }
-
     fn change(action: Action, id: ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
         Change::new(action, id, before, after)
     }
@@ -367,7 +359,7 @@ mod tests {
     fn data_loss_and_refusals_come_first_and_secrets_never_show() {
         let mut replaced = change(
             Action::Replace,
-            id(ObjectKind::Queue, "shop", "audit"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shop", "audit"),
             Some(queue("classic")),
             Some(queue("quorum")),
         );
@@ -375,7 +367,7 @@ mod tests {
         replaced.messages = Some(12_345);
         let mut deleted = change(
             Action::Delete,
-            id(ObjectKind::Queue, "shop", "old|pipe`tick"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shop", "old|pipe`tick"),
             Some(queue("quorum")),
             None,
         );
@@ -385,17 +377,13 @@ mod tests {
             vec![
                 change(
                     Action::Update,
-                    ObjectId {
-                        kind: ObjectKind::User,
-                        vhost: None,
-                        name: "ops".into(),
-                    },
+                    ObjectId::global(ObjectKind::User, "ops"),
                     Some(json!({"password_hash": "old-hash", "tags": ["monitoring"]})),
                     Some(json!({"password_hash": "new-hash", "tags": ["management"]})),
                 ),
                 change(
                     Action::Update,
-                    id(ObjectKind::Parameter, "shop", "shovel/move"),
+                    ObjectId::in_vhost(ObjectKind::Parameter, "shop", "shovel/move"),
                     Some(json!({"src-uri": "amqp://mover:0ld@mq"})),
                     Some(shovel.clone()),
                 ),
@@ -403,28 +391,28 @@ mod tests {
                 deleted,
                 change(
                     Action::Create,
-                    id(ObjectKind::Queue, "shop", "orders.email"),
+                    ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
                     None,
                     Some(queue("quorum")),
                 ),
             ],
             vec![
                 DesiredObject {
-                    id: id(ObjectKind::Queue, "shop", "audit"),
+                    id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "audit"),
                     value: queue("quorum"),
                 },
                 DesiredObject {
-                    id: id(ObjectKind::Queue, "shop", "orders.email"),
+                    id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
                     value: queue("quorum"),
                 },
                 DesiredObject {
-                    id: id(ObjectKind::Parameter, "shop", "shovel/move"),
+                    id: ObjectId::in_vhost(ObjectKind::Parameter, "shop", "shovel/move"),
                     value: shovel,
                 },
             ],
         );
         plan.conflicts.push(Conflict {
-            id: id(ObjectKind::Queue, "shop", "orders.email"),
+            id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
             owner: "billing".into(),
         });
         plan.unknown_passwords.insert(
@@ -467,7 +455,7 @@ mod tests {
             };
             let mut change = change(
                 action,
-                id(kind, &vhost, &name),
+                ObjectId::in_vhost(kind, &vhost, &name),
                 (action != Action::Create).then(|| queue("classic")),
                 (action != Action::Delete).then(|| queue("quorum")),
             );

@@ -23,11 +23,7 @@ fn check(context: &Context) -> Vec<Finding> {
             if let Some(why) =
                 queue_arguments::find(key).and_then(|known| known.ignored_on(value, target))
             {
-                let id = ObjectId {
-                    kind: ObjectKind::Queue,
-                    vhost: Some(queue.vhost.clone()),
-                    name: queue.name.clone(),
-                };
+                let id = ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
                 findings.push(
                     Finding::on(id, format!("queue `{}`: {why}", queue.name))
                         .help(format!("remove `{key}` from the queue's arguments")),
