@@ -101,13 +101,13 @@ const PERMISSIONS_VHOST: &str = "permissions' vhost";
 /// warren's locks). Bindings and vhost limits have no name of their own.
 pub fn collision(id: &ObjectId) -> Option<Collision> {
     let (what, name) = match id.kind {
-        ObjectKind::Vhost => ("vhost", id.name.as_str()),
-        ObjectKind::Queue => ("queue", id.name.as_str()),
-        ObjectKind::Exchange => ("exchange", id.name.as_str()),
-        ObjectKind::Policy => ("policy", id.name.as_str()),
-        ObjectKind::OperatorPolicy => ("operator policy", id.name.as_str()),
-        ObjectKind::User => ("user", id.name.as_str()),
-        ObjectKind::GlobalParameter => ("global parameter", id.name.as_str()),
+        kind @ (ObjectKind::Vhost
+        | ObjectKind::Queue
+        | ObjectKind::Exchange
+        | ObjectKind::Policy
+        | ObjectKind::OperatorPolicy
+        | ObjectKind::User
+        | ObjectKind::GlobalParameter) => (kind.noun(), id.name.as_str()),
         ObjectKind::Parameter => (
             "runtime parameter",
             id.name.split_once('/').map_or(id.name.as_str(), |(_, n)| n),

@@ -217,10 +217,7 @@ fn policy_keys_of(
 ) {
     let object = ObjectId::in_vhost(kind, &policy.vhost, &policy.name);
     let key_at = |key: &str| at.then("definition").then(key);
-    let what = match kind {
-        ObjectKind::OperatorPolicy => "operator policy",
-        _ => "policy",
-    };
+    let what = kind.noun();
     let mirroring: Vec<&String> = policy
         .definition
         .keys()

@@ -1,7 +1,8 @@
 //! What a plan says, section by section: the one model the text plan
 //! (render/plan.rs) and the markdown plan (render/markdown.rs) lay out. Every phrase a
-//! plan prints is written here once; the layouts choose colors or markdown, indents,
-//! tables and how much of a long list they show, never the words. Where the two
+//! plan prints is written here once (a kind's nouns are the model's:
+//! `ObjectKind::noun`, `ObjectKind::plural`); the layouts choose colors or markdown,
+//! indents, tables and how much of a long list they show, never the words. Where the two
 //! outputs word a fact differently (a terminal line is terse, a pull-request comment
 //! explains), both forms sit side by side here.
 //!
@@ -91,31 +92,13 @@ pub fn action(action: Action, migrated: bool) -> (&'static str, Tone, &'static s
     }
 }
 
-/// A kind's noun, singular and plural.
-pub fn noun(kind: ObjectKind) -> (&'static str, &'static str) {
-    match kind {
-        ObjectKind::Vhost => ("vhost", "vhosts"),
-        ObjectKind::VhostLimits => ("vhost limits", "vhost limits"),
-        ObjectKind::Exchange => ("exchange", "exchanges"),
-        ObjectKind::Queue => ("queue", "queues"),
-        ObjectKind::Binding => ("binding", "bindings"),
-        ObjectKind::Policy => ("policy", "policies"),
-        ObjectKind::OperatorPolicy => ("operator policy", "operator policies"),
-        ObjectKind::User => ("user", "users"),
-        ObjectKind::Permission => ("permission", "permissions"),
-        ObjectKind::TopicPermission => ("topic permission", "topic permissions"),
-        ObjectKind::GlobalParameter => ("global parameter", "global parameters"),
-        ObjectKind::Parameter => ("parameter", "parameters"),
-    }
-}
-
 /// The heading of a kind's changes in the text plan: the plural, shorter for the two
 /// kinds a vhost has one of.
 pub fn kind_heading(kind: ObjectKind) -> &'static str {
     match kind {
         ObjectKind::Vhost => "vhost",
         ObjectKind::VhostLimits => "limits",
-        kind => noun(kind).1,
+        kind => kind.plural(),
     }
 }
 
