@@ -130,7 +130,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
                 writeln!(out)?;
                 let heading = format!(
                     "{} adopted:",
-                    crate::text::count(ids.len(), sections::ADOPTED.0)
+                    crate::text::count(ids.len(), sections::ADOPTED.counted)
                 );
                 writeln!(
                     out,
@@ -151,7 +151,11 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
             }
             Section::Changes(groups) => changes::changes(out, &groups, style)?,
             Section::Unmanaged(ids) => {
-                let (heading, left, flag) = sections::UNMANAGED;
+                let sections::UnmanagedWording {
+                    heading,
+                    fate,
+                    prune,
+                } = sections::UNMANAGED;
                 let count = crate::text::count(ids.len(), "object");
                 writeln!(out)?;
                 writeln!(
@@ -160,7 +164,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
                     style.paint(
                         Tone::Dim,
                         false,
-                        &format!("{heading}, {left} ({count}; {flag}):")
+                        &format!("{heading}, {fate} ({count}; {prune}):")
                     )
                 )?;
                 listed(out, ids, style, |id| {
@@ -182,14 +186,15 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
                 )?;
             }
             Section::UnknownPasswords(users) => {
-                let (heading, tail) = sections::UNKNOWN_PASSWORDS;
+                let sections::UnknownPasswordsWording { heading, then } =
+                    sections::UNKNOWN_PASSWORDS;
                 let users: Vec<String> = users
                     .iter()
                     .map(|(user, missing)| format!("{} ({missing})", Backticks.code(user)))
                     .collect();
                 writeln!(
                     out,
-                    "{} {}. {tail}",
+                    "{} {}. {then}",
                     style.paint(Tone::Warning, true, heading),
                     users.join(", ")
                 )?;
@@ -202,7 +207,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
 /// Managed objects whose settings another's policy overrides: each marked `≠`, with
 /// the policy that wins and every setting it changes.
 fn drift(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
-    let (heading, fix) = sections::DRIFT;
+    let sections::DriftWording { heading, fix } = sections::DRIFT;
     writeln!(out)?;
     writeln!(
         out,
@@ -331,7 +336,7 @@ fn migrations(out: &mut dyn Write, items: &[MigrationItem<'_>], style: Style) ->
     writeln!(
         out,
         "{} {}",
-        style.paint(Tone::Plain, true, sections::MIGRATIONS.0),
+        style.paint(Tone::Plain, true, sections::MIGRATIONS.heading),
         dim(&sections::migrations_aside())
     )?;
     for item in items {
