@@ -357,18 +357,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn id(kind: ObjectKind, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: Some("v".into()),
-            name: name.into(),
-        }
-    }
-
     #[test]
     fn identical_sides_make_no_changes() {
         let mut objects = Objects::new();
-        objects.insert(id(ObjectKind::Queue, "q"), json!({"durable": true}));
+        objects.insert(
+            ObjectId::in_vhost(ObjectKind::Queue, "v", "q"),
+            json!({"durable": true}),
+        );
         let result = diff(
             &objects,
             &objects,
@@ -381,9 +376,9 @@ mod tests {
 
     #[test]
     fn queues_are_replaced_and_their_bindings_recreated_policies_updated() {
-        let queue = id(ObjectKind::Queue, "q");
-        let policy = id(ObjectKind::Policy, "p");
-        let binding = id(ObjectKind::Binding, "x -> queue q [k]");
+        let queue = ObjectId::in_vhost(ObjectKind::Queue, "v", "q");
+        let policy = ObjectId::in_vhost(ObjectKind::Policy, "v", "p");
+        let binding = ObjectId::in_vhost(ObjectKind::Binding, "v", "x -> queue q [k]");
         let mut desired = Objects::new();
         desired.insert(
             queue.clone(),
@@ -428,9 +423,9 @@ mod tests {
 
     #[test]
     fn only_managed_objects_are_deleted_and_others_are_refused() {
-        let mine = id(ObjectKind::Queue, "mine");
-        let handmade = id(ObjectKind::Queue, "handmade");
-        let theirs = id(ObjectKind::Queue, "theirs");
+        let mine = ObjectId::in_vhost(ObjectKind::Queue, "v", "mine");
+        let handmade = ObjectId::in_vhost(ObjectKind::Queue, "v", "handmade");
+        let theirs = ObjectId::in_vhost(ObjectKind::Queue, "v", "theirs");
         let mut live = Objects::new();
         for q in [&mine, &handmade, &theirs] {
             live.insert(q.clone(), json!({}));
@@ -461,11 +456,7 @@ mod tests {
 
     #[test]
     fn an_unchanged_password_under_another_salt_is_not_a_change() {
-        let user = ObjectId {
-            kind: ObjectKind::User,
-            vhost: None,
-            name: "u".into(),
-        };
+        let user = ObjectId::global(ObjectKind::User, "u");
         let broker_hash =
             crate::model::password::hash_with_salt(&[9, 9, 9, 9], "pw", HashingAlgorithm::Sha256);
         let ours = crate::model::password::hash_password("u", "pw", HashingAlgorithm::Sha256);

@@ -61,11 +61,7 @@ pub(super) async fn check_before_writing(
         .zip(&held)
         .filter_map(|((vhost, name), held)| {
             let held = held.filter(QueueHeld::holds_anything)?;
-            let id = ObjectId {
-                kind: ObjectKind::Queue,
-                vhost: Some(vhost.clone()),
-                name: name.clone(),
-            };
+            let id = ObjectId::in_vhost(ObjectKind::Queue, vhost, name);
             Some(format!(
                 "{id} {}",
                 crate::plan::refusal::held_now(&held, why(plan, &id))
@@ -320,11 +316,7 @@ mod tests {
 
     #[test]
     fn a_guarded_removal_needs_write_on_the_queue_and_read_on_the_sources_it_unbinds() {
-        let queue = |name: &str| crate::model::ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some("shop".into()),
-            name: name.into(),
-        };
+        let queue = |name: &str| crate::model::ObjectId::in_vhost(ObjectKind::Queue, "shop", name);
         let value = serde_json::json!({"arguments": {"x-queue-type": "classic"}});
         let replace = Change::new(
             Action::Replace,
@@ -334,11 +326,11 @@ mod tests {
         );
         let mut again = Change::new(
             Action::Create,
-            crate::model::ObjectId {
-                kind: ObjectKind::Binding,
-                vhost: Some("shop".into()),
-                name: "events -> queue audit []".into(),
-            },
+            crate::model::ObjectId::in_vhost(
+                ObjectKind::Binding,
+                "shop",
+                "events -> queue audit []",
+            ),
             None,
             Some(
                 serde_json::json!({"source": "events", "destination": "audit",

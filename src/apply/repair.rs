@@ -176,7 +176,7 @@ async fn prepare_locked(
     for entry in value["objects"].as_array().cloned().unwrap_or_default() {
         match serde_json::from_value::<(ObjectKind, Option<String>, String)>(entry.clone()) {
             Ok((kind, vhost, name)) => {
-                let id = ObjectId { kind, vhost, name };
+                let id = ObjectId::new(kind, vhost, name);
                 match owners.get(&id) {
                     Some(owner) => claimed_by_others.push((id, owner.clone())),
                     None => {

@@ -53,14 +53,6 @@ mod tests {
     use crate::model::{ObjectId, ObjectKind};
     use crate::plan::{DesiredObject, Plan};
 
-    fn id(kind: ObjectKind, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: (kind != ObjectKind::User).then(|| "shop".to_string()),
-            name: name.into(),
-        }
-    }
-
     /// The file `plan -o` writes keeps the password hashes `apply` needs (the printed
     /// JSON redacts them): read back, it prints as the plan did, byte for byte.
     #[test]
@@ -72,24 +64,24 @@ mod tests {
             vec![
                 Change::new(
                     Action::Update,
-                    id(ObjectKind::User, "ops"),
+                    ObjectId::global(ObjectKind::User, "ops"),
                     Some(json!({"password_hash": "b2xk", "tags": ["management"]})),
                     Some(user.clone()),
                 ),
                 Change::new(
                     Action::Create,
-                    id(ObjectKind::Queue, "orders"),
+                    ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders"),
                     None,
                     Some(queue.clone()),
                 ),
             ],
             vec![
                 DesiredObject {
-                    id: id(ObjectKind::User, "ops"),
+                    id: ObjectId::global(ObjectKind::User, "ops"),
                     value: user,
                 },
                 DesiredObject {
-                    id: id(ObjectKind::Queue, "orders"),
+                    id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders"),
                     value: queue,
                 },
             ],

@@ -167,11 +167,7 @@ fn emit_global_parameters(spec: &crate::spec::Spec, out: &mut Emitter) {
             .hint("remove it");
             continue;
         }
-        let id = ObjectId {
-            kind: ObjectKind::GlobalParameter,
-            vhost: None,
-            name: name.clone(),
-        };
+        let id = ObjectId::global(ObjectKind::GlobalParameter, name);
         if out.claim(id, &path) {
             out.definitions
                 .global_parameters
@@ -312,11 +308,7 @@ impl Emitter {
     /// Adds an exchange unless its name is taken.
     pub fn exchange(&mut self, exchange: Exchange, path: &SpecPath) {
         output_checks::check_name(self, "exchange", &exchange.name, path);
-        let id = ObjectId {
-            kind: ObjectKind::Exchange,
-            vhost: Some(exchange.vhost.clone()),
-            name: exchange.name.clone(),
-        };
+        let id = ObjectId::in_vhost(ObjectKind::Exchange, &exchange.vhost, &exchange.name);
         if self.claim(id, path) {
             self.definitions.exchanges.push(exchange);
         }
@@ -331,11 +323,7 @@ impl Emitter {
         path: &SpecPath,
     ) {
         output_checks::check_name(self, "queue", &queue.name, path);
-        let id = ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some(queue.vhost.clone()),
-            name: queue.name.clone(),
-        };
+        let id = ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
         if self.claim(id, path) {
             self.queue_infos.push(QueueInfo { queue_type, needs });
             self.definitions.queues.push(queue);

@@ -74,11 +74,7 @@ impl Origins {
                     .iter()
                     .find(|(_, number)| **number == key.vhost)
                     .map(|(name, _)| name.clone());
-                let id = ObjectId {
-                    kind: key.kind,
-                    vhost,
-                    name: key.name.clone(),
-                };
+                let id = ObjectId::new(key.kind, vhost, &key.name);
                 Err((id, first.get().clone()))
             }
         }
@@ -90,11 +86,7 @@ mod tests {
     use super::*;
 
     fn queue(vhost: &str, name: &str) -> ObjectId {
-        ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some(vhost.to_string()),
-            name: name.to_string(),
-        }
+        ObjectId::in_vhost(ObjectKind::Queue, vhost, name)
     }
 
     #[test]
@@ -109,16 +101,9 @@ mod tests {
         );
         assert_eq!(origins.get(&queue("a", "q")), Some(&first));
         assert_eq!(origins.get(&queue("b", "q")), None);
-        let exchange = ObjectId {
-            kind: ObjectKind::Exchange,
-            ..queue("a", "q")
-        };
+        let exchange = ObjectId::in_vhost(ObjectKind::Exchange, "a", "q");
         assert_eq!(origins.get(&exchange), None);
-        let user = ObjectId {
-            kind: ObjectKind::User,
-            vhost: None,
-            name: "q".into(),
-        };
+        let user = ObjectId::global(ObjectKind::User, "q");
         assert_eq!(origins.claim(user.clone(), &second), Ok(()));
         assert_eq!(origins.get(&user), Some(&second));
     }

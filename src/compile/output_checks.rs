@@ -204,11 +204,7 @@ fn is_plain(path: &SpecPath) -> bool {
 
 fn origin(out: &Emitter, kind: ObjectKind, vhost: &str, name: &str) -> SpecPath {
     out.origins
-        .get(&ObjectId {
-            kind,
-            vhost: Some(vhost.to_string()),
-            name: name.to_string(),
-        })
+        .get(&ObjectId::in_vhost(kind, vhost, name))
         .cloned()
         .unwrap_or_default()
 }
@@ -253,23 +249,13 @@ pub(crate) fn check_addressable(out: &mut Emitter) {
         .filter(|(_, vhost, _)| vhost.is_none_or(|v| unaddressable(v).is_none()))
         .filter_map(|(kind, vhost, name)| {
             let why = unaddressable(name)?;
-            Some((
-                ObjectId {
-                    kind,
-                    vhost: vhost.cloned(),
-                    name: name.clone(),
-                },
-                why,
-            ))
+            Some((ObjectId::new(kind, vhost, name), why))
         })
         .collect();
     for (id, why) in found {
         let path = out.origins.get(&id).cloned().unwrap_or_else(|| {
-            let vhost = ObjectId {
-                kind: ObjectKind::Vhost,
-                vhost: None,
-                name: id.vhost.clone().unwrap_or_default(),
-            };
+            let vhost =
+                ObjectId::global(ObjectKind::Vhost, id.vhost.as_deref().unwrap_or_default());
             out.origins.get(&vhost).cloned().unwrap_or_default()
         });
         out.error(
@@ -293,11 +279,7 @@ pub(crate) fn check_permission_lengths(out: &mut Emitter) {
     };
     let d = &out.definitions;
     let permissions = d.permissions.iter().flat_map(|p| {
-        let id = ObjectId {
-            kind: ObjectKind::Permission,
-            vhost: Some(p.vhost.clone()),
-            name: p.user.clone(),
-        };
+        let id = ObjectId::in_vhost(ObjectKind::Permission, &p.vhost, &p.user);
         [
             ("configure", &p.configure),
             ("write", &p.write),
@@ -306,11 +288,11 @@ pub(crate) fn check_permission_lengths(out: &mut Emitter) {
         .map(|(field, regex)| (id.clone(), &p.user, field, regex.len()))
     });
     let topic_permissions = d.topic_permissions.iter().flat_map(|t| {
-        let id = ObjectId {
-            kind: ObjectKind::TopicPermission,
-            vhost: Some(t.vhost.clone()),
-            name: format!("{} on {}", t.user, t.exchange),
-        };
+        let id = ObjectId::in_vhost(
+            ObjectKind::TopicPermission,
+            &t.vhost,
+            format!("{} on {}", t.user, t.exchange),
+        );
         [("write", &t.write), ("read", &t.read)]
             .map(|(field, regex)| (id.clone(), &t.user, field, regex.len()))
     });

@@ -190,11 +190,11 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             written.write = either(&write, &written.write);
             continue;
         }
-        let id = ObjectId {
-            kind: ObjectKind::TopicPermission,
-            vhost: Some(vhost.clone()),
-            name: format!("{user} on {exchange}"),
-        };
+        let id = ObjectId::in_vhost(
+            ObjectKind::TopicPermission,
+            &vhost,
+            format!("{user} on {exchange}"),
+        );
         if out.claim(id, &path) {
             out.definitions.topic_permissions.push(TopicPermission {
                 user,
@@ -221,11 +221,7 @@ fn add_permission(generated: &GeneratedPermission, path: SpecPath, out: &mut Emi
         written.read = either(&generated.read, &written.read);
         return;
     }
-    let id = ObjectId {
-        kind: ObjectKind::Permission,
-        vhost: Some(generated.vhost.clone()),
-        name: generated.user.clone(),
-    };
+    let id = ObjectId::in_vhost(ObjectKind::Permission, &generated.vhost, &generated.user);
     if out.claim(id, &path) {
         out.definitions.permissions.push(Permission {
             user: generated.user.clone(),

@@ -129,11 +129,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         for (name, policy) in &vhost.policies {
             let path = vhost_path.key("policies").key(name);
             if let Some(policy) = checked_policy(out, vhost_name, name, policy, false, &path) {
-                let id = ObjectId {
-                    kind: ObjectKind::Policy,
-                    vhost: Some(vhost_name.clone()),
-                    name: name.clone(),
-                };
+                let id = ObjectId::in_vhost(ObjectKind::Policy, vhost_name, name);
                 if out.claim(id, &path) {
                     out.definitions.policies.push(policy);
                 }
@@ -152,11 +148,11 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
             for (name, value) in parameters {
                 let path = vhost_path.key("parameters").key(component).key(name);
                 let value = resolve_env_values(out, value);
-                let id = ObjectId {
-                    kind: ObjectKind::Parameter,
-                    vhost: Some(vhost_name.clone()),
-                    name: format!("{component}/{name}"),
-                };
+                let id = ObjectId::in_vhost(
+                    ObjectKind::Parameter,
+                    vhost_name,
+                    format!("{component}/{name}"),
+                );
                 if out.claim(id, &path) {
                     out.definitions.parameters.push(Parameter {
                         vhost: vhost_name.clone(),
@@ -170,11 +166,7 @@ pub(crate) fn emit_all(spec: &Spec, out: &mut Emitter) {
         for (name, policy) in &vhost.operator_policies {
             let path = vhost_path.key("operator_policies").key(name);
             if let Some(policy) = checked_policy(out, vhost_name, name, policy, true, &path) {
-                let id = ObjectId {
-                    kind: ObjectKind::OperatorPolicy,
-                    vhost: Some(vhost_name.clone()),
-                    name: name.clone(),
-                };
+                let id = ObjectId::in_vhost(ObjectKind::OperatorPolicy, vhost_name, name);
                 if out.claim(id, &path) {
                     out.definitions
                         .parameters

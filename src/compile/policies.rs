@@ -98,11 +98,11 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
         .map(|policy| {
             let path = out
                 .origins
-                .get(&ObjectId {
-                    kind: ObjectKind::Policy,
-                    vhost: Some(policy.vhost.clone()),
-                    name: policy.name.clone(),
-                })
+                .get(&ObjectId::in_vhost(
+                    ObjectKind::Policy,
+                    &policy.vhost,
+                    &policy.name,
+                ))
                 .cloned()
                 .unwrap_or_default();
             UserPolicy {
@@ -304,11 +304,7 @@ pub(crate) fn emit_all(spec: &Spec, source: &SpecFile, out: &mut Emitter) {
             // One policy per group; a group too large for one pattern gets parts
             // `~2`, `~3`… that share its definition and match disjoint queues.
             let name = naming::policy_name(&group_name, part);
-            let id = ObjectId {
-                kind: ObjectKind::Policy,
-                vhost: Some(vhost.clone()),
-                name: name.clone(),
-            };
+            let id = ObjectId::in_vhost(ObjectKind::Policy, &vhost, &name);
             if out.claim_generated(id, &group.path) {
                 out.definitions.policies.push(Policy {
                     vhost: vhost.clone(),
@@ -398,11 +394,7 @@ fn check_endings(
             }
             let queue_path = out
                 .origins
-                .get(&ObjectId {
-                    kind: ObjectKind::Queue,
-                    vhost: Some(vhost.clone()),
-                    name: name.clone(),
-                })
+                .get(&ObjectId::in_vhost(ObjectKind::Queue, vhost, name))
                 .cloned()
                 .unwrap_or_default();
             let settings: Vec<String> = group

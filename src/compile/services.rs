@@ -92,11 +92,7 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
     if name.is_empty() {
         out.error("invalid-name", "a vhost name cannot be empty", path.clone());
     }
-    let id = ObjectId {
-        kind: ObjectKind::Vhost,
-        vhost: None,
-        name: name.to_string(),
-    };
+    let id = ObjectId::global(ObjectKind::Vhost, name);
     if !out.claim(id, path) {
         return;
     }
@@ -135,11 +131,7 @@ fn emit_vhost(name: &str, vhost: &crate::spec::Vhost, path: &SpecPath, out: &mut
         if !value.is_empty() {
             // Cannot clash: a vhost has one limits object, and the vhost was claimed above.
             let _ = out.origins.claim(
-                ObjectId {
-                    kind: ObjectKind::VhostLimits,
-                    vhost: Some(name.to_string()),
-                    name: VHOST_LIMITS_NAME.into(),
-                },
+                ObjectId::in_vhost(ObjectKind::VhostLimits, name, VHOST_LIMITS_NAME),
                 &path.key("limits"),
             );
             out.definitions.parameters.push(Parameter {

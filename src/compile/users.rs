@@ -115,11 +115,7 @@ fn emit_user(name: &String, user: &crate::spec::User, out: &mut Emitter, path: &
             }
         }
     };
-    let id = ObjectId {
-        kind: ObjectKind::User,
-        vhost: None,
-        name: name.clone(),
-    };
+    let id = ObjectId::global(ObjectKind::User, name);
     if !out.claim(id, &path) {
         return;
     }
@@ -166,11 +162,7 @@ fn emit_permissions(
         ] {
             check_regex(out, regex, &permission_path.key(field));
         }
-        let id = ObjectId {
-            kind: ObjectKind::Permission,
-            vhost: Some(vhost.clone()),
-            name: name.clone(),
-        };
+        let id = ObjectId::in_vhost(ObjectKind::Permission, vhost, name);
         if out.claim(id, &permission_path) {
             out.definitions.permissions.push(Permission {
                 user: name.clone(),
@@ -188,11 +180,11 @@ fn emit_permissions(
             let permission_path = vhost_path.key(exchange);
             check_regex(out, &permission.write, &permission_path.key("write"));
             check_regex(out, &permission.read, &permission_path.key("read"));
-            let id = ObjectId {
-                kind: ObjectKind::TopicPermission,
-                vhost: Some(vhost.clone()),
-                name: format!("{name} on {exchange}"),
-            };
+            let id = ObjectId::in_vhost(
+                ObjectKind::TopicPermission,
+                vhost,
+                format!("{name} on {exchange}"),
+            );
             if out.claim(id, &permission_path) {
                 out.definitions.topic_permissions.push(TopicPermission {
                     user: name.clone(),

@@ -78,15 +78,10 @@ mod tests {
             serial: 1,
             ..Record::default()
         };
-        let id = |kind, vhost: Option<&str>, name: &str| ObjectId {
-            kind,
-            vhost: vhost.map(str::to_string),
-            name: name.into(),
-        };
         record.set_objects(&[
-            id(ObjectKind::Vhost, None, "orders"),
-            id(ObjectKind::Queue, Some("orders"), "work"),
-            id(ObjectKind::Queue, Some("shared"), "owned"),
+            ObjectId::global(ObjectKind::Vhost, "orders"),
+            ObjectId::in_vhost(ObjectKind::Queue, "orders", "work"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shared", "owned"),
         ]);
         serde_json::from_value(json!({
             "vhosts": [{"name": "orders"}, {"name": "shared"}],

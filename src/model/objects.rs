@@ -38,14 +38,6 @@ pub fn normalize_value(value: &Value) -> Value {
     }
 }
 
-fn id(kind: ObjectKind, vhost: Option<&str>, name: impl Into<String>) -> ObjectId {
-    ObjectId {
-        kind,
-        vhost: vhost.map(str::to_string),
-        name: name.into(),
-    }
-}
-
 fn tags_value(tags: Vec<String>) -> Value {
     let mut tags = tags;
     tags.sort();
@@ -75,25 +67,21 @@ pub fn normalized_binding_id(binding: &super::Binding) -> ObjectId {
 }
 
 fn vhost_id(vhost: &super::Vhost) -> ObjectId {
-    id(ObjectKind::Vhost, None, &vhost.name)
+    ObjectId::global(ObjectKind::Vhost, &vhost.name)
 }
 
 fn user_id(user: &super::User) -> ObjectId {
-    id(ObjectKind::User, None, &user.name)
+    ObjectId::global(ObjectKind::User, &user.name)
 }
 
 fn permission_id(permission: &super::Permission) -> ObjectId {
-    id(
-        ObjectKind::Permission,
-        Some(&permission.vhost),
-        &permission.user,
-    )
+    ObjectId::in_vhost(ObjectKind::Permission, &permission.vhost, &permission.user)
 }
 
 fn topic_permission_id(permission: &super::TopicPermission) -> ObjectId {
-    id(
+    ObjectId::in_vhost(
         ObjectKind::TopicPermission,
-        Some(&permission.vhost),
+        &permission.vhost,
         format!("{} on {}", permission.user, permission.exchange),
     )
 }
@@ -110,23 +98,23 @@ fn parameter_id(parameter: &super::Parameter) -> Option<ObjectId> {
             format!("{component}/{}", parameter.name),
         ),
     };
-    Some(id(kind, Some(&parameter.vhost), name))
+    Some(ObjectId::in_vhost(kind, &parameter.vhost, name))
 }
 
 fn global_parameter_id(parameter: &super::GlobalParameter) -> ObjectId {
-    id(ObjectKind::GlobalParameter, None, &parameter.name)
+    ObjectId::global(ObjectKind::GlobalParameter, &parameter.name)
 }
 
 fn policy_id(policy: &super::Policy) -> ObjectId {
-    id(ObjectKind::Policy, Some(&policy.vhost), &policy.name)
+    ObjectId::in_vhost(ObjectKind::Policy, &policy.vhost, &policy.name)
 }
 
 fn queue_id(queue: &super::Queue) -> ObjectId {
-    id(ObjectKind::Queue, Some(&queue.vhost), &queue.name)
+    ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name)
 }
 
 fn exchange_id(exchange: &super::Exchange) -> ObjectId {
-    id(ObjectKind::Exchange, Some(&exchange.vhost), &exchange.name)
+    ObjectId::in_vhost(ObjectKind::Exchange, &exchange.vhost, &exchange.name)
 }
 
 /// Keeps only the entries of `definitions` whose identity (as [`objects`] names it)

@@ -101,13 +101,13 @@ const PERMISSIONS_VHOST: &str = "permissions' vhost";
 /// warren's locks). Bindings and vhost limits have no name of their own.
 pub fn collision(id: &ObjectId) -> Option<Collision> {
     let (what, name) = match id.kind {
-        ObjectKind::Vhost => ("vhost", id.name.as_str()),
-        ObjectKind::Queue => ("queue", id.name.as_str()),
-        ObjectKind::Exchange => ("exchange", id.name.as_str()),
-        ObjectKind::Policy => ("policy", id.name.as_str()),
-        ObjectKind::OperatorPolicy => ("operator policy", id.name.as_str()),
-        ObjectKind::User => ("user", id.name.as_str()),
-        ObjectKind::GlobalParameter => ("global parameter", id.name.as_str()),
+        kind @ (ObjectKind::Vhost
+        | ObjectKind::Queue
+        | ObjectKind::Exchange
+        | ObjectKind::Policy
+        | ObjectKind::OperatorPolicy
+        | ObjectKind::User
+        | ObjectKind::GlobalParameter) => (kind.noun(), id.name.as_str()),
         ObjectKind::Parameter => (
             "runtime parameter",
             id.name.split_once('/').map_or(id.name.as_str(), |(_, n)| n),
@@ -183,14 +183,6 @@ pub fn environment_name_problem(name: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn id(kind: ObjectKind, vhost: Option<&str>, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: vhost.map(str::to_string),
-            name: name.to_string(),
-        }
-    }
-
     #[test]
     fn the_prefix_is_reserved_for_every_kind_of_name() {
         for kind in [
@@ -202,21 +194,31 @@ mod tests {
             ObjectKind::GlobalParameter,
         ] {
             assert!(
-                collision(&id(kind, Some("v"), "warren.x")).is_some(),
+                collision(&ObjectId::in_vhost(kind, "v", "warren.x")).is_some(),
                 "{kind:?}"
             );
-            assert!(collision(&id(kind, Some("v"), "x")).is_none(), "{kind:?}");
+            assert!(
+                collision(&ObjectId::in_vhost(kind, "v", "x")).is_none(),
+                "{kind:?}"
+            );
         }
-        assert!(collision(&id(ObjectKind::Vhost, None, "warren.team")).is_some());
+        assert!(collision(&ObjectId::global(ObjectKind::Vhost, "warren.team")).is_some());
         assert!(
-            collision(&id(
+            collision(&ObjectId::in_vhost(
                 ObjectKind::Parameter,
-                Some("v"),
+                "v",
                 "shovel/warren.migrate.q"
             ))
             .is_some()
         );
-        assert!(collision(&id(ObjectKind::Parameter, Some("v"), "warren.shovel/q")).is_none());
+        assert!(
+            collision(&ObjectId::in_vhost(
+                ObjectKind::Parameter,
+                "v",
+                "warren.shovel/q"
+            ))
+            .is_none()
+        );
     }
 
     #[test]
@@ -230,15 +232,15 @@ mod tests {
             "",
         ] {
             assert!(!is_reserved(name), "{name}");
-            assert!(collision(&id(ObjectKind::Queue, Some("v"), name)).is_none());
+            assert!(collision(&ObjectId::in_vhost(ObjectKind::Queue, "v", name)).is_none());
         }
     }
 
     #[test]
     fn the_reason_names_what_warren_keeps_the_name_for() {
-        let migration = collision(&id(
+        let migration = collision(&ObjectId::in_vhost(
             ObjectKind::Queue,
-            Some("v"),
+            "v",
             "warren.migrate.orders.email",
         ))
         .expect("reserved");
@@ -251,27 +253,45 @@ mod tests {
             migration.message().split(':').next(),
             Some("queue name `warren.migrate.orders.email` is reserved")
         );
-        let locks = collision(&id(ObjectKind::Vhost, None, LOCK_VHOST)).expect("reserved");
+        let locks = collision(&ObjectId::global(ObjectKind::Vhost, LOCK_VHOST)).expect("reserved");
         assert!(locks.reserved_for.contains("locks"), "{locks:?}");
-        let policy =
-            collision(&id(ObjectKind::Policy, Some("v"), "warren.retry.x")).expect("reserved");
+        let policy = collision(&ObjectId::in_vhost(
+            ObjectKind::Policy,
+            "v",
+            "warren.retry.x",
+        ))
+        .expect("reserved");
         assert!(policy.reserved_for.contains("policies warren generates"));
-        let record =
-            collision(&id(ObjectKind::GlobalParameter, None, "warren.shop")).expect("reserved");
+        let record = collision(&ObjectId::global(
+            ObjectKind::GlobalParameter,
+            "warren.shop",
+        ))
+        .expect("reserved");
         assert!(record.reserved_for.contains("ownership records"));
     }
 
     #[test]
     fn permissions_are_judged_by_their_vhost() {
-        let in_locks = collision(&id(ObjectKind::Permission, Some(LOCK_VHOST), "deploy"));
+        let in_locks = collision(&ObjectId::in_vhost(
+            ObjectKind::Permission,
+            LOCK_VHOST,
+            "deploy",
+        ));
         assert!(in_locks.expect("reserved").reserved_for.contains("locks"));
-        assert!(collision(&id(ObjectKind::TopicPermission, Some("shop"), "warren.x")).is_none());
-        // Objects in a vhost are judged by their name; the vhost, where it is declared.
-        assert!(collision(&id(ObjectKind::Queue, Some(LOCK_VHOST), "q")).is_none());
         assert!(
-            collision(&id(
+            collision(&ObjectId::in_vhost(
+                ObjectKind::TopicPermission,
+                "shop",
+                "warren.x"
+            ))
+            .is_none()
+        );
+        // Objects in a vhost are judged by their name; the vhost, where it is declared.
+        assert!(collision(&ObjectId::in_vhost(ObjectKind::Queue, LOCK_VHOST, "q")).is_none());
+        assert!(
+            collision(&ObjectId::in_vhost(
                 ObjectKind::Binding,
-                Some("v"),
+                "v",
                 "warren.x -> queue q []"
             ))
             .is_none()

@@ -309,11 +309,7 @@ mod tests {
         let mut plan = plan_against(&live);
         // The plan also replaces the work queue and adopts its binding.
         let mut replace = plan.changes[0].clone();
-        replace.id = ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some("shop".into()),
-            name: "work".into(),
-        };
+        replace.id = ObjectId::in_vhost(ObjectKind::Queue, "shop", "work");
         plan.changes.push(replace);
         let binding = plan
             .desired
@@ -341,11 +337,7 @@ mod tests {
         let template = plan.changes[0].clone();
         for n in 0..=MOST_NAMED {
             let mut change = template.clone();
-            change.id = ObjectId {
-                kind: ObjectKind::Queue,
-                vhost: Some("shop".into()),
-                name: format!("q{n}"),
-            };
+            change.id = ObjectId::in_vhost(ObjectKind::Queue, "shop", format!("q{n}"));
             plan.changes.push(change);
         }
         assert!(Basis::of(&plan, &live).is_none());

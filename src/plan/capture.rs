@@ -149,14 +149,6 @@ mod tests {
 
     use super::*;
 
-    fn id(kind: ObjectKind, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: Some("v".into()),
-            name: name.into(),
-        }
-    }
-
     fn policy(pattern: &str) -> Value {
         json!({"pattern": pattern, "apply-to": "queues", "definition": {"message-ttl": 1000}, "priority": 100})
     }
@@ -165,56 +157,81 @@ mod tests {
     fn undeclared_queues_with_a_tier_ending_and_overlapping_specs_are_found() {
         let desired: Objects = [
             (
-                id(ObjectKind::Policy, "warren.retry.defaults.1"),
+                ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.defaults.1"),
                 policy(r"^.*\.retry\.1$"),
             ),
-            (id(ObjectKind::Queue, "s.c.retry.1"), json!({})),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "s.c.retry.1"),
+                json!({}),
+            ),
         ]
         .into_iter()
         .collect();
         let live: Objects = [
-            (id(ObjectKind::Queue, "s.c.retry.1"), json!({})),
-            (id(ObjectKind::Queue, "audit.retry.1"), json!({})),
-            (id(ObjectKind::Queue, "b.x.retry.1"), json!({})),
-            (id(ObjectKind::Queue, "audit.retry.2"), json!({})),
-            (id(ObjectKind::Queue, "old.retry.1"), json!({})),
             (
-                id(ObjectKind::Policy, "warren.retry.vhost.1"),
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "s.c.retry.1"),
+                json!({}),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "audit.retry.1"),
+                json!({}),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "b.x.retry.1"),
+                json!({}),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "audit.retry.2"),
+                json!({}),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "old.retry.1"),
+                json!({}),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.vhost.1"),
                 policy(r"^.*\.retry\.1$"),
             ),
             (
-                id(ObjectKind::Policy, "warren.retry.ladder.x.1"),
+                ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.ladder.x.1"),
                 policy(r"^.*\.retry-x\.1$"),
             ),
-            (id(ObjectKind::Policy, "mine"), policy(r"^.*\.retry\.1$")),
+            (
+                ObjectId::in_vhost(ObjectKind::Policy, "v", "mine"),
+                policy(r"^.*\.retry\.1$"),
+            ),
         ]
         .into_iter()
         .collect();
         let others: BTreeMap<ObjectId, String> = [
-            (id(ObjectKind::Queue, "b.x.retry.1"), "billing".to_string()),
             (
-                id(ObjectKind::Policy, "warren.retry.vhost.1"),
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "b.x.retry.1"),
                 "billing".to_string(),
             ),
             (
-                id(ObjectKind::Policy, "warren.retry.ladder.x.1"),
+                ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.vhost.1"),
+                "billing".to_string(),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.ladder.x.1"),
                 "billing".to_string(),
             ),
         ]
         .into_iter()
         .collect();
-        let managed: BTreeSet<ObjectId> = [id(ObjectKind::Queue, "old.retry.1")].into();
+        let managed: BTreeSet<ObjectId> =
+            [ObjectId::in_vhost(ObjectKind::Queue, "v", "old.retry.1")].into();
         let (captured, overlaps) = find(&desired, &live, &managed, &others);
         assert_eq!(
             captured,
             vec![
                 Captured {
-                    queue: id(ObjectKind::Queue, "audit.retry.1"),
+                    queue: ObjectId::in_vhost(ObjectKind::Queue, "v", "audit.retry.1"),
                     policy: "warren.retry.defaults.1".into(),
                     owner: None,
                 },
                 Captured {
-                    queue: id(ObjectKind::Queue, "b.x.retry.1"),
+                    queue: ObjectId::in_vhost(ObjectKind::Queue, "v", "b.x.retry.1"),
                     policy: "warren.retry.defaults.1".into(),
                     owner: Some("billing".into()),
                 },
@@ -223,7 +240,7 @@ mod tests {
         assert_eq!(
             overlaps,
             vec![Overlap {
-                policy: id(ObjectKind::Policy, "warren.retry.defaults.1"),
+                policy: ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.defaults.1"),
                 other: "warren.retry.vhost.1".into(),
                 owner: "billing".into(),
                 common: "every name ending in `.retry.1`".into(),
@@ -235,14 +252,20 @@ mod tests {
     fn a_policy_for_quorum_queues_captures_quorum_queues_only() {
         let queue = |queue_type: &str| json!({"arguments": {"x-queue-type": queue_type}});
         let desired: Objects = [(
-            id(ObjectKind::Policy, "warren.parking"),
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.parking"),
             json!({"pattern": r"^.*\.parking$", "apply-to": "quorum_queues", "definition": {"delivery-limit": -1}, "priority": 100}),
         )]
         .into_iter()
         .collect();
         let live: Objects = [
-            (id(ObjectKind::Queue, "audit.parking"), queue("quorum")),
-            (id(ObjectKind::Queue, "old.parking"), queue("classic")),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "audit.parking"),
+                queue("quorum"),
+            ),
+            (
+                ObjectId::in_vhost(ObjectKind::Queue, "v", "old.parking"),
+                queue("classic"),
+            ),
         ]
         .into_iter()
         .collect();

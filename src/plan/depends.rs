@@ -204,11 +204,7 @@ pub fn applied(
         } else {
             ObjectKind::Policy
         };
-        let id = ObjectId {
-            kind,
-            vhost: Some(policy.vhost.clone()),
-            name: policy.name.clone(),
-        };
+        let id = ObjectId::in_vhost(kind, &policy.vhost, &policy.name);
         if desired.contains_key(&id) {
             Some(spec.to_string())
         } else {
@@ -339,14 +335,6 @@ pub fn first_difference(planned: &[Dependency], now: &[Dependency]) -> Option<St
 mod tests {
     use super::*;
 
-    fn id(kind: ObjectKind, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: Some("v".into()),
-            name: name.into(),
-        }
-    }
-
     fn policy(pattern: &str, priority: i64) -> Value {
         json!({"pattern": pattern, "apply-to": "queues", "definition": {"message-ttl": 5}, "priority": priority})
     }
@@ -355,10 +343,13 @@ mod tests {
     fn a_foreign_policy_that_outranks_the_spec_s_own_is_a_dependency_change() {
         let mut desired = Objects::new();
         desired.insert(
-            id(ObjectKind::Queue, "orders"),
+            ObjectId::in_vhost(ObjectKind::Queue, "v", "orders"),
             json!({"durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}),
         );
-        desired.insert(id(ObjectKind::Policy, "mine"), policy("^orders$", 0));
+        desired.insert(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "mine"),
+            policy("^orders$", 0),
+        );
         let target = TargetVersion::DEFAULT;
         let dependencies = |desired: &Objects, live: &Objects, changes: &[Change], target| {
             applied(
@@ -375,8 +366,14 @@ mod tests {
         assert_eq!(before[0].policy.as_deref(), Some("mine"));
         assert_eq!(before.len(), 1, "objects no policy applies to are left out");
         let mut live = Objects::new();
-        live.insert(id(ObjectKind::Policy, "theirs"), policy(".*", 10));
-        live.insert(id(ObjectKind::Queue, "reply"), json!({}));
+        live.insert(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "theirs"),
+            policy(".*", 10),
+        );
+        live.insert(
+            ObjectId::in_vhost(ObjectKind::Queue, "v", "reply"),
+            json!({}),
+        );
         let after = dependencies(&desired, &live, &[], target);
         let difference = first_difference(&before, &after).unwrap();
         assert!(
@@ -384,7 +381,12 @@ mod tests {
             "{difference}"
         );
         // A policy the plan deletes does not count.
-        let delete = Change::new(Action::Delete, id(ObjectKind::Policy, "theirs"), None, None);
+        let delete = Change::new(
+            Action::Delete,
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "theirs"),
+            None,
+            None,
+        );
         assert_eq!(dependencies(&desired, &live, &[delete], target), before);
     }
 
@@ -392,19 +394,25 @@ mod tests {
     fn a_tie_is_reported_with_owners_and_a_shadowing_policy_is_drift() {
         let mut desired = Objects::new();
         desired.insert(
-            id(ObjectKind::Queue, "orders.retry.1"),
+            ObjectId::in_vhost(ObjectKind::Queue, "v", "orders.retry.1"),
             json!({"durable": true, "auto_delete": false, "arguments": {}}),
         );
         desired.insert(
-            id(ObjectKind::Policy, "warren.retry.defaults.1"),
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.defaults.1"),
             policy("retry\\.1$", 100),
         );
         let target = TargetVersion::DEFAULT;
         let mut live = Objects::new();
         let mut theirs = policy("\\.retry\\.1$", 100);
         theirs["definition"] = json!({"message-ttl": 3_600_000});
-        live.insert(id(ObjectKind::Policy, "zz-ops"), theirs.clone());
-        let owners = BTreeMap::from([(id(ObjectKind::Policy, "zz-ops"), "ops".to_string())]);
+        live.insert(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "zz-ops"),
+            theirs.clone(),
+        );
+        let owners = BTreeMap::from([(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "zz-ops"),
+            "ops".to_string(),
+        )]);
         let roles = QueueRoles::new();
         let tied = applied(&desired, &live, &[], target, (&owners, "shop"), &roles);
         assert_eq!(tied.ties.len(), 1);
@@ -424,7 +432,10 @@ mod tests {
         assert!(tied.drift.is_empty(), "a tie is a refusal, not drift");
         // One above: no tie, and what it changes is drift.
         theirs["priority"] = json!(101);
-        live.insert(id(ObjectKind::Policy, "zz-ops"), theirs);
+        live.insert(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "zz-ops"),
+            theirs,
+        );
         let shadowed = applied(&desired, &live, &[], target, (&owners, "shop"), &roles);
         assert!(shadowed.ties.is_empty());
         let drift = &shadowed.drift[0];
@@ -442,15 +453,21 @@ mod tests {
     fn an_operator_ttl_on_a_parking_queue_is_a_hazard_and_a_changed_tier_ttl_only_drift() {
         let mut desired = Objects::new();
         let queue = json!({"durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}});
-        desired.insert(id(ObjectKind::Queue, "orders.parking"), queue.clone());
-        desired.insert(id(ObjectKind::Queue, "orders.retry.1"), queue);
         desired.insert(
-            id(ObjectKind::Policy, "warren.retry.defaults.1"),
+            ObjectId::in_vhost(ObjectKind::Queue, "v", "orders.parking"),
+            queue.clone(),
+        );
+        desired.insert(
+            ObjectId::in_vhost(ObjectKind::Queue, "v", "orders.retry.1"),
+            queue,
+        );
+        desired.insert(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "warren.retry.defaults.1"),
             policy("retry\\.1$", 100),
         );
         let mut live = Objects::new();
         live.insert(
-            id(ObjectKind::OperatorPolicy, "safety-net"),
+            ObjectId::in_vhost(ObjectKind::OperatorPolicy, "v", "safety-net"),
             json!({"pattern": ".*", "apply-to": "queues", "definition": {"message-ttl": 3, "expires": 60_000}, "priority": 0}),
         );
         let roles = QueueRoles::from([

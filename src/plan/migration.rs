@@ -121,11 +121,7 @@ pub fn find(
         let Some(temporary) = temporary_name(&id.name) else {
             continue;
         };
-        let temporary_id = ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: id.vhost.clone(),
-            name: temporary.clone(),
-        };
+        let temporary_id = ObjectId::new(ObjectKind::Queue, id.vhost.as_deref(), &temporary);
         let under_way = live_queues.get(&temporary_id);
         let stage = match (replaced.get(id), under_way) {
             (Some(change), _) if migratable(change) => Stage::MoveOut,
@@ -238,11 +234,7 @@ mod tests {
     use super::*;
 
     fn queue(name: &str) -> ObjectId {
-        ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some("v".into()),
-            name: name.into(),
-        }
+        ObjectId::in_vhost(ObjectKind::Queue, "v", name)
     }
 
     fn classic() -> Value {
@@ -270,11 +262,7 @@ mod tests {
         let mut desired = Objects::new();
         desired.insert(queue("orders"), quorum());
         desired.insert(
-            ObjectId {
-                kind: ObjectKind::Policy,
-                vhost: Some("v".into()),
-                name: "dlx".into(),
-            },
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "dlx"),
             json!({"pattern": "^orders$", "apply-to": "queues", "priority": 0,
                    "definition": {"dead-letter-exchange": "orders.retry", "expires": 60000,
                                   "max-length": 10}}),
@@ -325,11 +313,7 @@ mod tests {
     #[test]
     fn migration_objects_are_recognised() {
         assert!(is_migration_object(&queue("warren.migrate.q"), &json!({})));
-        let binding = ObjectId {
-            kind: ObjectKind::Binding,
-            vhost: Some("v".into()),
-            name: "x".into(),
-        };
+        let binding = ObjectId::in_vhost(ObjectKind::Binding, "v", "x");
         assert!(is_migration_object(
             &binding,
             &json!({"source": "e", "destination": "warren.migrate.q"})
@@ -338,11 +322,7 @@ mod tests {
             &binding,
             &json!({"source": "e", "destination": "q"})
         ));
-        let shovel = ObjectId {
-            kind: ObjectKind::Parameter,
-            vhost: Some("v".into()),
-            name: "shovel/warren.migrate.q".into(),
-        };
+        let shovel = ObjectId::in_vhost(ObjectKind::Parameter, "v", "shovel/warren.migrate.q");
         assert!(is_migration_object(&shovel, &json!({})));
     }
 }

@@ -256,11 +256,7 @@ mod tests {
         let live = definitions(live_json());
         let mut saved = plan_against(&live);
         let mut smuggled = saved.changes[0].clone();
-        smuggled.id = ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some("shop".into()),
-            name: "handmade_msgs".into(),
-        };
+        smuggled.id = ObjectId::in_vhost(ObjectKind::Queue, "shop", "handmade_msgs");
         saved.changes.push(smuggled);
         let refused = recheck(&saved, &live, None).unwrap_err().to_string();
         assert!(

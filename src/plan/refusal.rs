@@ -218,11 +218,7 @@ mod tests {
     use crate::model::{ObjectId, ObjectKind};
 
     fn queue(name: &str) -> ObjectId {
-        ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some("shop".into()),
-            name: name.into(),
-        }
+        ObjectId::in_vhost(ObjectKind::Queue, "shop", name)
     }
 
     #[test]

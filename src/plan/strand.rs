@@ -89,11 +89,7 @@ pub(super) fn dead_letter_queues<'t>(
 }
 
 pub(super) fn queue_id(vhost: &str, name: &str) -> ObjectId {
-    ObjectId {
-        kind: ObjectKind::Queue,
-        vhost: Some(vhost.to_string()),
-        name: name.to_string(),
-    }
+    ObjectId::in_vhost(ObjectKind::Queue, vhost, name)
 }
 
 /// The queues `changes` strand, and the dead-letter routes between the queues they

@@ -96,11 +96,21 @@ pub fn markdown(plan: &Plan) -> String {
                 Section::Migrations(items) => migrations(&mut out, items, &mut budget),
                 Section::Adopted(ids) => {
                     let about = sections::adopted_about();
-                    listed_ids(&mut out, sections::ADOPTED.1, &about, ids, &mut budget);
+                    listed_ids(
+                        &mut out,
+                        sections::ADOPTED.heading,
+                        &about,
+                        ids,
+                        &mut budget,
+                    );
                 }
                 Section::Unmanaged(ids) => {
-                    let (heading, left, flag) = sections::UNMANAGED;
-                    let about = format!("{left}; {flag}");
+                    let sections::UnmanagedWording {
+                        heading,
+                        fate,
+                        prune,
+                    } = sections::UNMANAGED;
+                    let about = format!("{fate}; {prune}");
                     listed_ids(&mut out, heading, &about, ids, &mut budget);
                 }
                 _ => {}
@@ -154,7 +164,7 @@ fn title(out: &mut String, header: &Header<'_>, plan: &Plan) {
 /// Managed objects whose settings another's policy overrides, as a warning: a
 /// reviewer must see it before the changes.
 fn drift(out: &mut String, plan: &Plan) {
-    let (heading, fix) = sections::DRIFT;
+    let sections::DriftWording { heading, fix } = sections::DRIFT;
     let _ = writeln!(out, "\n> [!WARNING]\n> **{heading}**: {}.", inline(fix));
     let items = sections::drift_items(plan, &CodeSpans);
     for item in items.iter().take(ROWS_PER_GROUP) {
@@ -210,7 +220,7 @@ fn refused(out: &mut String, refusal: &Refusal) {
 /// Users whose password this plan could not read (planned without the applications'
 /// secrets): their passwords are not compared.
 fn unknown_passwords(out: &mut String, users: &[(&str, &str)]) {
-    let (heading, tail) = sections::UNKNOWN_PASSWORDS;
+    let sections::UnknownPasswordsWording { heading, then } = sections::UNKNOWN_PASSWORDS;
     let listed: Vec<String> = users
         .iter()
         .take(ROWS_PER_GROUP)
@@ -222,7 +232,7 @@ fn unknown_passwords(out: &mut String, users: &[(&str, &str)]) {
     };
     let _ = writeln!(
         out,
-        "\n> [!NOTE]\n> **{heading}** {}{more}. {tail}",
+        "\n> [!NOTE]\n> **{heading}** {}{more}. {then}",
         listed.join(", ")
     );
 }
@@ -285,10 +295,12 @@ fn data_loss(out: &mut String, items: &[ChangeItem<'_>], budget: &mut usize) {
 fn migrations(out: &mut String, items: &[MigrationItem<'_>], budget: &mut usize) {
     let shown = items.len().min(ROWS_PER_GROUP).min(*budget);
     *budget -= shown;
-    let (_, blue_green, command) = sections::MIGRATIONS;
+    let sections::MigrationsWording {
+        method, command, ..
+    } = sections::MIGRATIONS;
     let _ = writeln!(
         out,
-        "\n<details><summary>{} {blue_green} <code>{command}</code></summary>\n\n| queue | vhost | where it stands |\n| --- | --- | --- |",
+        "\n<details><summary>{} {method} <code>{command}</code></summary>\n\n| queue | vhost | where it stands |\n| --- | --- | --- |",
         counted(items.len(), "queue migrated", "queues migrated"),
     );
     for item in &items[..shown] {
@@ -343,14 +355,6 @@ mod tests {
     use serde_json::Value;
     use serde_json::json;
 
-    fn id(kind: ObjectKind, vhost: &str, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: Some(vhost.into()),
-            name: name.into(),
-        }
-    }
-
     fn change(action: Action, id: ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
         Change::new(action, id, before, after)
     }
@@ -367,7 +371,7 @@ mod tests {
     fn data_loss_and_refusals_come_first_and_secrets_never_show() {
         let mut replaced = change(
             Action::Replace,
-            id(ObjectKind::Queue, "shop", "audit"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shop", "audit"),
             Some(queue("classic")),
             Some(queue("quorum")),
         );
@@ -375,7 +379,7 @@ mod tests {
         replaced.messages = Some(12_345);
         let mut deleted = change(
             Action::Delete,
-            id(ObjectKind::Queue, "shop", "old|pipe`tick"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shop", "old|pipe`tick"),
             Some(queue("quorum")),
             None,
         );
@@ -385,17 +389,13 @@ mod tests {
             vec![
                 change(
                     Action::Update,
-                    ObjectId {
-                        kind: ObjectKind::User,
-                        vhost: None,
-                        name: "ops".into(),
-                    },
+                    ObjectId::global(ObjectKind::User, "ops"),
                     Some(json!({"password_hash": "old-hash", "tags": ["monitoring"]})),
                     Some(json!({"password_hash": "new-hash", "tags": ["management"]})),
                 ),
                 change(
                     Action::Update,
-                    id(ObjectKind::Parameter, "shop", "shovel/move"),
+                    ObjectId::in_vhost(ObjectKind::Parameter, "shop", "shovel/move"),
                     Some(json!({"src-uri": "amqp://mover:0ld@mq"})),
                     Some(shovel.clone()),
                 ),
@@ -403,28 +403,28 @@ mod tests {
                 deleted,
                 change(
                     Action::Create,
-                    id(ObjectKind::Queue, "shop", "orders.email"),
+                    ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
                     None,
                     Some(queue("quorum")),
                 ),
             ],
             vec![
                 DesiredObject {
-                    id: id(ObjectKind::Queue, "shop", "audit"),
+                    id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "audit"),
                     value: queue("quorum"),
                 },
                 DesiredObject {
-                    id: id(ObjectKind::Queue, "shop", "orders.email"),
+                    id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
                     value: queue("quorum"),
                 },
                 DesiredObject {
-                    id: id(ObjectKind::Parameter, "shop", "shovel/move"),
+                    id: ObjectId::in_vhost(ObjectKind::Parameter, "shop", "shovel/move"),
                     value: shovel,
                 },
             ],
         );
         plan.conflicts.push(Conflict {
-            id: id(ObjectKind::Queue, "shop", "orders.email"),
+            id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
             owner: "billing".into(),
         });
         plan.unknown_passwords.insert(
@@ -467,7 +467,7 @@ mod tests {
             };
             let mut change = change(
                 action,
-                id(kind, &vhost, &name),
+                ObjectId::in_vhost(kind, &vhost, &name),
                 (action != Action::Create).then(|| queue("classic")),
                 (action != Action::Delete).then(|| queue("quorum")),
             );

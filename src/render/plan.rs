@@ -130,7 +130,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
                 writeln!(out)?;
                 let heading = format!(
                     "{} adopted:",
-                    crate::text::count(ids.len(), sections::ADOPTED.0)
+                    crate::text::count(ids.len(), sections::ADOPTED.counted)
                 );
                 writeln!(
                     out,
@@ -151,7 +151,11 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
             }
             Section::Changes(groups) => changes::changes(out, &groups, style)?,
             Section::Unmanaged(ids) => {
-                let (heading, left, flag) = sections::UNMANAGED;
+                let sections::UnmanagedWording {
+                    heading,
+                    fate,
+                    prune,
+                } = sections::UNMANAGED;
                 let count = crate::text::count(ids.len(), "object");
                 writeln!(out)?;
                 writeln!(
@@ -160,7 +164,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
                     style.paint(
                         Tone::Dim,
                         false,
-                        &format!("{heading}, {left} ({count}; {flag}):")
+                        &format!("{heading}, {fate} ({count}; {prune}):")
                     )
                 )?;
                 listed(out, ids, style, |id| {
@@ -182,14 +186,15 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
                 )?;
             }
             Section::UnknownPasswords(users) => {
-                let (heading, tail) = sections::UNKNOWN_PASSWORDS;
+                let sections::UnknownPasswordsWording { heading, then } =
+                    sections::UNKNOWN_PASSWORDS;
                 let users: Vec<String> = users
                     .iter()
                     .map(|(user, missing)| format!("{} ({missing})", Backticks.code(user)))
                     .collect();
                 writeln!(
                     out,
-                    "{} {}. {tail}",
+                    "{} {}. {then}",
                     style.paint(Tone::Warning, true, heading),
                     users.join(", ")
                 )?;
@@ -202,7 +207,7 @@ fn text_sections(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<(
 /// Managed objects whose settings another's policy overrides: each marked `≠`, with
 /// the policy that wins and every setting it changes.
 fn drift(out: &mut dyn Write, plan: &Plan, style: Style) -> io::Result<()> {
-    let (heading, fix) = sections::DRIFT;
+    let sections::DriftWording { heading, fix } = sections::DRIFT;
     writeln!(out)?;
     writeln!(
         out,
@@ -331,7 +336,7 @@ fn migrations(out: &mut dyn Write, items: &[MigrationItem<'_>], style: Style) ->
     writeln!(
         out,
         "{} {}",
-        style.paint(Tone::Plain, true, sections::MIGRATIONS.0),
+        style.paint(Tone::Plain, true, sections::MIGRATIONS.heading),
         dim(&sections::migrations_aside())
     )?;
     for item in items {
@@ -364,14 +369,6 @@ mod tests {
     use crate::model::ObjectKind;
     use serde_json::{Value, json};
 
-    fn id(kind: ObjectKind, vhost: Option<&str>, name: &str) -> ObjectId {
-        ObjectId {
-            kind,
-            vhost: vhost.map(str::to_string),
-            name: name.into(),
-        }
-    }
-
     fn change(action: Action, id: ObjectId, before: Option<Value>, after: Option<Value>) -> Change {
         Change::new(action, id, before, after)
     }
@@ -383,7 +380,7 @@ mod tests {
         let mut plan = Plan::of_changes(
             vec![change(
                 Action::Update,
-                id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
+                ObjectId::in_vhost(ObjectKind::Policy, "shop", "warren.retry.defaults.1"),
                 Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
                 Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
             )],
@@ -412,7 +409,7 @@ mod tests {
     fn text_plans_group_by_vhost_and_kind_and_hide_passwords() {
         let mut replace = change(
             Action::Replace,
-            id(ObjectKind::Queue, Some("shop"), "audit"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shop", "audit"),
             Some(json!({})),
             Some(json!({})),
         );
@@ -421,7 +418,7 @@ mod tests {
         // A binding of the replaced queue, unchanged: deleted with it and created again.
         let mut recreated = change(
             Action::Create,
-            id(ObjectKind::Binding, Some("shop"), "audit-binding"),
+            ObjectId::in_vhost(ObjectKind::Binding, "shop", "audit-binding"),
             None,
             Some(
                 json!({"source": "orders", "destination": "audit", "destination_type": "queue", "routing_key": "#", "arguments": {}}),
@@ -429,30 +426,30 @@ mod tests {
         );
         recreated.reason = Some("`audit` is replaced, which removes this binding".into());
         let mut plan = Plan {
-            unmanaged: vec![id(ObjectKind::Queue, Some("shop"), "handmade")],
+            unmanaged: vec![ObjectId::in_vhost(ObjectKind::Queue, "shop", "handmade")],
             ..Plan::of_changes(
                 vec![
                     change(
                         Action::Update,
-                        id(ObjectKind::User, None, "orders_app"),
+                        ObjectId::global(ObjectKind::User, "orders_app"),
                         Some(json!({"password_hash": "old", "tags": []})),
                         Some(json!({"password_hash": "new", "tags": ["management"]})),
                     ),
                     change(
                         Action::Create,
-                        id(ObjectKind::User, None, "email_app"),
+                        ObjectId::global(ObjectKind::User, "email_app"),
                         None,
                         Some(json!({"password_hash": "c2VjcmV0aGFzaA==", "tags": ["management"]})),
                     ),
                     change(
                         Action::Update,
-                        id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.1"),
+                        ObjectId::in_vhost(ObjectKind::Policy, "shop", "warren.retry.defaults.1"),
                         Some(json!({"definition": {"message-ttl": 30000}, "priority": 100})),
                         Some(json!({"definition": {"message-ttl": 45000}, "priority": 100})),
                     ),
                     change(
                         Action::Create,
-                        id(ObjectKind::Policy, Some("shop"), "warren.retry.defaults.2"),
+                        ObjectId::in_vhost(ObjectKind::Policy, "shop", "warren.retry.defaults.2"),
                         None,
                         Some(
                             json!({"pattern": "\\.retry\\.2$", "apply-to": "queues", "priority": 100,
@@ -461,7 +458,7 @@ mod tests {
                     ),
                     change(
                         Action::Create,
-                        id(ObjectKind::Exchange, Some("shop"), "orders"),
+                        ObjectId::in_vhost(ObjectKind::Exchange, "shop", "orders"),
                         None,
                         Some(
                             json!({"type": "topic", "durable": true, "auto_delete": false,
@@ -470,7 +467,7 @@ mod tests {
                     ),
                     change(
                         Action::Create,
-                        id(ObjectKind::Permission, Some("shop"), "email_app"),
+                        ObjectId::in_vhost(ObjectKind::Permission, "shop", "email_app"),
                         None,
                         Some(
                             json!({"user": "email_app", "configure": "", "write": "^orders$", "read": "^orders\\."}),
@@ -479,14 +476,14 @@ mod tests {
                     replace,
                     change(
                         Action::Create,
-                        id(ObjectKind::Queue, Some("shop"), "orders.email"),
+                        ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
                         None,
                         Some(json!({"durable": true, "auto_delete": false,
                                 "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
                     ),
                     change(
                         Action::Create,
-                        id(ObjectKind::Queue, Some("shop"), "orders.invoice"),
+                        ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.invoice"),
                         None,
                         Some(json!({"durable": true, "auto_delete": false,
                                 "arguments": {"x-queue-type": "quorum", "x-delivery-limit": 5}})),
@@ -510,7 +507,7 @@ mod tests {
         assert!(!text.contains("cannot be applied"), "{text}");
         let mut refused = plan.clone();
         refused.conflicts.push(crate::plan::Conflict {
-            id: id(ObjectKind::Queue, Some("shop"), "orders.email"),
+            id: ObjectId::in_vhost(ObjectKind::Queue, "shop", "orders.email"),
             owner: "other".into(),
         });
         let mut out = Vec::new();
@@ -523,7 +520,7 @@ mod tests {
         let json = redacted_json(&plan).to_string();
         assert!(!json.contains("\"old\"") && json.contains("(redacted)"));
         plan.desired.push(crate::plan::DesiredObject {
-            id: id(ObjectKind::Parameter, Some("shop"), "shovel/move"),
+            id: ObjectId::in_vhost(ObjectKind::Parameter, "shop", "shovel/move"),
             value: json!({"src-uri": "amqp://mover:s3cret@mq", "password_hash": "new"}),
         });
         let json = redacted_json(&plan).to_string();
@@ -541,7 +538,7 @@ mod tests {
             .map(|n| {
                 change(
                     Action::Create,
-                    id(ObjectKind::Queue, Some("shop"), &format!("q{n:04}")),
+                    ObjectId::in_vhost(ObjectKind::Queue, "shop", format!("q{n:04}")),
                     None,
                     Some(queue.clone()),
                 )
@@ -551,7 +548,7 @@ mod tests {
         changes.extend((0..300).map(|n| {
             change(
                 Action::Create,
-                id(ObjectKind::Policy, Some("shop"), &format!("p{n:03}")),
+                ObjectId::in_vhost(ObjectKind::Policy, "shop", format!("p{n:03}")),
                 None,
                 Some(
                     json!({"pattern": format!("^q{n:04}$"), "apply-to": "queues",
@@ -600,7 +597,7 @@ mod tests {
                             "arguments": {"x-queue-type": "quorum"}});
         let mut replace = change(
             Action::Replace,
-            id(ObjectKind::Queue, Some("shop"), "audit"),
+            ObjectId::in_vhost(ObjectKind::Queue, "shop", "audit"),
             Some(json!({"durable": true, "auto_delete": false,
                         "arguments": {"x-queue-type": "classic"}})),
             Some(quorum.clone()),
@@ -608,7 +605,7 @@ mod tests {
         replace.reason = Some("arguments.x-queue-type: \"classic\" → \"quorum\"".into());
         replace.messages = Some(10_000);
         let migration = |name: &str, stage| Migration {
-            queue: id(ObjectKind::Queue, Some("shop"), name),
+            queue: ObjectId::in_vhost(ObjectKind::Queue, "shop", name),
             temporary: format!("warren.migrate.{name}"),
             stage,
             temporary_value: quorum.clone(),

@@ -598,11 +598,7 @@ mod tests {
         let mut progress = ApplyProgress::lines(out.clone(), &Interrupt::default());
         let change = crate::diff::Change {
             action: crate::diff::Action::Create,
-            id: crate::model::ObjectId {
-                kind: crate::model::ObjectKind::Queue,
-                vhost: Some("shop".into()),
-                name: "audit".into(),
-            },
+            id: crate::model::ObjectId::in_vhost(crate::model::ObjectKind::Queue, "shop", "audit"),
             before: None,
             after: None,
             reason: None,

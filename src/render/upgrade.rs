@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::model::ObjectId;
+use crate::model::ObjectKind;
 use crate::model::upgrade_path::UPGRADABLE;
 use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Finding, Report, Severity, Source};
 
@@ -189,22 +189,15 @@ fn groups(findings: &[Finding]) -> Vec<Group<'_>> {
     groups
 }
 
-fn kind_of(object: &ObjectId) -> String {
-    serde_json::to_value(object.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 /// `38 queues`, or `3 objects` of several kinds.
 fn objects_counted(members: &[&Finding]) -> String {
-    let kinds: Vec<String> = members
+    let kinds: Vec<ObjectKind> = members
         .iter()
-        .filter_map(|f| f.object.as_ref().map(kind_of))
+        .filter_map(|f| f.object.as_ref().map(|object| object.kind))
         .collect();
     match kinds.first() {
         Some(first) if kinds.iter().all(|kind| kind == first) => {
-            crate::text::count(members.len(), first)
+            crate::text::count(members.len(), first.as_str())
         }
         _ => crate::text::count(members.len(), "object"),
     }

@@ -374,11 +374,9 @@ fn rename_vhosts(
                 )
                 .at(path),
             );
-        } else if let Some(collision) = crate::model::reserved::collision(&crate::model::ObjectId {
-            kind: crate::model::ObjectKind::Vhost,
-            vhost: None,
-            name: to.clone(),
-        }) {
+        } else if let Some(collision) = crate::model::reserved::collision(
+            &crate::model::ObjectId::global(crate::model::ObjectKind::Vhost, to),
+        ) {
             errors.push(
                 Diagnostic::error("reserved-name", collision.message())
                     .at(path)

@@ -22,11 +22,7 @@ pub(super) fn of_compiled(file: &SpecFile, compiled: &Compiled) -> Owners {
         .iter()
         .map(|q| (true, &q.vhost, &q.name, ObjectKind::Queue));
     for (is_queue, vhost, name, kind) in exchanges.chain(queues) {
-        let id = ObjectId {
-            kind,
-            vhost: Some(vhost.clone()),
-            name: name.clone(),
-        };
+        let id = ObjectId::in_vhost(kind, vhost, name);
         let Some(path) = compiled.origins.get(&id) else {
             continue;
         };

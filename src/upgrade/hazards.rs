@@ -13,14 +13,6 @@ use crate::model::{
     queue_arguments,
 };
 
-fn id(kind: ObjectKind, vhost: &str, name: &str) -> ObjectId {
-    ObjectId {
-        kind,
-        vhost: Some(vhost.to_string()),
-        name: name.to_string(),
-    }
-}
-
 /// Every hazard of `definitions` (read from, or compiled for, RabbitMQ `from`) on `to`,
 /// each pointing at its place in the definitions document (`serde_json::to_value` of
 /// `definitions`, in its order).
@@ -79,7 +71,7 @@ fn queues(
         if exclusive {
             continue; // a connection's own queue: it goes with the connection
         }
-        let object = id(ObjectKind::Queue, &queue.vhost, &queue.name);
+        let object = ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
         let at = JsonPointer::default().then("queues").then(index);
         let argument_at = |key: &str| at.then("arguments").then(key);
         let queue_type = QueueType::of(queue);
@@ -223,12 +215,9 @@ fn policy_keys_of(
     to: TargetVersion,
     found: &mut Vec<Finding>,
 ) {
-    let object = id(kind, &policy.vhost, &policy.name);
+    let object = ObjectId::in_vhost(kind, &policy.vhost, &policy.name);
     let key_at = |key: &str| at.then("definition").then(key);
-    let what = match kind {
-        ObjectKind::OperatorPolicy => "operator policy",
-        _ => "policy",
-    };
+    let what = kind.noun();
     let mirroring: Vec<&String> = policy
         .definition
         .keys()
@@ -334,7 +323,7 @@ fn exchanges(definitions: &Definitions, to: TargetVersion, found: &mut Vec<Findi
                 Severity::Error,
                 format!("the exchange is a delayed-message exchange (type `{}`): the plugin `rabbitmq_delayed_message_exchange` is archived and has no release for RabbitMQ {to} (its last, 4.2.0, supports 4.2 only; 4.3 removed Mnesia, where it keeps delayed messages), so the type is unknown and the exchange cannot be declared", exchange.kind),
             )
-            .on(id(ObjectKind::Exchange, &exchange.vhost, &exchange.name))
+            .on(ObjectId::in_vhost(ObjectKind::Exchange, &exchange.vhost, &exchange.name))
             .covering(JsonPointer::default().then("exchanges").then(index).then("type"))
             .fix(if to.has_native_delayed_retry() {
                 "replace it before the upgrade: for retries, a warren retry ladder on the consumer — `retry: { delays: [...] }` (delay queues, any ladder, every version) or, once on 4.3, `retry: { mode: native, delays: [...] }` (the quorum work queue waits itself; linear delays; docs/retry-modes.md); for other delays, a queue with `x-message-ttl` and `x-dead-letter-exchange` per delay publishers need; drain the delayed messages the plugin holds (they are lost with it)"

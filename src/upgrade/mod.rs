@@ -645,53 +645,40 @@ fn object_at(definitions: &Definitions, pointer: &JsonPointer) -> Option<ObjectI
     let [PointerToken::Key(section), PointerToken::Index(index), ..] = pointer.0.as_slice() else {
         return None;
     };
-    let in_vhost = |kind, vhost: &str, name: &str| ObjectId {
-        kind,
-        vhost: Some(vhost.to_string()),
-        name: name.to_string(),
-    };
     Some(match section.as_str() {
         "queues" => {
             let q = definitions.queues.get(*index)?;
-            in_vhost(ObjectKind::Queue, &q.vhost, &q.name)
+            ObjectId::in_vhost(ObjectKind::Queue, &q.vhost, &q.name)
         }
         "exchanges" => {
             let e = definitions.exchanges.get(*index)?;
-            in_vhost(ObjectKind::Exchange, &e.vhost, &e.name)
+            ObjectId::in_vhost(ObjectKind::Exchange, &e.vhost, &e.name)
         }
         "policies" => {
             let p = definitions.policies.get(*index)?;
-            in_vhost(ObjectKind::Policy, &p.vhost, &p.name)
+            ObjectId::in_vhost(ObjectKind::Policy, &p.vhost, &p.name)
         }
         "parameters" => {
             let p = definitions.parameters.get(*index)?;
             match p.as_operator_policy() {
-                Some(_) => in_vhost(ObjectKind::OperatorPolicy, &p.vhost, &p.name),
-                None => in_vhost(
+                Some(_) => ObjectId::in_vhost(ObjectKind::OperatorPolicy, &p.vhost, &p.name),
+                None => ObjectId::in_vhost(
                     ObjectKind::Parameter,
                     &p.vhost,
-                    &format!("{}/{}", p.component, p.name),
+                    format!("{}/{}", p.component, p.name),
                 ),
             }
         }
         "permissions" => {
             let p = definitions.permissions.get(*index)?;
-            in_vhost(ObjectKind::Permission, &p.vhost, &p.user)
+            ObjectId::in_vhost(ObjectKind::Permission, &p.vhost, &p.user)
         }
         "topic_permissions" => {
             let p = definitions.topic_permissions.get(*index)?;
-            in_vhost(ObjectKind::TopicPermission, &p.vhost, &p.user)
+            ObjectId::in_vhost(ObjectKind::TopicPermission, &p.vhost, &p.user)
         }
-        "vhosts" => ObjectId {
-            kind: ObjectKind::Vhost,
-            vhost: None,
-            name: definitions.vhosts.get(*index)?.name.clone(),
-        },
-        "users" => ObjectId {
-            kind: ObjectKind::User,
-            vhost: None,
-            name: definitions.users.get(*index)?.name.clone(),
-        },
+        "vhosts" => ObjectId::global(ObjectKind::Vhost, &definitions.vhosts.get(*index)?.name),
+        "users" => ObjectId::global(ObjectKind::User, &definitions.users.get(*index)?.name),
         _ => return None,
     })
 }

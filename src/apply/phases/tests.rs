@@ -11,23 +11,16 @@ use ObjectKind::*;
 
 const VHOST: &str = "shop";
 
-fn id(kind: ObjectKind, name: &str) -> ObjectId {
-    let global = matches!(kind, Vhost | User | GlobalParameter);
-    ObjectId {
-        kind,
-        vhost: (!global).then(|| VHOST.to_string()),
-        name: name.into(),
-    }
-}
-
 fn change(action: Action, kind: ObjectKind, name: &str) -> Change {
+    let global = matches!(kind, Vhost | User | GlobalParameter);
+    let vhost = (!global).then_some(VHOST);
     let value = Some(json!({ "name": name }));
     let (before, after) = match action {
         Action::Create => (None, value),
         Action::Update | Action::Replace => (value.clone(), value),
         Action::Delete => (value, None),
     };
-    Change::new(action, id(kind, name), before, after)
+    Change::new(action, ObjectId::new(kind, vhost, name), before, after)
 }
 
 /// A binding from exchange `source` to queue `destination`.
@@ -49,7 +42,7 @@ fn binding(action: Action, source: &str, destination: &str) -> Change {
 
 fn migration(queue: &str) -> Migration {
     Migration {
-        queue: id(Queue, queue),
+        queue: ObjectId::in_vhost(Queue, VHOST, queue),
         temporary: format!("warren.migrate.{queue}"),
         stage: Stage::MoveOut,
         temporary_value: Value::Null,

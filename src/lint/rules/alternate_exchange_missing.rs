@@ -45,11 +45,7 @@ fn check(context: &Context) -> Vec<Finding> {
         if !exists(&exchange.vhost, alternate) {
             findings.push(
                 Finding::on(
-                    ObjectId {
-                        kind: ObjectKind::Exchange,
-                        vhost: Some(exchange.vhost.clone()),
-                        name: exchange.name.clone(),
-                    },
+                    ObjectId::in_vhost(ObjectKind::Exchange, &exchange.vhost, &exchange.name),
                     format!(
                         "the alternate exchange of `{}` ({from}) is `{alternate}`, which does not exist: messages `{}` cannot route are dropped",
                         exchange.name, exchange.name

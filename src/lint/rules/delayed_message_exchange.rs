@@ -21,11 +21,7 @@ fn check(context: &Context) -> Vec<Finding> {
         .filter(|e| e.is_delayed_message())
         .map(|e| {
             Finding::on(
-                ObjectId {
-                    kind: ObjectKind::Exchange,
-                    vhost: Some(e.vhost.clone()),
-                    name: e.name.clone(),
-                },
+                ObjectId::in_vhost(ObjectKind::Exchange, &e.vhost, &e.name),
                 format!(
                     "exchange `{}` keeps delayed messages on one node, unreplicated",
                     e.name

@@ -105,9 +105,5 @@ impl<'a> Graph<'a> {
 
 /// The id of a queue.
 pub fn queue_id(fact: &QueueFacts) -> ObjectId {
-    ObjectId {
-        kind: ObjectKind::Queue,
-        vhost: Some(fact.queue.vhost.clone()),
-        name: fact.queue.name.clone(),
-    }
+    ObjectId::in_vhost(ObjectKind::Queue, &fact.queue.vhost, &fact.queue.name)
 }

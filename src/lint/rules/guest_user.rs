@@ -21,11 +21,7 @@ fn check(context: &Context) -> Vec<Finding> {
         .filter(|u| u.name == "guest")
         .map(|_| {
             Finding::on(
-                ObjectId {
-                    kind: ObjectKind::User,
-                    vhost: None,
-                    name: "guest".into(),
-                },
+                ObjectId::global(ObjectKind::User, "guest"),
                 "the `guest` user is declared: its well-known name makes it a target",
             )
             .help("declare a user of your own and leave `guest` out")

@@ -72,11 +72,7 @@ fn check(context: &Context) -> Vec<Finding> {
         match seen.get(&key) {
             Some(first) if *first != name => findings.push(
                 Finding::on(
-                    ObjectId {
-                        kind,
-                        vhost: Some(vhost.to_string()),
-                        name: name.clone(),
-                    },
+                    ObjectId::in_vhost(kind, vhost, name),
                     format!("`{name}` and `{first}` differ only by letter case"),
                 )
                 .help("use one spelling"),

@@ -18,11 +18,7 @@ pub const RULE: Rule = Rule {
 
 /// The service a generated queue belongs to, from its spec path.
 fn service_of(context: &Context, vhost: &str, queue: &str) -> Option<String> {
-    let id = ObjectId {
-        kind: ObjectKind::Queue,
-        vhost: Some(vhost.to_string()),
-        name: queue.to_string(),
-    };
+    let id = ObjectId::in_vhost(ObjectKind::Queue, vhost, queue);
     let path = context.origins?.get(&id)?;
     match path.segments().as_slice() {
         [
@@ -55,11 +51,7 @@ fn check(context: &Context) -> Vec<Finding> {
         if services.len() > 1 {
             findings.push(
                 Finding::on(
-                    ObjectId {
-                        kind: ObjectKind::Permission,
-                        vhost: Some(permission.vhost.clone()),
-                        name: permission.user.clone(),
-                    },
+                    ObjectId::in_vhost(ObjectKind::Permission, &permission.vhost, &permission.user),
                     format!(
                         "user `{}` may write to the queues of services {}",
                         permission.user,

@@ -55,11 +55,7 @@ fn check(context: &Context) -> Vec<Finding> {
         let Some(ending) = matcher.ending() else {
             continue;
         };
-        let policy_id = ObjectId {
-            kind: ObjectKind::Policy,
-            vhost: Some(policy.vhost.clone()),
-            name: policy.name.clone(),
-        };
+        let policy_id = ObjectId::in_vhost(ObjectKind::Policy, &policy.vhost, &policy.name);
         let owner = owned.iter().find(|(_, ids)| ids.contains(&policy_id));
         for queue in &definitions.queues {
             if queue.vhost != policy.vhost
@@ -70,11 +66,7 @@ fn check(context: &Context) -> Vec<Finding> {
             }
             // Made only when needed: without records, a tier's delay queues are told
             // apart by their arguments, and copying their names would be wasted.
-            let id = || ObjectId {
-                kind: ObjectKind::Queue,
-                vhost: Some(queue.vhost.clone()),
-                name: queue.name.clone(),
-            };
+            let id = || ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
             let captured = match owner {
                 Some((_, ids)) => !ids.contains(&id()),
                 None if parking => !parked.contains(&(queue.vhost.as_str(), queue.name.as_str())),

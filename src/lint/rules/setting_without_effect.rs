@@ -23,11 +23,7 @@ fn check(context: &Context) -> Vec<Finding> {
             if let Some(why) =
                 queue_arguments::find(key).and_then(|known| known.ignored_on(value, target))
             {
-                let id = ObjectId {
-                    kind: ObjectKind::Queue,
-                    vhost: Some(queue.vhost.clone()),
-                    name: queue.name.clone(),
-                };
+                let id = ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
                 findings.push(
                     Finding::on(id, format!("queue `{}`: {why}", queue.name))
                         .help(format!("remove `{key}` from the queue's arguments")),
@@ -40,28 +36,23 @@ fn check(context: &Context) -> Vec<Finding> {
         .iter()
         .map(|p| p.as_ref())
         .collect();
-    let policies = context.definitions.policies.iter().map(|p| (p, false));
-    for (policy, is_operator) in policies.chain(operator.into_iter().map(|p| (p, true))) {
+    let policies = context
+        .definitions
+        .policies
+        .iter()
+        .map(|p| (p, ObjectKind::Policy));
+    let operator = operator
+        .into_iter()
+        .map(|p| (p, ObjectKind::OperatorPolicy));
+    for (policy, kind) in policies.chain(operator) {
         for (key, value) in policy.definition.iter() {
             if let Some(why) = ignored_policy_key(key, value, context) {
-                let kind = if is_operator {
-                    "operator policy"
-                } else {
-                    "policy"
-                };
+                let noun = kind.noun();
                 let finding = Finding::on(
-                    ObjectId {
-                        kind: if is_operator {
-                            ObjectKind::OperatorPolicy
-                        } else {
-                            ObjectKind::Policy
-                        },
-                        vhost: Some(policy.vhost.clone()),
-                        name: policy.name.clone(),
-                    },
-                    format!("{kind} `{}`: {why}", policy.name),
+                    ObjectId::in_vhost(kind, &policy.vhost, &policy.name),
+                    format!("{noun} `{}`: {why}", policy.name),
                 )
-                .help(format!("remove `{key}` from the {kind}'s definition"));
+                .help(format!("remove `{key}` from the {noun}'s definition"));
                 findings.push(finding);
             }
         }

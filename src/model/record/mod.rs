@@ -82,11 +82,7 @@ impl Record {
     pub fn object_ids(&self) -> BTreeSet<ObjectId> {
         self.objects
             .iter()
-            .map(|(kind, vhost, name)| ObjectId {
-                kind: *kind,
-                vhost: vhost.clone(),
-                name: name.clone(),
-            })
+            .map(|(kind, vhost, name)| ObjectId::new(*kind, vhost.as_deref(), name))
             .collect()
     }
 
@@ -276,11 +272,7 @@ mod tests {
             serial: 3,
             ..Record::default()
         };
-        let id = ObjectId {
-            kind: ObjectKind::Queue,
-            vhost: Some("v".into()),
-            name: "q".into(),
-        };
+        let id = ObjectId::in_vhost(ObjectKind::Queue, "v", "q");
         record.set_objects([&id]);
         let parameter = GlobalParameter {
             name: Record::parameter_name("shop"),

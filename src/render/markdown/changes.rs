@@ -12,7 +12,7 @@ use crate::model::ObjectKind;
 use crate::model::redact::{redact, redact_text};
 use crate::model::shorten::{grouped, middle};
 use crate::render::attributes::{flatten, summary};
-use crate::render::sections::{self, ChangeItem, Group, Note, counted, more, noun};
+use crate::render::sections::{self, ChangeItem, Group, Note, counted, more};
 
 /// Field changes listed per update.
 const FIELDS_PER_UPDATE: usize = 6;
@@ -71,7 +71,7 @@ fn group(out: &mut String, kind: ObjectKind, items: &[&ChangeItem<'_>], budget: 
             counts.push(format!("{} {verb}", grouped(n as u64)));
         }
     }
-    let (singular, plural) = noun(kind);
+    let (singular, plural) = (kind.noun(), kind.plural());
     let shown = items.len().min(ROWS_PER_GROUP).min(*budget);
     *budget -= shown;
     let _ = writeln!(

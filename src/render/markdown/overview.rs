@@ -10,7 +10,7 @@ use crate::model::ObjectKind;
 use crate::model::shorten::grouped;
 use crate::plan::Plan;
 use crate::render::graph::{self, Marks};
-use crate::render::sections::{counted, noun};
+use crate::render::sections::counted;
 use crate::topology;
 
 /// Counts per kind and action.
@@ -51,7 +51,7 @@ pub(super) fn summary_table(out: &mut String, plan: &Plan) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} |",
-            noun(*kind).1,
+            kind.plural(),
             cell(row.create),
             cell(row.update),
             cell(row.replace),

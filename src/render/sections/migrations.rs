@@ -8,9 +8,21 @@ use crate::plan::{Migration, Plan, Stage};
 
 use super::{Quote, counted};
 
-/// The heading of the migrations: the command, and where it is explained.
-pub const MIGRATIONS: (&str, &str, &str) =
-    ("Migrations", "blue/green with", "warren apply --migrate");
+/// The migrations' words: their heading, how they move a queue and the command that
+/// runs them.
+#[derive(Debug, Clone, Copy)]
+pub struct MigrationsWording {
+    pub heading: &'static str,
+    /// How a migration moves a queue, before the command: `blue/green with`.
+    pub method: &'static str,
+    pub command: &'static str,
+}
+
+pub const MIGRATIONS: MigrationsWording = MigrationsWording {
+    heading: "Migrations",
+    method: "blue/green with",
+    command: "warren apply --migrate",
+};
 const PLUGIN: &str = "which needs the rabbitmq_shovel plugin";
 const MIGRATION_DOC: &str = "docs/migration.md";
 const UNDER_WAY: &str = "under way";
@@ -41,7 +53,7 @@ pub(super) fn migration_items(plan: &Plan) -> Vec<MigrationItem<'_>> {
 pub fn migrations_aside() -> String {
     format!(
         "({} `{}`, {PLUGIN}; {MIGRATION_DOC})",
-        MIGRATIONS.1, MIGRATIONS.2
+        MIGRATIONS.method, MIGRATIONS.command
     )
 }
 

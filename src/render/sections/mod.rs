@@ -1,7 +1,8 @@
 //! What a plan says, section by section: the one model the text plan
 //! (render/plan.rs) and the markdown plan (render/markdown.rs) lay out. Every phrase a
-//! plan prints is written here once; the layouts choose colors or markdown, indents,
-//! tables and how much of a long list they show, never the words. Where the two
+//! plan prints is written here once (a kind's nouns are the model's:
+//! `ObjectKind::noun`, `ObjectKind::plural`); the layouts choose colors or markdown,
+//! indents, tables and how much of a long list they show, never the words. Where the two
 //! outputs word a fact differently (a terminal line is terse, a pull-request comment
 //! explains), both forms sit side by side here.
 //!
@@ -30,7 +31,7 @@ pub use changes::{
     replaced_sentence,
 };
 use migrations::migration_items;
-pub use migrations::{MIGRATIONS, MigrationItem, migrations_aside};
+pub use migrations::{MIGRATIONS, MigrationItem, MigrationsWording, migrations_aside};
 
 /// What a span of text means; the text layout gives each a color.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,31 +92,13 @@ pub fn action(action: Action, migrated: bool) -> (&'static str, Tone, &'static s
     }
 }
 
-/// A kind's noun, singular and plural.
-pub fn noun(kind: ObjectKind) -> (&'static str, &'static str) {
-    match kind {
-        ObjectKind::Vhost => ("vhost", "vhosts"),
-        ObjectKind::VhostLimits => ("vhost limits", "vhost limits"),
-        ObjectKind::Exchange => ("exchange", "exchanges"),
-        ObjectKind::Queue => ("queue", "queues"),
-        ObjectKind::Binding => ("binding", "bindings"),
-        ObjectKind::Policy => ("policy", "policies"),
-        ObjectKind::OperatorPolicy => ("operator policy", "operator policies"),
-        ObjectKind::User => ("user", "users"),
-        ObjectKind::Permission => ("permission", "permissions"),
-        ObjectKind::TopicPermission => ("topic permission", "topic permissions"),
-        ObjectKind::GlobalParameter => ("global parameter", "global parameters"),
-        ObjectKind::Parameter => ("parameter", "parameters"),
-    }
-}
-
 /// The heading of a kind's changes in the text plan: the plural, shorter for the two
 /// kinds a vhost has one of.
 pub fn kind_heading(kind: ObjectKind) -> &'static str {
     match kind {
         ObjectKind::Vhost => "vhost",
         ObjectKind::VhostLimits => "limits",
-        kind => noun(kind).1,
+        kind => kind.plural(),
     }
 }
 
@@ -189,12 +172,18 @@ pub fn no_changes(differs: Differs, compared: Compared) -> (&'static str, String
     }
 }
 
-/// The drift section's heading and what resolves it (docs/plan-format.md,
-/// "Effective-policy drift").
-pub const DRIFT: (&str, &str) = (
-    "Policies that are not the spec's override what it sets",
-    "raise the spec's `policy_priority` (or its policy's priority) above theirs, narrow the other policy's pattern, or accept the override in the spec by setting the same value",
-);
+/// The drift section's words (docs/plan-format.md, "Effective-policy drift").
+#[derive(Debug, Clone, Copy)]
+pub struct DriftWording {
+    pub heading: &'static str,
+    /// What resolves it.
+    pub fix: &'static str,
+}
+
+pub const DRIFT: DriftWording = DriftWording {
+    heading: "Policies that are not the spec's override what it sets",
+    fix: "raise the spec's `policy_priority` (or its policy's priority) above theirs, narrow the other policy's pattern, or accept the override in the spec by setting the same value",
+};
 
 /// One queue or exchange whose settings another policy overrides, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -316,24 +305,51 @@ pub fn cannot_be_applied() -> String {
 
 /// What apply does with adopted objects.
 const ADOPTION: &str = "apply records them as this spec's, without changing them";
-/// Adopted objects: the text plan's counted noun (`N existing objects adopted`), the
-/// markdown's heading and explanation.
-pub const ADOPTED: (&str, &str, &str) = (
-    "existing object",
-    "Adopted",
-    "existing objects that match the spec and that no spec manages",
-);
-/// Objects in scope no spec manages: the heading, what happens to them, and the flag.
-pub const UNMANAGED: (&str, &str, &str) = (
-    "Not managed by any spec",
-    "left alone",
-    "`--prune-unmanaged` deletes them",
-);
-/// The heading of unknown passwords and what follows the users.
-pub const UNKNOWN_PASSWORDS: (&str, &str) = (
-    "Passwords not known here:",
-    "They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
-);
+/// The adopted objects' words.
+#[derive(Debug, Clone, Copy)]
+pub struct AdoptedWording {
+    /// The text plan counts them with it: `3 existing objects adopted:`.
+    pub counted: &'static str,
+    /// The markdown plan's heading.
+    pub heading: &'static str,
+    /// The markdown plan's explanation, before what apply does with them.
+    pub about: &'static str,
+}
+
+pub const ADOPTED: AdoptedWording = AdoptedWording {
+    counted: "existing object",
+    heading: "Adopted",
+    about: "existing objects that match the spec and that no spec manages",
+};
+
+/// The words of the objects in scope that no spec manages.
+#[derive(Debug, Clone, Copy)]
+pub struct UnmanagedWording {
+    pub heading: &'static str,
+    /// What a plan does with them.
+    pub fate: &'static str,
+    /// The flag that deletes them instead.
+    pub prune: &'static str,
+}
+
+pub const UNMANAGED: UnmanagedWording = UnmanagedWording {
+    heading: "Not managed by any spec",
+    fate: "left alone",
+    prune: "`--prune-unmanaged` deletes them",
+};
+
+/// The words of the users whose password a plan could not read.
+#[derive(Debug, Clone, Copy)]
+pub struct UnknownPasswordsWording {
+    pub heading: &'static str,
+    /// The sentence after the users: what that means for the plan.
+    pub then: &'static str,
+}
+
+pub const UNKNOWN_PASSWORDS: UnknownPasswordsWording = UnknownPasswordsWording {
+    heading: "Passwords not known here:",
+    then: "They are not compared; `warren apply SPEC` reads them where they are set, and this plan, saved, is not applied.",
+};
 
 /// The text plan's explanation of adopted objects.
 pub fn adopted_aside() -> String {
@@ -342,7 +358,7 @@ pub fn adopted_aside() -> String {
 
 /// The markdown plan's explanation of adopted objects.
 pub fn adopted_about() -> String {
-    format!("{}: {ADOPTION}", ADOPTED.2)
+    format!("{}: {ADOPTION}", ADOPTED.about)
 }
 
 /// A plan's first line: whose plan it is, against what.

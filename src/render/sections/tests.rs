@@ -4,11 +4,7 @@ use crate::model::ObjectKind;
 use serde_json::json;
 
 fn queue(name: &str) -> ObjectId {
-    ObjectId {
-        kind: ObjectKind::Queue,
-        vhost: Some("shop".into()),
-        name: name.into(),
-    }
+    ObjectId::in_vhost(ObjectKind::Queue, "shop", name)
 }
 
 fn kinds(sections: &[Section<'_>]) -> Vec<&'static str> {
