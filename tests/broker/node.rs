@@ -838,9 +838,11 @@ impl Node {
     }
 
     /// `warren ARGS` against this node: [`support::warren`] with the node's
-    /// management URL and credentials (`--url`, `--user`, `--password`) appended.
+    /// management URL and credentials (`--url`, `--user`, `--password`) appended, and
+    /// `WARREN_TIMEOUT` at [`REQUEST_TIMEOUT_SECONDS`] unless the test gives `--timeout`.
     pub fn warren(&self, args: &[&str]) -> Command {
         let mut command = support::warren(args);
+        command.env("WARREN_TIMEOUT", REQUEST_TIMEOUT_SECONDS.to_string());
         command.args([
             "--url",
             &self.mgmt_url,
@@ -873,6 +875,14 @@ impl Drop for Node {
         let _ = fs::remove_dir_all(&self.dir);
     }
 }
+
+/// How long warren waits for one request of a test's apply or plan, unless the test
+/// gives `--timeout`: a bound for an answer that never comes, not for a slow one. The
+/// shared nodes serve three tests at once, and a node busy with another test's
+/// thousands of deletes left a 3.10 record write unanswered for over the default 60 s
+/// (four test threads, a loaded machine): the apply then reported, rightly, that its
+/// record was not written, and the test, about something else, failed.
+pub const REQUEST_TIMEOUT_SECONDS: u64 = 300;
 
 /// Polls `f` every 100 ms until it returns true; false if `timeout` passes first.
 pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
