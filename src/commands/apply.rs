@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ask::ask_to_apply;
+use super::diagnostics::{Effect, report};
+use super::inputs::{client, environment_choice, load_spec};
+use super::output::{broker_failed, fail, fail_with};
 use super::plan::{Output, reported};
-use super::{
-    Context, EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, environment_choice,
-    exit, fail, fail_with, load_spec, report, runtime, stop_on_signals,
-};
+use super::runtime::{runtime, stop_on_signals};
+use super::streams::{ErrorLog, colors};
+use super::{Context, EXIT_ERROR, EXIT_OK, exit};
 use crate::apply::run::{self, Confirmation, Conversation, Input, Outcome};
 use crate::apply::{self, ApplyReport};
 use crate::cli::{BrokerArgs, Format, PlanOptions, parse_wait};
@@ -245,7 +247,7 @@ impl Conversation for Terminal<'_> {
         match self.output.format {
             Format::Json => {
                 if confirming {
-                    let style = Style::new(super::colors(self.output.color, &std::io::stderr()));
+                    let style = Style::new(colors(self.output.color, &std::io::stderr()));
                     let _ = render_text(self.stderr, plan, style);
                 }
                 true

@@ -2,7 +2,8 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use super::{ErrorLog, fail};
+use super::output::fail;
+use super::streams::ErrorLog;
 
 /// Asks whether to apply, on stdout; anything but "yes" declines.
 pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> bool {

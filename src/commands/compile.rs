@@ -3,7 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, read_spec, report};
+use super::diagnostics::{Effect, report};
+use super::inputs::{load_spec, read_spec};
+use super::output::fail;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::{ExportFormat, SpecArgs};
 use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;

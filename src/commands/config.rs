@@ -3,7 +3,9 @@
 
 use std::io::Write;
 
-use super::{ErrorLog, environment, fail};
+use super::inputs::environment;
+use super::output::fail;
+use super::streams::ErrorLog;
 use crate::cli::{BrokerArgs, TraceFormat};
 use crate::render;
 

@@ -2,7 +2,11 @@
 
 use std::io::Write;
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
+use super::diagnostics::{Effect, report};
+use super::inputs::load_spec;
+use super::output::fail;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::{GraphFormat, SpecArgs};
 
 /// The flags of `warren graph`.

@@ -3,7 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{EXIT_OK, ErrorLog, broker_failed, client, fail, runtime};
+use super::EXIT_OK;
+use super::inputs::client;
+use super::output::{broker_failed, fail};
+use super::runtime::runtime;
+use super::streams::ErrorLog;
 use crate::cli::{BrokerArgs, parse_target};
 use crate::model::version::TargetVersion;
 

@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail, read_spec, read_spec_in_every_environment};
+use super::inputs::{read_definitions, read_spec, read_spec_in_every_environment};
+use super::output::fail;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
 use crate::lint::{self, Level, RULES};
 use crate::model::version::TargetVersion;
@@ -65,16 +68,14 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
             };
             (path, texts, diagnostics)
         }
-        (None, Some(path)) => {
-            match super::read_definitions(path, args.vhost.as_deref(), target, stderr) {
-                Ok(read) => (
-                    path,
-                    Texts::default(),
-                    lint::lint_definitions(&read.definitions, read.target.target),
-                ),
-                Err(message) => return fail(stderr, &message),
-            }
-        }
+        (None, Some(path)) => match read_definitions(path, args.vhost.as_deref(), target, stderr) {
+            Ok(read) => (
+                path,
+                Texts::default(),
+                lint::lint_definitions(&read.definitions, read.target.target),
+            ),
+            Err(message) => return fail(stderr, &message),
+        },
         (None, None) => return fail(stderr, "give a spec file or --definitions FILE"),
     };
     let file = file.as_path();

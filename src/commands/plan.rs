@@ -5,10 +5,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{
-    Context, EXIT_CHANGES, EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit,
-    fail, load_spec, read_definitions, report, runtime, say_request_count,
-};
+use super::diagnostics::{Effect, report};
+use super::inputs::{client, load_spec, read_definitions};
+use super::output::{broker_failed, fail};
+use super::runtime::{runtime, say_request_count};
+use super::streams::{ErrorLog, colors};
+use super::{Context, EXIT_CHANGES, EXIT_ERROR, EXIT_OK, exit};
 use crate::cli::{BrokerArgs, ColorWhen, Format, PlanOptions};
 use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, Plan, PlanError, Planned};
@@ -80,7 +82,7 @@ impl Output {
     pub(super) fn print(self, plan: &Plan, stdout: &mut dyn Write) -> std::io::Result<()> {
         match self.format {
             Format::Text => {
-                let style = Style::new(super::colors(self.color, &std::io::stdout()));
+                let style = Style::new(colors(self.color, &std::io::stdout()));
                 render_text(stdout, plan, style)
             }
             Format::Json => writeln!(

@@ -7,10 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::ask::ask_yes;
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail, fail_with, load_spec,
-    report, runtime, stop_on_signals,
-};
+use super::diagnostics::{Effect, report};
+use super::inputs::{client, load_spec};
+use super::output::{broker_failed, fail, fail_with};
+use super::runtime::{runtime, stop_on_signals};
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK, exit};
 use crate::cli::{BrokerArgs, EnvArg, TraceFormat, parse_wait};
 use crate::compile::{self, Options};
 use crate::plan::spec_name;

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use clap::CommandFactory;
 
-use super::{Cli, EXIT_OK, ErrorLog, fail};
+use super::output::fail;
+use super::streams::ErrorLog;
+use super::{Cli, EXIT_OK};
 
 /// The flags of `warren completions`.
 #[derive(Debug, clap::Args)]

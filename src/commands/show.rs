@@ -4,8 +4,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::output::fail;
 use super::plan::Output;
-use super::{Context, EXIT_ERROR, EXIT_OK, ErrorLog, fail};
+use super::streams::ErrorLog;
+use super::{Context, EXIT_ERROR, EXIT_OK};
 use crate::cli::Format;
 use crate::plan;
 

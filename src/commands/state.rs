@@ -6,9 +6,12 @@ use std::path::Path;
 use clap::Subcommand;
 
 use super::ask::confirm;
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
-};
+use super::diagnostics::{Effect, report};
+use super::inputs::{client, load_spec};
+use super::output::{broker_failed, fail};
+use super::runtime::runtime;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::apply::repair::{self, PrepareError, RepairError};
 use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;

@@ -3,10 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
-    say_request_count,
-};
+use super::diagnostics::{Effect, report};
+use super::inputs::{client, load_spec};
+use super::output::{broker_failed, fail};
+use super::runtime::{runtime, say_request_count};
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::{BrokerArgs, EnvArg, StatusFormat, parse_target};
 use crate::model::TargetVersion;
 use crate::render::status;

@@ -3,7 +3,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
+use super::diagnostics::{Effect, report};
+use super::inputs::load_spec;
+use super::output::fail;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::{EnvArg, TraceFormat, parse_target};
 use crate::compile::{self, Options};
 use crate::model::TargetVersion;

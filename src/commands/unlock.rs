@@ -3,10 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail_with, load_spec,
-    runtime,
-};
+use super::diagnostics::Effect;
+use super::inputs::{client, load_spec};
+use super::output::{broker_failed, fail_with};
+use super::runtime::runtime;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK, exit};
 use crate::apply::{self, UnlockError};
 use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;

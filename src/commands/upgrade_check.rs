@@ -4,9 +4,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, runtime,
-};
+use super::diagnostics::Effect;
+use super::inputs::{client, load_spec};
+use super::output::{broker_failed, fail};
+use super::runtime::runtime;
+use super::streams::ErrorLog;
+use super::{EXIT_ERROR, EXIT_OK};
 use crate::cli::{BrokerArgs, Deny, EnvArg, parse_target};
 use crate::model::version::TargetVersion;
 use crate::render::upgrade as render;
