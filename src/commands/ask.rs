@@ -2,7 +2,6 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use super::output::fail;
 use super::streams::ErrorLog;
 
 /// Asks whether to apply, on stdout; anything but "yes" declines.
@@ -31,10 +30,7 @@ pub(super) fn ask_yes(
     stderr: &mut dyn ErrorLog,
 ) -> bool {
     if !std::io::stdin().is_terminal() {
-        fail(
-            stderr,
-            &format!("no terminal to confirm on: {without_terminal}"),
-        );
+        stderr.error(&format!("no terminal to confirm on: {without_terminal}"));
         return false;
     }
     let text = format!("\n{question} Only `yes` is accepted: ");

@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
-use super::diagnostics::Effect;
+use super::diagnostics::{Effect, unloaded};
+use super::result::CommandError;
 use super::streams::ErrorLog;
 use crate::broker::{BrokerError, Client};
 use crate::cli::{BrokerArgs, EnvArg};
 use crate::model::TargetVersion;
-use crate::render::diagnostics;
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::environment::Choice;
 use crate::spec::{self, SpecFile};
@@ -51,23 +51,15 @@ pub(super) fn environment_choice(environment: &EnvArg) -> EnvironmentChoice {
     }
 }
 
-/// Loads a spec (a file or a directory) for the environment chosen, printing its
-/// diagnostics; `None` when it does not load.
+/// Loads a spec (a file or a directory) for the environment chosen; when it does not
+/// load, the error that says its diagnostics.
 pub(super) fn load_spec(
     path: &Path,
     environment: &EnvArg,
     effect: Effect,
-    stderr: &mut dyn ErrorLog,
-) -> Option<SpecFile> {
-    match spec::load(path, environment_choice(environment).as_choice()) {
-        Ok(file) => Some(file),
-        Err(found) => {
-            let texts = spec::Texts::for_report(path, &found);
-            let _ = diagnostics::render_with(stderr, path, &texts, &found, effect.ending());
-            stderr.said_diagnostics(path, &found);
-            None
-        }
-    }
+) -> Result<SpecFile, CommandError> {
+    spec::load(path, environment_choice(environment).as_choice())
+        .map_err(|found| unloaded(path, &found, effect))
 }
 
 /// Reads a spec for a command that reports its load errors itself, as findings

@@ -1,9 +1,11 @@
-//! One function per subcommand: flags in, one library call, rendered output and an
-//! exit code out. Each command's flags are one `Args` struct in its own file, and the
-//! command line below gathers them. What commands share is in files of its own: what
-//! they read ([`inputs`]), a spec's diagnostics ([`diagnostics`]), the streams they
-//! write to ([`streams`]), the runtime and signals of the broker commands
-//! ([`runtime`]), how a failure is output ([`output`]) and the exit codes ([`exit`]).
+//! One function per subcommand: flags in, one library call, rendered output and a
+//! [`CommandResult`] out, which one handler ([`output::finish`]) turns into the
+//! command's error output and its exit code. Each command's flags are one `Args`
+//! struct in its own file, and the command line below gathers them. What commands
+//! share is in files of its own: what they read ([`inputs`]), a spec's diagnostics
+//! ([`diagnostics`]), the streams they write to ([`streams`]), the runtime and signals
+//! of the broker commands ([`runtime`]), what they return ([`result`]) and the exit
+//! codes ([`exit`]).
 
 mod apply;
 mod ask;
@@ -18,6 +20,7 @@ mod lint;
 mod output;
 mod plan;
 mod replay;
+mod result;
 mod runtime;
 mod schema;
 mod shell;
@@ -35,8 +38,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::cli::ColorWhen;
-pub use exit::{CHANGES as EXIT_CHANGES, ERROR as EXIT_ERROR, OK as EXIT_OK};
-use streams::{ClosedPipeIsEnd, Stderr};
+use output::Reply;
+use result::CommandResult;
+use streams::{ClosedPipeIsEnd, ErrorLog, Stderr};
 
 /// RabbitMQ topology as code: compile a short YAML spec (services, consumers, retry
 /// ladders, users) into broker definitions and policies.
@@ -133,7 +137,7 @@ pub(crate) struct Context {
     pub color: ColorWhen,
 }
 
-/// Parses the command line and runs the command.
+/// Parses the command line, runs the command and hands its result to the handler.
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -141,9 +145,9 @@ pub fn run() -> ExitCode {
             print_usage_error(&err);
             // Usage errors exit 1, not clap's 2: `plan` uses 2 for "changes pending".
             return ExitCode::from(if err.use_stderr() {
-                EXIT_ERROR
+                exit::ERROR
             } else {
-                EXIT_OK
+                exit::OK
             });
         }
     };
@@ -152,34 +156,45 @@ pub fn run() -> ExitCode {
     // ticker, the plain lines' heartbeat) writes to stderr from a thread of its own,
     // which would wait for the lock forever.
     let stderr = &mut Stderr::new(std::io::stderr());
-    let json = cli.command.prints_json();
     let context = Context { color: cli.color };
-    let code = match &cli.command {
+    let reply = dispatch(&cli.command, &context, stdout, stderr);
+    let code = output::finish(reply, cli.command.prints_json(), stdout, stderr);
+    let _ = stdout.flush();
+    ExitCode::from(code)
+}
+
+/// Runs the command. `apply` and `replay` reply with the JSON document they print
+/// whatever happened; the others with their result alone.
+fn dispatch(
+    command: &Command,
+    context: &Context,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> Reply {
+    let result: CommandResult = match command {
+        Command::Apply(args) => return apply::apply(args, context, stdout, stderr),
+        Command::Replay(args) => return replay::replay(args, stdout, stderr),
         Command::Validate(args) => compile::validate(args, stdout, stderr),
         Command::Compile(args) => compile::compile(args, stdout, stderr),
         Command::Export(args) => compile::export(args, stdout, stderr),
         Command::Schema => schema::print(stdout),
-        Command::Plan(args) => plan::plan(args, &context, stdout, stderr),
-        Command::Apply(args) => apply::apply(args, &context, stdout, stderr),
-        Command::Show(args) => show::show(args, &context, stdout, stderr),
+        Command::Plan(args) => plan::plan(args, context, stdout, stderr),
+        Command::Show(args) => show::show(args, context, stdout),
         Command::Lint(args) => lint::lint(args, stdout, stderr),
         Command::Import(args) => import::import(args, stdout, stderr),
-        Command::Rules(args) => lint::rules(args, stdout, stderr),
-        Command::Unlock(args) => unlock::unlock(args, stdout, stderr),
-        Command::Diff(args) => plan::diff(args, &context, stdout, stderr),
+        Command::Rules(args) => lint::rules(args, stdout),
+        Command::Unlock(args) => unlock::unlock(args, stdout),
+        Command::Diff(args) => plan::diff(args, context, stdout, stderr),
         Command::Graph(args) => graph::graph(args, stdout, stderr),
-        Command::Trace(args) => trace::trace(args, stdout, stderr),
-        Command::Replay(args) => replay::replay(args, stdout, stderr),
+        Command::Trace(args) => trace::trace(args, stdout),
         Command::Status(args) => status::status(args, stdout, stderr),
-        Command::Config(args) => config::config(args, stdout, stderr),
+        Command::Config(args) => config::config(args, stdout),
         Command::Completions(args) => shell::completions(args, stdout),
         Command::Man(args) => shell::man(args, stdout, stderr),
         Command::State(args) => state::state(args, stdout, stderr),
-        Command::UpgradeCheck(args) => upgrade_check::upgrade_check(args, stdout, stderr),
+        Command::UpgradeCheck(args) => upgrade_check::upgrade_check(args, stdout),
     };
-    let code = output::finish(code, json, stdout, stderr);
-    let _ = stdout.flush();
-    ExitCode::from(code)
+    Reply::from(result)
 }
 
 /// Prints a command-line error. A missing argument's usage line names only what the

@@ -41,6 +41,14 @@ pub(crate) trait ErrorLog: Write {
     fn said_diagnostics(&mut self, file: &Path, diagnostics: &[Diagnostic]);
     /// Everything remembered.
     fn errors(&self) -> &Said;
+
+    /// Says an error line (`error: …`) and remembers it. A command's own error is said
+    /// by the handler ([`super::output::finish`]); this is for an error said on the
+    /// way, before the one the command ends with (no terminal to ask on).
+    fn error(&mut self, message: &str) {
+        let _ = writeln!(self, "error: {message}");
+        self.said(message);
+    }
 }
 
 impl<W: Write> ErrorLog for Stderr<W> {

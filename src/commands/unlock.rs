@@ -5,11 +5,9 @@ use std::path::PathBuf;
 
 use super::diagnostics::Effect;
 use super::inputs::{client, load_spec};
-use super::output::{broker_failed, fail_with};
+use super::result::{CommandResult, Success};
 use super::runtime::runtime;
-use super::streams::ErrorLog;
-use super::{EXIT_ERROR, EXIT_OK, exit};
-use crate::apply::{self, UnlockError};
+use crate::apply;
 use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;
 use crate::render;
@@ -30,21 +28,11 @@ pub struct UnlockArgs {
 }
 
 /// `warren unlock SPEC --holder HOLDER`.
-pub fn unlock(args: &UnlockArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    let Some(file) = load_spec(&args.spec, &args.env, Effect::Changes, stderr) else {
-        return EXIT_ERROR;
-    };
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
+pub fn unlock(args: &UnlockArgs, stdout: &mut dyn Write) -> CommandResult {
+    let file = load_spec(&args.spec, &args.env, Effect::Changes)?;
+    let client = client(&args.broker)?;
     let name = spec_name(&file);
-    match runtime().block_on(apply::unlock(&client, &name, &args.holder)) {
-        Ok(unlocked) => {
-            let _ = render::apply::unlocked(stdout, &name, &unlocked);
-            EXIT_OK
-        }
-        Err(UnlockError::Broker(err)) => broker_failed(stderr, &err),
-        Err(err) => fail_with(stderr, exit::REFUSED, &err.to_string()),
-    }
+    let unlocked = runtime().block_on(apply::unlock(&client, &name, &args.holder))?;
+    let _ = render::apply::unlocked(stdout, &name, &unlocked);
+    Ok(Success::Done)
 }
