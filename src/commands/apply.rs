@@ -7,12 +7,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Context;
 use super::ask::ask_to_apply;
-use super::plan::{Output, reported};
-use super::{
-    Context, EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, environment_choice,
-    exit, fail, fail_with, load_spec, report, runtime, stop_on_signals,
-};
+use super::diagnostics::{Effect, say_warnings};
+use super::exit::{self, Failure};
+use super::inputs::{client, environment_choice, load_spec};
+use super::output::Reply;
+use super::plan::{Output, not_planned};
+use super::result::{CommandError, CommandResult, Success};
+use super::runtime::{runtime, stop_on_signals};
+use super::streams::{ErrorLog, colors};
 use crate::apply::run::{self, Confirmation, Conversation, Input, Outcome};
 use crate::apply::{self, ApplyReport};
 use crate::cli::{BrokerArgs, Format, PlanOptions, parse_wait};
@@ -62,23 +66,16 @@ pub fn apply(
     context: &Context,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
-) -> u8 {
+) -> Reply {
     let output = Output::new(&args.plan, context);
     let mut document = Document::default();
-    let code = apply_target(args, output, &mut document, stdout, stderr);
-    if output.format == Format::Json {
-        let error = (code != EXIT_OK).then(|| {
-            let said = stderr.errors();
-            render::errors::error_value(code, exit::class(code), &said.messages, &said.diagnostics)
-        });
-        let document = apply_document(document.plan.as_ref(), document.applied.as_ref(), error);
-        let _ = writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&document).expect("JSON")
-        );
+    let result = apply_target(args, output, &mut document, stdout, stderr);
+    match output.format {
+        Format::Json => Reply::documented(result, move |error| {
+            apply_document(document.plan.as_ref(), document.applied.as_ref(), error)
+        }),
+        _ => Reply::from(result),
     }
-    code
 }
 
 /// What the JSON document of one apply holds: the plan it showed, what it applied.
@@ -94,28 +91,21 @@ fn apply_target(
     document: &mut Document,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let saved = match plan::file::read_expecting(&args.target, args.expect_digest.as_ref()) {
-        Ok(saved) => saved,
-        // A file that is not the reviewed plan is refused, as a stale plan is.
-        Err(NotRead::NotReviewed(why)) => return fail_with(stderr, exit::REFUSED, &why),
-        Err(NotRead::Unreadable(why)) => return fail(stderr, &why),
-    };
-    if let Some(plan) = &saved
-        && let Err(err) = plan::file::check_appliable(plan, &args.target)
-    {
-        return fail(stderr, &err);
+) -> CommandResult {
+    let saved = plan::file::read_expecting(&args.target, args.expect_digest.as_ref()).map_err(
+        |not_read| match not_read {
+            // A file that is not the reviewed plan is refused, as a stale plan is.
+            NotRead::NotReviewed(why) => CommandError::refused(why),
+            NotRead::Unreadable(why) => CommandError::error(why),
+        },
+    )?;
+    if let Some(plan) = &saved {
+        plan::file::check_appliable(plan, &args.target)?;
+        let choice = environment_choice(&args.plan.env);
+        plan::file::check_environment(plan, &args.target, choice.as_choice())
+            .map_err(|wrong| wrong.to_string())?;
     }
-    let choice = environment_choice(&args.plan.env);
-    if let Some(plan) = &saved
-        && let Err(wrong) = plan::file::check_environment(plan, &args.target, choice.as_choice())
-    {
-        return fail(stderr, &wrong.to_string());
-    }
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
+    let client = client(&args.broker)?;
     let runtime = runtime();
     // From here on a signal stops the apply cleanly: before it starts (nothing is
     // changed), or at its next safe point.
@@ -134,11 +124,7 @@ fn apply_target(
     let (input, file) = match saved {
         Some(plan) => (Input::Saved(Box::new(plan)), None),
         None => {
-            let Some(file) = load_spec(&args.target, &args.plan.env, Effect::Changes, stderr)
-            else {
-                return EXIT_ERROR;
-            };
-            let file = Arc::new(file);
+            let file = Arc::new(load_spec(&args.target, &args.plan.env, Effect::Changes)?);
             let input = Input::Spec {
                 file: Arc::clone(&file),
                 target: args.plan.target_version,
@@ -177,7 +163,7 @@ fn apply_target(
                 requests,
                 ..Applied::default()
             });
-            EXIT_OK
+            Ok(Success::Done)
         }
         Outcome::NothingToApply => {
             // A spec's plan was shown, and says so; a saved plan's is not.
@@ -185,30 +171,25 @@ fn apply_target(
                 let _ = render::apply::nothing_to_apply(stdout);
             }
             document.applied = Some(Applied::default());
-            EXIT_OK
+            Ok(Success::Done)
         }
-        Outcome::Declined(why) => fail_with(stderr, exit::of_declined(why), &why.to_string()),
+        Outcome::Declined(why) => Err(why.into()),
         Outcome::Failed(error) => {
-            let code = exit::of_apply(&error);
-            match error.report() {
+            let failure = exit::of_apply(&error);
+            Err(match error.report() {
                 Some(report) => {
-                    fail_with(stderr, code, &error.to_string());
-                    let _ = render::apply::unfinished(stderr, report);
                     document.applied = Some(unfinished(report, requests));
+                    CommandError::new(failure, error.to_string())
+                        .followed_by(|out| render::apply::unfinished(out, report))
                 }
-                None => {
-                    fail_with(stderr, code, &format!("{error}; nothing was changed"));
-                }
-            }
-            code
+                None => CommandError::new(failure, format!("{error}; nothing was changed")),
+            })
         }
         Outcome::NotPlanned(error) => {
             let file = file.expect("only a spec is planned");
-            reported(&file, Err(error), Effect::Changes, stderr)
-                .err()
-                .unwrap_or(EXIT_ERROR)
+            Err(not_planned(&file, error, Effect::Changes, stderr))
         }
-        Outcome::NotShown => EXIT_ERROR,
+        Outcome::NotShown => Err(CommandError::already_shown(Failure::Error)),
     }
 }
 
@@ -235,7 +216,7 @@ struct Terminal<'t> {
 impl Conversation for Terminal<'_> {
     fn planned(&mut self, warnings: &[Diagnostic]) {
         if let Some(file) = self.file {
-            report(file, warnings, Effect::Changes, self.stderr);
+            say_warnings(file, warnings, Effect::Changes, self.stderr);
         }
     }
 
@@ -245,7 +226,7 @@ impl Conversation for Terminal<'_> {
         match self.output.format {
             Format::Json => {
                 if confirming {
-                    let style = Style::new(super::colors(self.output.color, &std::io::stderr()));
+                    let style = Style::new(colors(self.output.color, &std::io::stderr()));
                     let _ = render_text(self.stderr, plan, style);
                 }
                 true

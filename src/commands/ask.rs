@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use super::{ErrorLog, fail};
+use super::streams::ErrorLog;
 
 /// Asks whether to apply, on stdout; anything but "yes" declines.
 pub(super) fn confirm(stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> bool {
@@ -30,10 +30,7 @@ pub(super) fn ask_yes(
     stderr: &mut dyn ErrorLog,
 ) -> bool {
     if !std::io::stdin().is_terminal() {
-        fail(
-            stderr,
-            &format!("no terminal to confirm on: {without_terminal}"),
-        );
+        stderr.error(&format!("no terminal to confirm on: {without_terminal}"));
         return false;
     }
     let text = format!("\n{question} Only `yes` is accepted: ");

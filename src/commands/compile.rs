@@ -3,7 +3,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, read_spec, report};
+use super::diagnostics::{Effect, invalid, say_warnings};
+use super::exit::Failure;
+use super::inputs::{load_spec, read_spec};
+use super::result::{CommandError, CommandResult, Success};
+use super::streams::ErrorLog;
 use crate::cli::{ExportFormat, SpecArgs};
 use crate::compile::{self, Compiled, Options};
 use crate::definitions_file;
@@ -15,15 +19,15 @@ use crate::render;
 use crate::spec::SpecFile;
 
 /// Loads and compiles for `--target-version`, else the spec's `rabbitmq`
-/// ([`SpecFile::target`]), printing diagnostics: the spec read, what it compiled to
-/// and the line it compiled for; `None` when there were errors.
+/// ([`SpecFile::target`]), printing the warnings: the spec read, what it compiled to
+/// and the line it compiled for; or the error of a spec with errors.
 fn load_and_compile(
     args: &SpecArgs,
     read_secrets: bool,
     effect: Effect,
     stderr: &mut dyn ErrorLog,
-) -> Option<(SpecFile, Compiled, TargetVersion)> {
-    let file = load_spec(&args.spec, &args.env, effect, stderr)?;
+) -> Result<(SpecFile, Compiled, TargetVersion), CommandError> {
+    let file = load_spec(&args.spec, &args.env, effect)?;
     let target = file.target(args.target_version);
     let options = if read_secrets {
         Options::reading_secrets(&file, target)
@@ -35,13 +39,10 @@ fn load_and_compile(
     };
     match compile::compile(&file, &options) {
         Ok(compiled) => {
-            report(&file, &compiled.warnings, effect, stderr);
-            Some((file, compiled, target))
+            say_warnings(&file, &compiled.warnings, effect, stderr);
+            Ok((file, compiled, target))
         }
-        Err(found) => {
-            report(&file, &found, effect, stderr);
-            None
-        }
+        Err(found) => Err(invalid(&file, &found, effect)),
     }
 }
 
@@ -84,7 +85,11 @@ pub struct ExportArgs {
 }
 
 /// `warren validate SPEC`: compiles, and passes the lint rules at the `deny` level.
-pub fn validate(args: &ValidateArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn validate(
+    args: &ValidateArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
     let args = &args.spec;
     let read = read_spec(&args.spec, &args.env);
     let validation = lint::validate_spec(&args.spec, read, args.target_version);
@@ -95,9 +100,11 @@ pub fn validate(args: &ValidateArgs, stdout: &mut dyn Write, stderr: &mut dyn Er
         &validation.shown,
         Effect::Reads.ending(),
     );
-    let Some(objects) = validation.objects.filter(|_| validation.is_valid()) else {
-        return EXIT_ERROR;
-    };
+    // The diagnostics just said are the output of a spec that is not valid.
+    let objects = validation
+        .objects
+        .filter(|_| validation.is_valid())
+        .ok_or_else(|| CommandError::already_shown(Failure::Error))?;
     let warnings = match validation.lint_warnings {
         0 => String::new(),
         n => format!(
@@ -113,20 +120,21 @@ pub fn validate(args: &ValidateArgs, stdout: &mut dyn Write, stderr: &mut dyn Er
         crate::text::count(objects, "object"),
         validation.target
     );
-    EXIT_OK
+    Ok(Success::Done)
 }
 
 /// `warren compile SPEC [--contract]`.
-pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn compile(
+    args: &CompileArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
     let CompileArgs {
         spec: args,
         contract,
     } = args;
     // The contract names queues and exchanges, never a password: it needs no secrets.
-    let Some((_, compiled, target)) = load_and_compile(args, !*contract, Effect::Reads, stderr)
-    else {
-        return EXIT_ERROR;
-    };
+    let (_, compiled, target) = load_and_compile(args, !*contract, Effect::Reads, stderr)?;
     let json = if *contract {
         serde_json::to_string_pretty(&compiled.contract)
     } else {
@@ -147,28 +155,37 @@ pub fn compile(args: &CompileArgs, stdout: &mut dyn Write, stderr: &mut dyn Erro
         stderr,
         "compiled {what} for RabbitMQ {target}; --target-version chooses another"
     );
-    match json.map(|text| writeln!(stdout, "{text}")) {
-        Ok(Ok(())) => EXIT_OK,
-        _ => EXIT_ERROR,
-    }
+    let text = json.map_err(|_| CommandError::already_shown(Failure::Error))?;
+    writeln!(stdout, "{text}").map_err(CommandError::unwritten)?;
+    Ok(Success::Done)
 }
 
 /// `warren export SPEC -o FILE [--format json|k8s]`.
-pub fn export(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    if args.format == ExportFormat::K8s {
-        return export_k8s(args, stdout, stderr);
+pub fn export(
+    args: &ExportArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
+    match args.format {
+        ExportFormat::Json => export_definitions(args, stdout, stderr),
+        ExportFormat::K8s => export_k8s(args, stdout, stderr),
     }
+}
+
+/// `warren export SPEC -o FILE`: a definitions file, with the applications' secrets.
+fn export_definitions(
+    args: &ExportArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
     if args.cluster.is_some() || args.namespace.is_some() {
-        return fail(
-            stderr,
+        return Err(CommandError::error(
             "--cluster and --namespace are for `--format k8s` only; a definitions file names neither",
-        );
+        ));
     }
     let output = &args.output;
     let args = &args.spec;
-    let Some((_, compiled, target)) = load_and_compile(args, true, Effect::Writes, stderr) else {
-        return EXIT_ERROR;
-    };
+    let (_, compiled, target) = load_and_compile(args, true, Effect::Writes, stderr)?;
     let text = definitions_file::to_json(&compiled.definitions, target);
     let what = format!(
         "{}, for RabbitMQ {target}; --target-version chooses another",
@@ -185,36 +202,26 @@ pub fn export(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
 /// `warren export SPEC --format k8s --cluster NAME`: reads no secrets (the resources
 /// refer to Secrets instead), and writes nothing when the operator cannot express
 /// some object.
-fn export_k8s(args: &ExportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+fn export_k8s(
+    args: &ExportArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
     // No default: a guessed cluster name renders resources the operator never
     // reconciles, and only the person exporting knows the cluster's name.
-    let Some(cluster) = args.cluster.clone() else {
-        return fail(
-            stderr,
+    let cluster = args.cluster.clone().ok_or_else(|| {
+        CommandError::error(
             "--format k8s needs --cluster NAME: the RabbitmqCluster the resources are for",
-        );
-    };
-    let options = match k8s::Options::new(cluster, args.namespace.clone()) {
-        Ok(options) => options,
-        Err(message) => return fail(stderr, &message),
-    };
+        )
+    })?;
+    let options = k8s::Options::new(cluster, args.namespace.clone())?;
     let output = &args.output;
     // The resources refer to Secrets: no secret is read.
-    let Some((file, compiled, _)) = load_and_compile(&args.spec, false, Effect::Writes, stderr)
-    else {
-        return EXIT_ERROR;
-    };
-    let manifests = match k8s::manifests(&file.spec, &compiled.definitions, &options) {
-        Ok(manifests) => manifests,
-        Err(refusals) => {
-            let _ = write!(stderr, "{}", render::k8s::refusals(&refusals));
-            return EXIT_ERROR;
-        }
-    };
-    let text = match render::k8s::yaml(&manifests) {
-        Ok(text) => text,
-        Err(message) => return fail(stderr, &format!("cannot write YAML: {message}")),
-    };
+    let (file, compiled, _) = load_and_compile(&args.spec, false, Effect::Writes, stderr)?;
+    let manifests = k8s::manifests(&file.spec, &compiled.definitions, &options)
+        .map_err(|refusals| CommandError::saying(render::k8s::refusals(&refusals)))?;
+    let text =
+        render::k8s::yaml(&manifests).map_err(|message| format!("cannot write YAML: {message}"))?;
     let _ = write!(stderr, "{}", render::k8s::summary(&manifests));
     let what = format!(
         "{} for RabbitmqCluster {}",
@@ -231,18 +238,15 @@ fn write_output(
     what: &str,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
-) -> u8 {
+) -> CommandResult {
     if output == Path::new("-") {
-        return match stdout.write_all(text.as_bytes()) {
-            Ok(()) => EXIT_OK,
-            Err(_) => EXIT_ERROR,
-        };
+        stdout
+            .write_all(text.as_bytes())
+            .map_err(CommandError::unwritten)?;
+    } else {
+        definitions_file::write_atomically(output, text)
+            .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
+        let _ = writeln!(stderr, "wrote {} ({what})", output.display());
     }
-    match definitions_file::write_atomically(output, text) {
-        Ok(()) => {
-            let _ = writeln!(stderr, "wrote {} ({what})", output.display());
-            EXIT_OK
-        }
-        Err(err) => fail(stderr, &format!("cannot write {}: {err}", output.display())),
-    }
+    Ok(Success::Done)
 }

@@ -3,7 +3,8 @@
 
 use std::io::Write;
 
-use super::{ErrorLog, environment, fail};
+use super::inputs::environment;
+use super::result::{CommandError, CommandResult, Success};
 use crate::cli::{BrokerArgs, TraceFormat};
 use crate::render;
 
@@ -19,21 +20,15 @@ pub struct ConfigArgs {
 
 /// Shows the settings in force; exit 1 when they do not resolve (a bad profiles file,
 /// an unknown profile) or a password cannot be read from where the profile says.
-pub(super) fn config(args: &ConfigArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    let resolved = match crate::config::resolve(&args.broker.given, &environment) {
-        Ok(resolved) => resolved,
-        Err(err) => return fail(stderr, &err),
-    };
-    let written = match args.format {
+pub(super) fn config(args: &ConfigArgs, stdout: &mut dyn Write) -> CommandResult {
+    let resolved = crate::config::resolve(&args.broker.given, &environment)?;
+    match args.format {
         TraceFormat::Text => render::config::text(stdout, &resolved),
         TraceFormat::Json => render::config::json(stdout, &resolved),
-    };
-    if written.is_err() {
-        return super::EXIT_ERROR;
     }
-    let mut code = super::EXIT_OK;
-    for problem in &resolved.problems {
-        code = fail(stderr, problem);
+    .map_err(CommandError::unwritten)?;
+    match resolved.problems.is_empty() {
+        true => Ok(Success::Done),
+        false => Err(CommandError::errors(resolved.problems)),
     }
-    code
 }

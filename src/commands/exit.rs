@@ -27,8 +27,40 @@ pub const BROKER_UNAVAILABLE: u8 = 3;
 /// needed.
 pub const REFUSED: u8 = 4;
 
-/// The exit code of a broker error.
-pub fn of_broker(error: &BrokerError) -> u8 {
+/// Why a command failed, as its exit code says it: the class of a
+/// [`super::result::CommandError`], and the `class` of a JSON error document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// [`ERROR`]: bad input, a failed check, a cancelled or interrupted run.
+    Error,
+    /// [`BROKER_UNAVAILABLE`]: the broker could not be reached or refused the user.
+    BrokerUnavailable,
+    /// [`REFUSED`]: warren refused to change the broker to protect it.
+    Refused,
+}
+
+impl Failure {
+    /// The exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Failure::Error => ERROR,
+            Failure::BrokerUnavailable => BROKER_UNAVAILABLE,
+            Failure::Refused => REFUSED,
+        }
+    }
+
+    /// What the code means, in a few words (the `class` of a JSON error document).
+    pub fn class(self) -> &'static str {
+        match self {
+            Failure::Error => "error",
+            Failure::BrokerUnavailable => "broker-unavailable",
+            Failure::Refused => "refused",
+        }
+    }
+}
+
+/// The class of a broker error.
+pub fn of_broker(error: &BrokerError) -> Failure {
     match error {
         BrokerError::Unreachable { .. }
         | BrokerError::UnknownHost { .. }
@@ -43,22 +75,22 @@ pub fn of_broker(error: &BrokerError) -> u8 {
         | BrokerError::Amqp { .. }
         | BrokerError::AmqpUnanswered { .. }
         | BrokerError::Inspect { .. }
-        | BrokerError::LockUnavailable { .. } => BROKER_UNAVAILABLE,
+        | BrokerError::LockUnavailable { .. } => Failure::BrokerUnavailable,
         BrokerError::Refused { .. }
         | BrokerError::BindingsNotRestored { .. }
         | BrokerError::Locked { .. }
-        | BrokerError::DamagedRecord(_) => REFUSED,
+        | BrokerError::DamagedRecord(_) => Failure::Refused,
         BrokerError::LostInWindow { .. }
         | BrokerError::Api { .. }
         | BrokerError::Setup(_)
         | BrokerError::LockInterrupted { .. }
         | BrokerError::LocksLost { .. }
-        | BrokerError::Decode { .. } => ERROR,
+        | BrokerError::Decode { .. } => Failure::Error,
     }
 }
 
-/// The exit code of an apply that did not run or did not finish.
-pub fn of_apply(error: &ApplyError) -> u8 {
+/// The class of an apply that did not run or did not finish.
+pub fn of_apply(error: &ApplyError) -> Failure {
     match error {
         ApplyError::DataLoss(_)
         | ApplyError::HeldNow(_)
@@ -68,48 +100,39 @@ pub fn of_apply(error: &ApplyError) -> u8 {
         | ApplyError::NoShovels(_)
         | ApplyError::MigrationUnderWay(_)
         | ApplyError::OtherBroker(_)
-        | ApplyError::Stale(_) => REFUSED,
+        | ApplyError::Stale(_) => Failure::Refused,
         // The user's permissions, as a 403 from the broker would be: fix the user.
-        ApplyError::Permissions { .. } => BROKER_UNAVAILABLE,
+        ApplyError::Permissions { .. } => Failure::BrokerUnavailable,
         ApplyError::Broker { error, .. } => of_broker(error),
         ApplyError::RecordNotWritten { error, .. } => match of_apply(error) {
             // The changes were made: whatever stopped the record, the run failed.
-            REFUSED => ERROR,
-            code => code,
+            Failure::Refused => Failure::Error,
+            failure => failure,
         },
-        ApplyError::Interrupted { .. } | ApplyError::LocksLost { .. } => ERROR,
+        ApplyError::Interrupted { .. } | ApplyError::LocksLost { .. } => Failure::Error,
     }
 }
 
-/// The exit code of an apply that showed its plan and applied nothing: refusing
-/// another spec's objects or captured queues is a refusal, a person's "no" an error.
-pub fn of_declined(declined: Declined) -> u8 {
+/// The class of an apply that showed its plan and applied nothing: refusing another
+/// spec's objects or captured queues is a refusal, a person's "no" an error.
+pub fn of_declined(declined: Declined) -> Failure {
     match declined {
-        Declined::Conflicts | Declined::Captures | Declined::Overlaps | Declined::Ties => REFUSED,
-        Declined::Cancelled => ERROR,
+        Declined::Conflicts | Declined::Captures | Declined::Overlaps | Declined::Ties => {
+            Failure::Refused
+        }
+        Declined::Cancelled => Failure::Error,
     }
 }
 
-/// The exit code of a replay that did not run or did not finish.
-pub fn of_replay(failure: &ReplayFailure) -> u8 {
+/// The class of a replay that did not run or did not finish.
+pub fn of_replay(failure: &ReplayFailure) -> Failure {
     match failure {
         ReplayFailure::Broker(error) => of_broker(error),
-        ReplayFailure::Connect { .. } => BROKER_UNAVAILABLE,
+        ReplayFailure::Connect { .. } => Failure::BrokerUnavailable,
         ReplayFailure::QueueMissing { .. }
         | ReplayFailure::UserId { .. }
         | ReplayFailure::Channel(_)
-        | ReplayFailure::Refused(_) => ERROR,
-    }
-}
-
-/// What a code means, in a few words (the `class` of a JSON error document).
-pub fn class(code: u8) -> &'static str {
-    match code {
-        OK => "ok",
-        CHANGES => "changes",
-        BROKER_UNAVAILABLE => "broker-unavailable",
-        REFUSED => "refused",
-        _ => "error",
+        | ReplayFailure::Refused(_) => Failure::Error,
     }
 }
 
@@ -124,9 +147,13 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), codes.len());
-        assert_eq!(class(BROKER_UNAVAILABLE), "broker-unavailable");
-        assert_eq!(class(REFUSED), "refused");
-        assert_eq!(class(ERROR), "error");
+        for failure in [Failure::Error, Failure::BrokerUnavailable, Failure::Refused] {
+            assert!(![OK, CHANGES].contains(&failure.code()), "{failure:?}");
+        }
+        assert_eq!(Failure::BrokerUnavailable.code(), BROKER_UNAVAILABLE);
+        assert_eq!(Failure::BrokerUnavailable.class(), "broker-unavailable");
+        assert_eq!(Failure::Refused.class(), "refused");
+        assert_eq!(Failure::Error.class(), "error");
     }
 
     #[test]
@@ -136,13 +163,13 @@ mod tests {
             queue: "q".into(),
             reason: "it holds 3 messages".to_string().into(),
         };
-        assert_eq!(of_broker(&refused), REFUSED);
-        assert_eq!(of_apply(&ApplyError::from(refused)), REFUSED);
+        assert_eq!(of_broker(&refused), Failure::Refused);
+        assert_eq!(of_apply(&ApplyError::from(refused)), Failure::Refused);
         let credentials = BrokerError::BadCredentials { user: "u".into() };
-        assert_eq!(of_broker(&credentials), BROKER_UNAVAILABLE);
+        assert_eq!(of_broker(&credentials), Failure::BrokerUnavailable);
         assert_eq!(
             of_apply(&ApplyError::DataLoss("queue q holds 3 messages".into())),
-            REFUSED
+            Failure::Refused
         );
     }
 }

@@ -2,7 +2,10 @@
 
 use std::io::Write;
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
+use super::diagnostics::{Effect, invalid, say_warnings};
+use super::inputs::load_spec;
+use super::result::{CommandError, CommandResult, Success};
+use super::streams::ErrorLog;
 use crate::cli::{GraphFormat, SpecArgs};
 
 /// The flags of `warren graph`.
@@ -24,36 +27,24 @@ use crate::render::graph;
 use crate::topology;
 
 /// Draws the topology of a spec, or of one vhost or service of it.
-pub fn graph(args: &GraphArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn graph(args: &GraphArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> CommandResult {
     let GraphArgs {
         spec: args,
         format,
         vhost,
         service,
     } = args;
-    let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
-    };
-    let topology = match topology::of_spec(&file, file.target(args.target_version)) {
-        Ok((topology, warnings)) => {
-            report(&file, &warnings, Effect::Reads, stderr);
-            topology
-        }
-        Err(found) => {
-            report(&file, &found, Effect::Reads, stderr);
-            return EXIT_ERROR;
-        }
-    };
-    let topology = match topology.filter(vhost.as_deref(), service.as_deref()) {
-        Ok(topology) => topology,
-        Err(err) => return fail(stderr, &err),
-    };
+    let file = load_spec(&args.spec, &args.env, Effect::Reads)?;
+    let (topology, warnings) = topology::of_spec(&file, file.target(args.target_version))
+        .map_err(|found| invalid(&file, &found, Effect::Reads))?;
+    say_warnings(&file, &warnings, Effect::Reads, stderr);
+    let topology = topology.filter(vhost.as_deref(), service.as_deref())?;
     let text = match format {
         GraphFormat::Mermaid => graph::mermaid(&topology, None),
         GraphFormat::Dot => graph::dot(&topology),
     };
-    match stdout.write_all(text.as_bytes()) {
-        Ok(()) => EXIT_OK,
-        Err(_) => EXIT_ERROR,
-    }
+    stdout
+        .write_all(text.as_bytes())
+        .map_err(CommandError::unwritten)?;
+    Ok(Success::Done)
 }

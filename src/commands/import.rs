@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{EXIT_OK, ErrorLog, broker_failed, client, fail, runtime};
+use super::inputs::client;
+use super::result::{CommandResult, Success};
+use super::runtime::runtime;
+use super::streams::ErrorLog;
 use crate::cli::{BrokerArgs, parse_target};
 use crate::model::version::TargetVersion;
 
@@ -38,7 +41,11 @@ pub struct ImportArgs {
 }
 
 /// `warren import (--from FILE | --url …) -o SPEC`.
-pub fn import(args: &ImportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn import(
+    args: &ImportArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
     let ImportArgs {
         from,
         broker: connection,
@@ -61,43 +68,26 @@ pub fn import(args: &ImportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
                 [one] => Some(one.as_str()),
                 _ => None,
             };
-            match crate::definitions_file::read(path, scoped_vhost, target) {
-                Ok(read) => {
-                    for note in &read.notes {
-                        let _ = writeln!(stderr, "note: {note}");
-                    }
-                    read.definitions
-                }
-                Err(err) => return fail(stderr, &err),
+            let read = crate::definitions_file::read(path, scoped_vhost, target)?;
+            for note in &read.notes {
+                let _ = writeln!(stderr, "note: {note}");
             }
+            read.definitions
         }
         None => {
-            let client = match client(connection) {
-                Ok(client) => client,
-                Err(err) => return broker_failed(stderr, &err),
-            };
+            let client = client(connection)?;
             options.source = "a live broker".to_string();
             options.login_user = Some(client.user().to_string());
-            match runtime().block_on(client.read_definitions(vhosts)) {
-                Ok(definitions) => definitions,
-                Err(err) => return broker_failed(stderr, &err),
-            }
+            runtime().block_on(client.read_definitions(vhosts))?
         }
     };
-    let imported = match crate::import::from_definitions(definitions, &options) {
-        Ok(imported) => imported,
-        Err(err) => return fail(stderr, &err),
-    };
-    let written = if output.as_path() == Path::new("-") {
-        stdout
-            .write_all(imported.yaml.as_bytes())
-            .map_err(|e| e.to_string())
+    let imported = crate::import::from_definitions(definitions, &options)?;
+    if output.as_path() == Path::new("-") {
+        stdout.write_all(imported.yaml.as_bytes())
     } else {
-        crate::definitions_file::write_atomically(output, &imported.yaml).map_err(|e| e.to_string())
-    };
-    if let Err(err) = written {
-        return fail(stderr, &format!("cannot write {}: {err}", output.display()));
+        crate::definitions_file::write_atomically(output, &imported.yaml)
     }
+    .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
     let _ = writeln!(stderr, "note: {} {}", options.source, imported.target);
     for note in &imported.notes.0 {
         let _ = writeln!(stderr, "note: {note}");
@@ -121,5 +111,5 @@ pub fn import(args: &ImportArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
         crate::text::count(consumers, "consumer"),
         crate::text::count(spec.users.len(), "user")
     );
-    EXIT_OK
+    Ok(Success::Done)
 }

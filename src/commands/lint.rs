@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{EXIT_ERROR, EXIT_OK, ErrorLog, fail, read_spec, read_spec_in_every_environment};
+use super::exit::Failure;
+use super::inputs::{read_definitions, read_spec, read_spec_in_every_environment};
+use super::result::{CommandError, CommandResult, Success};
+use super::streams::ErrorLog;
 use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
 use crate::lint::{self, Level, RULES};
 use crate::model::version::TargetVersion;
@@ -49,7 +52,7 @@ pub struct RulesArgs {
 }
 
 /// `warren lint SPEC | --definitions FILE`.
-pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> CommandResult {
     let target = args.target_version;
     let (file, texts, diagnostics) = match (&args.spec, &args.definitions) {
         (Some(path), _) => {
@@ -66,16 +69,18 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
             (path, texts, diagnostics)
         }
         (None, Some(path)) => {
-            match super::read_definitions(path, args.vhost.as_deref(), target, stderr) {
-                Ok(read) => (
-                    path,
-                    Texts::default(),
-                    lint::lint_definitions(&read.definitions, read.target.target),
-                ),
-                Err(message) => return fail(stderr, &message),
-            }
+            let read = read_definitions(path, args.vhost.as_deref(), target, stderr)?;
+            (
+                path,
+                Texts::default(),
+                lint::lint_definitions(&read.definitions, read.target.target),
+            )
         }
-        (None, None) => return fail(stderr, "give a spec file or --definitions FILE"),
+        (None, None) => {
+            return Err(CommandError::error(
+                "give a spec file or --definitions FILE",
+            ));
+        }
     };
     let file = file.as_path();
     let written = match args.format {
@@ -111,16 +116,17 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
                 .expect("JSON")
         ),
     };
-    if written.is_err() {
-        return EXIT_ERROR;
-    }
+    written.map_err(CommandError::unwritten)?;
     let deny_warnings = !args.deny.is_empty();
-    let failing = diagnostics.iter().any(|d| d.is_error() || deny_warnings);
-    if failing { EXIT_ERROR } else { EXIT_OK }
+    match diagnostics.iter().any(|d| d.is_error() || deny_warnings) {
+        // The report is the output: it says what failed.
+        true => Err(CommandError::already_shown(Failure::Error)),
+        false => Ok(Success::Done),
+    }
 }
 
 /// `warren rules [ID]`.
-pub fn rules(args: &RulesArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
     let level = |level: Level| match level {
         Level::Deny => "error",
         Level::Warn => "warning",
@@ -142,7 +148,7 @@ pub fn rules(args: &RulesArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
                 stdout,
                 "\n`warren rules ID` explains a rule with a bad and a good example."
             );
-            EXIT_OK
+            Ok(Success::Done)
         }
         Some(id) => match lint::rule(id) {
             Some(rule) => {
@@ -156,14 +162,14 @@ pub fn rules(args: &RulesArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
                     "Turn it off for one object with `lint: {{ allow: [{0}] }}` on it, or for the whole spec with a top-level `lint: {{ allow: [{0}] }}`.",
                     rule.id
                 );
-                EXIT_OK
+                Ok(Success::Done)
             }
             None => {
                 let ids: Vec<String> = RULES.iter().map(|r| r.id.to_string()).collect();
                 let hint = crate::suggest::closest(id, &ids)
                     .map(|best| format!("; did you mean `{best}`?"))
                     .unwrap_or_default();
-                fail(stderr, &format!("no lint rule `{id}`{hint}"))
+                Err(CommandError::error(format!("no lint rule `{id}`{hint}")))
             }
         },
     }

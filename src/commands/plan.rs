@@ -5,10 +5,13 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{
-    Context, EXIT_CHANGES, EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit,
-    fail, load_spec, read_definitions, report, runtime, say_request_count,
-};
+use super::Context;
+use super::diagnostics::{Effect, invalid, say_warnings};
+use super::exit::Failure;
+use super::inputs::{client, load_spec, read_definitions};
+use super::result::{CommandError, CommandResult, Success};
+use super::runtime::{runtime, say_request_count};
+use super::streams::{ErrorLog, colors};
 use crate::cli::{BrokerArgs, ColorWhen, Format, PlanOptions};
 use crate::compile::secrets::MissingPassword;
 use crate::plan::{self, Plan, PlanError, Planned};
@@ -80,7 +83,7 @@ impl Output {
     pub(super) fn print(self, plan: &Plan, stdout: &mut dyn Write) -> std::io::Result<()> {
         match self.format {
             Format::Text => {
-                let style = Style::new(super::colors(self.color, &std::io::stdout()));
+                let style = Style::new(colors(self.color, &std::io::stdout()));
                 render_text(stdout, plan, style)
             }
             Format::Json => writeln!(
@@ -93,40 +96,50 @@ impl Output {
     }
 }
 
-/// Prints a planning result's diagnostics; the plan, or the exit code of the error.
-pub(super) fn reported(
+/// The plan made, its warnings said; or the error of a plan not made.
+pub(super) fn planned(
     file: &SpecFile,
     made: Result<Planned, PlanError>,
     effect: Effect,
     stderr: &mut dyn ErrorLog,
-) -> Result<Plan, u8> {
+) -> Result<Plan, CommandError> {
     match made {
         Ok(Planned { plan, warnings }) => {
-            report(file, &warnings, effect, stderr);
+            say_warnings(file, &warnings, effect, stderr);
             Ok(plan)
         }
-        Err(PlanError::Invalid(diagnostics)) => {
-            report(file, &diagnostics, effect, stderr);
-            Err(EXIT_ERROR)
-        }
-        Err(PlanError::Broker { error, warnings }) => {
-            report(file, &warnings, effect, stderr);
-            Err(broker_failed(stderr, &error))
+        Err(error) => Err(not_planned(file, error, effect, stderr)),
+    }
+}
+
+/// The error of a plan not made: the spec's errors, or, after its warnings, the
+/// broker's.
+pub(super) fn not_planned(
+    file: &SpecFile,
+    error: PlanError,
+    effect: Effect,
+    stderr: &mut dyn ErrorLog,
+) -> CommandError {
+    match error {
+        PlanError::Invalid(diagnostics) => invalid(file, &diagnostics, effect),
+        PlanError::Broker { error, warnings } => {
+            say_warnings(file, &warnings, effect, stderr);
+            error.into()
         }
     }
 }
 
-/// The exit code of `plan` and `diff`: a plan `apply` would refuse is a refusal; with
-/// `--detailed-exitcode`, changes are [`EXIT_CHANGES`], and so are effective-policy
-/// drift and role hazards: the broker differs from the spec even when warren has
-/// nothing to change.
-fn exit_for_plan(plan: &Plan, detailed_exitcode: bool) -> u8 {
+/// How `plan` and `diff` end: a plan `apply` would refuse is a refusal; with
+/// `--detailed-exitcode`, changes are [`Success::Changes`], and so are
+/// effective-policy drift and role hazards: the broker differs from the spec even when
+/// warren has nothing to change.
+fn ending_of_plan(plan: &Plan, detailed_exitcode: bool) -> CommandResult {
     if plan.refusal().is_some() {
-        exit::REFUSED
+        Err(CommandError::already_shown(Failure::Refused))
     } else if detailed_exitcode && (plan.has_changes() || plan.differs_from_spec()) {
-        EXIT_CHANGES
+        Ok(Success::Changes)
     } else {
-        EXIT_OK
+        Ok(Success::Done)
     }
 }
 
@@ -137,16 +150,10 @@ pub fn plan(
     context: &Context,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
+) -> CommandResult {
+    let client = client(&args.broker)?;
     let options = &args.plan;
-    let Some(file) = load_spec(&args.spec, &options.env, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
-    };
-    let file = Arc::new(file);
+    let file = Arc::new(load_spec(&args.spec, &options.env, Effect::Reads)?);
     let made = runtime().block_on(plan::against_broker(
         &client,
         Arc::clone(&file),
@@ -154,19 +161,14 @@ pub fn plan(
         options.prune_unmanaged,
         MissingPassword::Unknown,
     ));
-    let plan = match reported(&file, made, Effect::Reads, stderr) {
-        Ok(plan) => plan,
-        Err(code) => return code,
-    };
+    let plan = planned(&file, made, Effect::Reads, stderr)?;
     say_request_count(&client, stderr);
-    if Output::new(options, context).print(&plan, stdout).is_err() {
-        return EXIT_ERROR;
-    }
+    Output::new(options, context)
+        .print(&plan, stdout)
+        .map_err(CommandError::unwritten)?;
     if let Some(output) = &args.output {
-        let digest = match plan::file::write(output, &plan) {
-            Ok(digest) => digest,
-            Err(err) => return fail(stderr, &format!("cannot write {}: {err}", output.display())),
-        };
+        let digest = plan::file::write(output, &plan)
+            .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
         // The digest goes where the plan is read (a pull request shows the text or the
         // Markdown), so that the apply can be pinned to the plan that was reviewed.
         let _ = match options.format {
@@ -176,7 +178,7 @@ pub fn plan(
         };
         let _ = render::apply::saved(stderr, output, &digest);
     }
-    exit_for_plan(&plan, args.detailed_exitcode)
+    ending_of_plan(&plan, args.detailed_exitcode)
 }
 
 /// `warren diff SPEC --against FILE`.
@@ -185,33 +187,24 @@ pub fn diff(
     context: &Context,
     stdout: &mut dyn Write,
     stderr: &mut dyn ErrorLog,
-) -> u8 {
+) -> CommandResult {
     let options = &args.plan;
-    let against = &args.against;
-    let read = match read_definitions(
-        against,
+    let read = read_definitions(
+        &args.against,
         args.vhost.as_deref(),
         options.target_version,
         stderr,
-    ) {
-        Ok(read) => read,
-        Err(err) => return fail(stderr, &err),
-    };
-    let Some(file) = load_spec(&args.spec, &options.env, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
-    };
+    )?;
+    let file = load_spec(&args.spec, &options.env, Effect::Reads)?;
     let made = plan::against_definitions(
         &file,
         &read.definitions,
         read.target.target,
         options.prune_unmanaged,
     );
-    let plan = match reported(&file, made, Effect::Reads, stderr) {
-        Ok(plan) => plan,
-        Err(code) => return code,
-    };
-    if Output::new(options, context).print(&plan, stdout).is_err() {
-        return EXIT_ERROR;
-    }
-    exit_for_plan(&plan, args.detailed_exitcode)
+    let plan = planned(&file, made, Effect::Reads, stderr)?;
+    Output::new(options, context)
+        .print(&plan, stdout)
+        .map_err(CommandError::unwritten)?;
+    ending_of_plan(&plan, args.detailed_exitcode)
 }

@@ -7,10 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::ask::ask_yes;
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail, fail_with, load_spec,
-    report, runtime, stop_on_signals,
-};
+use super::diagnostics::{Effect, invalid};
+use super::exit::{self, Failure};
+use super::inputs::{client, load_spec};
+use super::output::Reply;
+use super::result::{CommandError, CommandResult, Success};
+use super::runtime::{runtime, stop_on_signals};
+use super::streams::ErrorLog;
 use crate::cli::{BrokerArgs, EnvArg, TraceFormat, parse_wait};
 use crate::compile::{self, Options};
 use crate::plan::spec_name;
@@ -58,28 +61,22 @@ pub struct ReplayArgs {
 
 /// `warren replay SPEC --queue Q …`: prints one JSON document under `--format json`,
 /// whatever happened after the spec was read.
-pub fn replay(args: &ReplayArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn replay(args: &ReplayArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> Reply {
     let json = args.format == TraceFormat::Json;
     let mut run = Run::default();
-    let code = run.replay(args, stdout, stderr);
-    if json && run.started {
-        let error = (code != EXIT_OK).then(|| {
-            let said = stderr.errors();
-            render::errors::error_value(code, exit::class(code), &said.messages, &said.diagnostics)
-        });
-        let document = render::replay::document(
-            run.prepared.as_ref(),
-            args.dry_run,
-            run.moved.map(|moved| (moved, run.unconfirmed)),
-            error,
-        );
-        let _ = writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&document).expect("JSON")
-        );
+    let result = run.replay(args, stdout, stderr);
+    let dry_run = args.dry_run;
+    match json && run.started {
+        true => Reply::documented(result, move |error| {
+            render::replay::document(
+                run.prepared.as_ref(),
+                dry_run,
+                run.moved.map(|moved| (moved, run.unconfirmed)),
+                error,
+            )
+        }),
+        false => Reply::from(result),
     }
-    code
 }
 
 /// What one replay got to, for its JSON document.
@@ -99,39 +96,21 @@ impl Run {
         args: &ReplayArgs,
         stdout: &mut dyn Write,
         stderr: &mut dyn ErrorLog,
-    ) -> u8 {
+    ) -> CommandResult {
         let json = args.format == TraceFormat::Json;
-        let Some(file) = load_spec(&args.spec, &args.env, Effect::Changes, stderr) else {
-            return EXIT_ERROR;
-        };
+        let file = load_spec(&args.spec, &args.env, Effect::Changes)?;
         // Which queue is whose needs no secrets.
         let options = Options {
             target: crate::model::TargetVersion::DEFAULT,
             secrets: None,
         };
-        let compiled = match compile::compile(&file, &options) {
-            Ok(compiled) => compiled,
-            Err(found) => {
-                report(&file, &found, Effect::Changes, stderr);
-                return EXIT_ERROR;
-            }
-        };
-        let target = match replay::find(&compiled.contract, &args.queue, args.vhost.as_deref()) {
-            Ok(target) => target,
-            Err(err) => return fail(stderr, &err.to_string()),
-        };
+        let compiled = compile::compile(&file, &options)
+            .map_err(|found| invalid(&file, &found, Effect::Changes))?;
+        let target = replay::find(&compiled.contract, &args.queue, args.vhost.as_deref())?;
         self.started = true;
-        let client = match client(&args.broker) {
-            Ok(client) => client,
-            Err(err) => return broker_failed(stderr, &err),
-        };
+        let client = client(&args.broker)?;
         let runtime = runtime();
-        let prepared = match runtime.block_on(replay::prepare(&client, target, args.limit)) {
-            Ok(prepared) => prepared,
-            Err(failure) => {
-                return fail_with(stderr, exit::of_replay(&failure), &failure.to_string());
-            }
-        };
+        let prepared = runtime.block_on(replay::prepare(&client, target, args.limit))?;
         // The preview goes where people read: stdout for text, stderr under JSON.
         let shown: &mut dyn Write = if json { stderr } else { stdout };
         let _ = render::replay::preview(shown, &prepared, args.batch);
@@ -140,14 +119,14 @@ impl Run {
             if !json {
                 let _ = writeln!(stdout, "Dry run: nothing was moved.");
             }
-            return EXIT_OK;
+            return Ok(Success::Done);
         }
         if prepared.to_move == 0 {
             if !json {
                 let _ = writeln!(stdout, "Nothing to replay.");
             }
             self.moved = Some(0);
-            return EXIT_OK;
+            return Ok(Success::Done);
         }
         let question = format!(
             "Replay {} to `{}`?",
@@ -162,8 +141,9 @@ impl Run {
                 stderr,
             )
         {
-            let _ = writeln!(stderr, "replay cancelled; nothing was moved");
-            return EXIT_ERROR;
+            return Err(CommandError::cancelled(
+                "replay cancelled; nothing was moved",
+            ));
         }
         // A signal stops the replay once the copies in flight are settled: nothing
         // doubled. It is told at once, with the count moved so far.
@@ -201,21 +181,20 @@ impl Run {
                         replayed.interrupted,
                     );
                 }
-                if replayed.interrupted {
-                    EXIT_ERROR
-                } else {
-                    EXIT_OK
+                match replayed.interrupted {
+                    true => Err(CommandError::already_shown(Failure::Error)),
+                    false => Ok(Success::Done),
                 }
             }
             Err(RunError::Lock(err)) => {
                 self.moved = Some(0);
-                broker_failed(stderr, &err)
+                Err(err.into())
             }
             Err(RunError::Replay(err)) => {
                 self.moved = Some(err.moved);
                 self.unconfirmed = err.unconfirmed;
                 let message = render::replay::stopped(&prepared, &err);
-                fail_with(stderr, exit::of_replay(&err.failure), &message)
+                Err(CommandError::new(exit::of_replay(&err.failure), message))
             }
         }
     }

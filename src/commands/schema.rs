@@ -2,12 +2,10 @@
 
 use std::io::Write;
 
-use super::{EXIT_ERROR, EXIT_OK};
+use super::result::{CommandError, CommandResult, Success};
 
 /// Prints the JSON Schema of the spec.
-pub fn print(stdout: &mut dyn Write) -> u8 {
-    match writeln!(stdout, "{}", crate::schema::spec_schema_json()) {
-        Ok(()) => EXIT_OK,
-        Err(_) => EXIT_ERROR,
-    }
+pub fn print(stdout: &mut dyn Write) -> CommandResult {
+    writeln!(stdout, "{}", crate::schema::spec_schema_json()).map_err(CommandError::unwritten)?;
+    Ok(Success::Done)
 }

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use clap::CommandFactory;
 
-use super::{Cli, EXIT_OK, ErrorLog, fail};
+use super::Cli;
+use super::result::{CommandResult, Success};
+use super::streams::ErrorLog;
 
 /// The flags of `warren completions`.
 #[derive(Debug, clap::Args)]
@@ -25,32 +27,27 @@ pub struct ManArgs {
 }
 
 /// Prints the completion script for the shell.
-pub fn completions(args: &CompletionsArgs, stdout: &mut dyn Write) -> u8 {
+pub fn completions(args: &CompletionsArgs, stdout: &mut dyn Write) -> CommandResult {
     let mut command = Cli::command();
     clap_complete::generate(args.shell, &mut command, "warren", stdout);
-    EXIT_OK
+    Ok(Success::Done)
 }
 
 /// Prints the top-level man page, or writes every page into `--output-dir`.
-pub fn man(args: &ManArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn man(args: &ManArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> CommandResult {
     let command = Cli::command();
-    let Some(dir) = args.output_dir.as_deref() else {
-        return match clap_mangen::Man::new(command).render(stdout) {
-            Ok(()) => EXIT_OK,
-            Err(err) => fail(stderr, &format!("cannot write the man page: {err}")),
-        };
-    };
-    if let Err(err) = std::fs::create_dir_all(dir) {
-        return fail(stderr, &format!("cannot create {}: {err}", dir.display()));
-    }
-    match clap_mangen::generate_to(command, dir) {
-        Ok(()) => {
+    match args.output_dir.as_deref() {
+        None => clap_mangen::Man::new(command)
+            .render(stdout)
+            .map_err(|err| format!("cannot write the man page: {err}"))?,
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+            clap_mangen::generate_to(command, dir).map_err(|err| {
+                format!("cannot write the man pages into {}: {err}", dir.display())
+            })?;
             let _ = writeln!(stderr, "wrote the man pages into {}", dir.display());
-            EXIT_OK
         }
-        Err(err) => fail(
-            stderr,
-            &format!("cannot write the man pages into {}: {err}", dir.display()),
-        ),
     }
+    Ok(Success::Done)
 }

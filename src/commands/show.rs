@@ -4,8 +4,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::Context;
 use super::plan::Output;
-use super::{Context, EXIT_ERROR, EXIT_OK, ErrorLog, fail};
+use super::result::{CommandError, CommandResult, Success};
 use crate::cli::Format;
 use crate::plan;
 
@@ -23,24 +24,16 @@ pub struct ShowArgs {
 /// `warren show PLAN`: exit 0 once the plan is printed, whatever it says (the broker
 /// is not asked whether it still holds: `warren apply PLAN` checks that); 1 when the
 /// file is not a plan warren can read.
-pub fn show(
-    args: &ShowArgs,
-    context: &Context,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let plan = match plan::file::read_saved(&args.plan) {
-        Ok(plan) => plan,
-        Err(err) => return fail(stderr, &err),
-    };
+pub fn show(args: &ShowArgs, context: &Context, stdout: &mut dyn Write) -> CommandResult {
+    let plan = plan::file::read_saved(&args.plan)?;
     let output = Output {
         format: args.format,
         color: context.color,
     };
-    match output.print(&plan, stdout) {
-        Ok(()) => EXIT_OK,
-        Err(_) => EXIT_ERROR,
-    }
+    output
+        .print(&plan, stdout)
+        .map_err(CommandError::unwritten)?;
+    Ok(Success::Done)
 }
 
 #[cfg(test)]

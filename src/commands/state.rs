@@ -6,9 +6,12 @@ use std::path::Path;
 use clap::Subcommand;
 
 use super::ask::confirm;
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
-};
+use super::diagnostics::{Effect, invalid};
+use super::exit::Failure;
+use super::inputs::{client, load_spec};
+use super::result::{CommandError, CommandResult, Success};
+use super::runtime::runtime;
+use super::streams::ErrorLog;
 use crate::apply::repair::{self, PrepareError, RepairError};
 use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;
@@ -67,62 +70,47 @@ pub struct RepairArgs {
 }
 
 /// `warren state show|repair`.
-pub fn state(args: &StateArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn state(args: &StateArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> CommandResult {
     match &args.action {
-        StateAction::Show(args) => show(args, stdout, stderr),
+        StateAction::Show(args) => show(args, stdout),
         StateAction::Repair(args) => repair(args, stdout, stderr),
     }
 }
 
 /// A spec when `argument` names a file or a directory of spec files, else `None`
-/// (then it is a spec's name). `Err` after the spec's diagnostics were printed.
+/// (then it is a spec's name); the error of a spec that does not load.
 fn spec_file(
     argument: &str,
     env: &EnvArg,
     effect: Effect,
-    stderr: &mut dyn ErrorLog,
-) -> Result<Option<SpecFile>, ()> {
+) -> Result<Option<SpecFile>, CommandError> {
     let path = Path::new(argument);
     let directory =
         path.is_dir() && crate::spec::load::spec_files(path).is_ok_and(|files| !files.is_empty());
     if !path.is_file() && !directory {
         return Ok(None);
     }
-    load_spec(path, env, effect, stderr).map(Some).ok_or(())
+    load_spec(path, env, effect).map(Some)
 }
 
 /// `warren state show SPEC_OR_NAME`.
-fn show(args: &ShowArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+fn show(args: &ShowArgs, stdout: &mut dyn Write) -> CommandResult {
     let argument = args.spec.as_str();
-    let Ok(file) = spec_file(argument, &args.env, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
-    };
+    let file = spec_file(argument, &args.env, Effect::Reads)?;
     let name = file
         .as_ref()
         .map_or_else(|| argument.to_string(), spec_name);
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
-    match runtime().block_on(repair::show(&client, &name)) {
-        Ok(state) => {
-            let _ = render_state(stdout, &name, &state);
-            EXIT_OK
-        }
-        Err(err) => broker_failed(stderr, &err),
-    }
+    let client = client(&args.broker)?;
+    let state = runtime().block_on(repair::show(&client, &name))?;
+    let _ = render_state(stdout, &name, &state);
+    Ok(Success::Done)
 }
 
 /// `warren state repair SPEC_OR_NAME`.
-fn repair(args: &RepairArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+fn repair(args: &RepairArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> CommandResult {
     let argument = args.spec.as_str();
-    let Ok(file) = spec_file(argument, &args.env, Effect::Changes, stderr) else {
-        return EXIT_ERROR;
-    };
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
+    let file = spec_file(argument, &args.env, Effect::Changes)?;
+    let client = client(&args.broker)?;
     let runtime = runtime();
     let wait = std::time::Duration::ZERO;
     let prepared = match &file {
@@ -132,42 +120,35 @@ fn repair(args: &RepairArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
             .map_err(PrepareError::Repair),
     };
     let prepared = match prepared {
-        Ok(prepared) => prepared,
-        Err(PrepareError::Invalid(diagnostics)) => {
-            if let Some(file) = &file {
-                report(file, &diagnostics, Effect::Changes, stderr);
-            }
-            return EXIT_ERROR;
-        }
         Err(PrepareError::Repair(RepairError::NotDamaged(spec))) => {
             let _ = writeln!(
                 stdout,
                 "The ownership record of spec `{spec}` reads; nothing to repair."
             );
-            return EXIT_OK;
+            return Ok(Success::Done);
         }
-        Err(PrepareError::Repair(RepairError::Broker(err))) => {
-            return broker_failed(stderr, &err);
-        }
-        Err(PrepareError::Repair(err)) => return fail(stderr, &err.to_string()),
+        other => other.map_err(|error| match (error, &file) {
+            (PrepareError::Invalid(diagnostics), Some(file)) => {
+                invalid(file, &diagnostics, Effect::Changes)
+            }
+            (PrepareError::Invalid(_), None) => CommandError::already_shown(Failure::Error),
+            (PrepareError::Repair(error), _) => error.into(),
+        })?,
     };
     let _ = render_repair(stdout, &prepared);
     if !args.auto_approve && !confirm(stdout, stderr) {
         runtime.block_on(prepared.cancel());
-        let _ = writeln!(stderr, "repair cancelled; nothing was changed");
-        return EXIT_ERROR;
+        return Err(CommandError::cancelled(
+            "repair cancelled; nothing was changed",
+        ));
     }
-    match runtime.block_on(prepared.write(&client)) {
-        Ok(record) => {
-            let _ = writeln!(
-                stdout,
-                "Repaired: record of spec `{}` written with {}, serial {}.",
-                record.spec,
-                crate::text::count(record.objects.len(), "object"),
-                record.serial
-            );
-            EXIT_OK
-        }
-        Err(err) => broker_failed(stderr, &err),
-    }
+    let record = runtime.block_on(prepared.write(&client))?;
+    let _ = writeln!(
+        stdout,
+        "Repaired: record of spec `{}` written with {}, serial {}.",
+        record.spec,
+        crate::text::count(record.objects.len(), "object"),
+        record.serial
+    );
+    Ok(Success::Done)
 }

@@ -3,10 +3,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, report, runtime,
-    say_request_count,
-};
+use super::diagnostics::{Effect, invalid};
+use super::inputs::{client, load_spec};
+use super::result::{CommandError, CommandResult, Success};
+use super::runtime::{runtime, say_request_count};
+use super::streams::ErrorLog;
 use crate::cli::{BrokerArgs, EnvArg, StatusFormat, parse_target};
 use crate::model::TargetVersion;
 use crate::render::status;
@@ -43,14 +44,13 @@ pub struct StatusArgs {
 
 /// Reports the spec's consumers on the broker. A report is a success whatever
 /// problems it lists: it is read by people and by monitoring, which judge them.
-pub fn status(args: &StatusArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
-    };
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
+pub fn status(
+    args: &StatusArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn ErrorLog,
+) -> CommandResult {
+    let file = load_spec(&args.spec, &args.env, Effect::Reads)?;
+    let client = client(&args.broker)?;
     let filter = Filter {
         vhost: args.vhost.as_deref(),
         service: args.service.as_deref(),
@@ -63,22 +63,16 @@ pub fn status(args: &StatusArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorL
         args.inspect.map(|n| n as usize),
     ));
     say_request_count(&client, stderr);
-    let report_made = match made {
-        Ok(made) => made,
-        Err(StatusError::Invalid(diagnostics)) => {
-            report(&file, &diagnostics, Effect::Reads, stderr);
-            return EXIT_ERROR;
-        }
-        Err(StatusError::Filter(message)) => return fail(stderr, &message),
-        Err(StatusError::Broker(error)) => return broker_failed(stderr, &error),
-    };
-    let written = match args.format {
+    let report_made = made.map_err(|error| match error {
+        StatusError::Invalid(diagnostics) => invalid(&file, &diagnostics, Effect::Reads),
+        StatusError::Filter(message) => CommandError::error(message),
+        StatusError::Broker(error) => error.into(),
+    })?;
+    match args.format {
         StatusFormat::Text => status::text(stdout, &report_made),
         StatusFormat::Json => status::json(stdout, &report_made),
         StatusFormat::Prometheus => status::prometheus(stdout, &report_made),
-    };
-    match written {
-        Ok(()) => EXIT_OK,
-        Err(_) => EXIT_ERROR,
     }
+    .map_err(CommandError::unwritten)?;
+    Ok(Success::Done)
 }

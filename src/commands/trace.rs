@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{EXIT_ERROR, EXIT_OK, Effect, ErrorLog, fail, load_spec, report};
+use super::diagnostics::{Effect, invalid};
+use super::inputs::load_spec;
+use super::result::{CommandError, CommandResult, Success};
 use crate::cli::{EnvArg, TraceFormat, parse_target};
 use crate::compile::{self, Options};
 use crate::model::TargetVersion;
@@ -44,32 +46,21 @@ pub struct TraceArgs {
 }
 
 /// `warren trace SPEC --exchange X --routing-key K …`.
-pub fn trace(args: &TraceArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
+pub fn trace(args: &TraceArgs, stdout: &mut dyn Write) -> CommandResult {
     let mut headers = Headers::new();
     for text in &args.headers {
-        match trace::parse_header(text) {
-            Ok((name, value)) => {
-                headers.insert(name, value);
-            }
-            Err(err) => return fail(stderr, &err.to_string()),
-        }
+        let (name, value) = trace::parse_header(text)?;
+        headers.insert(name, value);
     }
-    let Some(file) = load_spec(&args.spec, &args.env, Effect::Reads, stderr) else {
-        return EXIT_ERROR;
-    };
+    let file = load_spec(&args.spec, &args.env, Effect::Reads)?;
     // The trace needs no secrets: passwords never route a message.
     let target = file.target(args.target_version);
     let options = Options {
         target,
         secrets: None,
     };
-    let compiled = match compile::compile(&file, &options) {
-        Ok(compiled) => compiled,
-        Err(found) => {
-            report(&file, &found, Effect::Reads, stderr);
-            return EXIT_ERROR;
-        }
-    };
+    let compiled =
+        compile::compile(&file, &options).map_err(|found| invalid(&file, &found, Effect::Reads))?;
     let request = Request {
         vhost: args.vhost.clone(),
         exchange: args.exchange.clone(),
@@ -77,17 +68,11 @@ pub fn trace(args: &TraceArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog
         headers,
         failures: args.failures,
     };
-    let result = trace::trace(&compiled.definitions, &compiled.contract, target, &request);
-    let trace = match result {
-        Ok(trace) => trace,
-        Err(err) => return fail(stderr, &err.to_string()),
-    };
-    let written = match args.format {
+    let trace = trace::trace(&compiled.definitions, &compiled.contract, target, &request)?;
+    match args.format {
         TraceFormat::Text => render::trace::text(stdout, &trace),
         TraceFormat::Json => render::trace::json(stdout, &trace),
-    };
-    match written {
-        Ok(()) => EXIT_OK,
-        Err(_) => EXIT_ERROR,
     }
+    .map_err(CommandError::unwritten)?;
+    Ok(Success::Done)
 }

@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, exit, fail_with, load_spec,
-    runtime,
-};
-use crate::apply::{self, UnlockError};
+use super::diagnostics::Effect;
+use super::inputs::{client, load_spec};
+use super::result::{CommandResult, Success};
+use super::runtime::runtime;
+use crate::apply;
 use crate::cli::{BrokerArgs, EnvArg};
 use crate::plan::spec_name;
 use crate::render;
@@ -28,21 +28,11 @@ pub struct UnlockArgs {
 }
 
 /// `warren unlock SPEC --holder HOLDER`.
-pub fn unlock(args: &UnlockArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> u8 {
-    let Some(file) = load_spec(&args.spec, &args.env, Effect::Changes, stderr) else {
-        return EXIT_ERROR;
-    };
-    let client = match client(&args.broker) {
-        Ok(client) => client,
-        Err(err) => return broker_failed(stderr, &err),
-    };
+pub fn unlock(args: &UnlockArgs, stdout: &mut dyn Write) -> CommandResult {
+    let file = load_spec(&args.spec, &args.env, Effect::Changes)?;
+    let client = client(&args.broker)?;
     let name = spec_name(&file);
-    match runtime().block_on(apply::unlock(&client, &name, &args.holder)) {
-        Ok(unlocked) => {
-            let _ = render::apply::unlocked(stdout, &name, &unlocked);
-            EXIT_OK
-        }
-        Err(UnlockError::Broker(err)) => broker_failed(stderr, &err),
-        Err(err) => fail_with(stderr, exit::REFUSED, &err.to_string()),
-    }
+    let unlocked = runtime().block_on(apply::unlock(&client, &name, &args.holder))?;
+    let _ = render::apply::unlocked(stdout, &name, &unlocked);
+    Ok(Success::Done)
 }

@@ -4,9 +4,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{
-    EXIT_ERROR, EXIT_OK, Effect, ErrorLog, broker_failed, client, fail, load_spec, runtime,
-};
+use super::diagnostics::Effect;
+use super::exit::Failure;
+use super::inputs::{client, load_spec};
+use super::result::{CommandError, CommandResult, Success};
+use super::runtime::runtime;
 use crate::cli::{BrokerArgs, Deny, EnvArg, parse_target};
 use crate::model::version::TargetVersion;
 use crate::render::upgrade as render;
@@ -66,15 +68,9 @@ pub struct UpgradeCheckArgs {
 }
 
 /// `warren upgrade-check [SPEC | --definitions FILE | --url URL] --to VERSION`.
-pub fn upgrade_check(
-    args: &UpgradeCheckArgs,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn ErrorLog,
-) -> u8 {
-    let from = match args.from.as_deref().map(Running::asked).transpose() {
-        Ok(from) => from,
-        Err(message) => return fail(stderr, &format!("--from: {message}")),
-    };
+pub fn upgrade_check(args: &UpgradeCheckArgs, stdout: &mut dyn Write) -> CommandResult {
+    let from = (args.from.as_deref().map(Running::asked).transpose())
+        .map_err(|message| format!("--from: {message}"))?;
     let given = &args.broker.given;
     let names_a_broker = given.urls.is_some()
         || given
@@ -82,51 +78,35 @@ pub fn upgrade_check(
             .as_ref()
             .is_some_and(|profile| profile.origin == crate::config::Origin::Flag);
     if (args.spec.is_some() || args.definitions.is_some()) && names_a_broker {
-        return fail(
-            stderr,
+        return Err(CommandError::error(
             "give one input: a spec, --definitions FILE, or a broker (--url or --profile)",
-        );
+        ));
     }
     let report = match (&args.spec, &args.definitions) {
         (Some(path), _) => {
-            let Some(from) = from else {
-                return fail(
-                    stderr,
+            let from = from.ok_or_else(|| {
+                CommandError::error(
                     "a spec does not say which RabbitMQ runs it: give the version the cluster runs now with --from (e.g. --from 3.13)",
-                );
-            };
-            let Some(file) = load_spec(path, &args.env, Effect::Reads, stderr) else {
-                return EXIT_ERROR;
-            };
+                )
+            })?;
+            let file = load_spec(path, &args.env, Effect::Reads)?;
             upgrade::of_spec(&file, from, args.to)
         }
         (None, Some(path)) => {
-            match upgrade::of_definitions_file(path, args.vhost.as_deref(), from, args.to) {
-                Ok(report) => report,
-                Err(message) => return fail(stderr, &message),
-            }
+            upgrade::of_definitions_file(path, args.vhost.as_deref(), from, args.to)?
         }
         (None, None) => {
             if from.is_some() {
-                return fail(
-                    stderr,
+                return Err(CommandError::error(
                     "--from is for a spec or a definitions file: a broker says its own version",
-                );
+                ));
             }
-            let client = match client(&args.broker) {
-                Ok(client) => client,
-                Err(err) => return broker_failed(stderr, &err),
-            };
-            match runtime().block_on(upgrade::against_broker(&client, args.to)) {
-                Ok(report) => report,
-                Err(err) => return broker_failed(stderr, &err),
-            }
+            let client = client(&args.broker)?;
+            runtime().block_on(upgrade::against_broker(&client, args.to))?
         }
     };
-    if print(args.format, &report, stdout).is_err() {
-        return EXIT_ERROR;
-    }
-    exit_code(&report, !args.deny.is_empty())
+    print(args.format, &report, stdout).map_err(CommandError::unwritten)?;
+    ending(&report, !args.deny.is_empty())
 }
 
 fn print(format: UpgradeFormat, report: &Report, stdout: &mut dyn Write) -> std::io::Result<()> {
@@ -147,9 +127,13 @@ fn print(format: UpgradeFormat, report: &Report, stdout: &mut dyn Write) -> std:
     }
 }
 
-/// 1 when the report has errors (or warnings, with `--deny warnings`), else 0.
-fn exit_code(report: &Report, deny_warnings: bool) -> u8 {
+/// A failure (exit 1, the report says why) when the report has errors (or warnings,
+/// with `--deny warnings`).
+fn ending(report: &Report, deny_warnings: bool) -> CommandResult {
     let failing =
         report.count(Severity::Error) > 0 || (deny_warnings && report.count(Severity::Warning) > 0);
-    if failing { EXIT_ERROR } else { EXIT_OK }
+    match failing {
+        true => Err(CommandError::already_shown(Failure::Error)),
+        false => Ok(Success::Done),
+    }
 }

@@ -25,12 +25,8 @@ pub fn error_value(
     })
 }
 
-/// `{"error": …}`: the whole document of a failed command.
-pub fn error_document(
-    code: u8,
-    class: &str,
-    messages: &[String],
-    diagnostics: &[(PathBuf, Diagnostic)],
-) -> Value {
-    json!({ "error": error_value(code, class, messages, diagnostics) })
+/// `{"error": …}`: the whole document of a failed command, around its `error` object
+/// ([`error_value`]).
+pub fn error_document(error: Value) -> Value {
+    json!({ "error": error })
 }
