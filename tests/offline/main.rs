@@ -13,6 +13,7 @@ mod ci_script;
 mod cli;
 mod connect;
 mod docs;
+mod docs_truth;
 mod environments;
 mod exit_codes;
 mod first_run;
