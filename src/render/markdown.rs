@@ -270,7 +270,7 @@ fn data_loss(out: &mut String, items: &[ChangeItem<'_>], budget: &mut usize) {
     for item in &items[..shown] {
         let change = item.change;
         let what = match change.action {
-            Action::Replace | Action::Delete => sections::action(change.action, item.migrated).2,
+            Action::Replace | Action::Delete => sections::action(change.action, item.migrated).verb,
             _ => "delete",
         };
         let _ = writeln!(

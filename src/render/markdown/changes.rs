@@ -83,7 +83,7 @@ fn group(out: &mut String, kind: ObjectKind, items: &[&ChangeItem<'_>], budget: 
     if shown > 0 {
         let _ = writeln!(out, "| | {singular} | what changes |\n| --- | --- | --- |");
         for item in &items[..shown] {
-            let (_, _, action) = sections::action(item.change.action, item.migrated);
+            let action = sections::action(item.change.action, item.migrated).verb;
             let _ = writeln!(
                 out,
                 "| {action} | {} | {} |",

@@ -36,7 +36,7 @@ fn change(
     style: Style,
 ) -> io::Result<()> {
     let change = item.change;
-    let (sign, tone, _) = sections::action(
+    let sections::ActionWords { sign, tone, .. } = sections::action(
         change.action,
         item.migrated && change.id.kind == ObjectKind::Queue,
     );

@@ -80,16 +80,29 @@ pub trait Quote {
     fn code(&self, name: &str) -> String;
 }
 
-/// Each action: the sign the text plan marks it with, its tone, and its verb (the
-/// markdown tables and the counts).
-pub fn action(action: Action, migrated: bool) -> (&'static str, Tone, &'static str) {
-    match action {
+/// How a plan shows one action: the text plan's sign and tone, and the verb the
+/// markdown tables and the counts use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActionWords {
+    /// The sign before a change in the text plan (`+`, `~`, `-/+`, `~>`, `-`).
+    pub sign: &'static str,
+    /// The color the sign and the name are painted in.
+    pub tone: Tone,
+    /// The verb (`create`, `update`, `replace`, `migrate`, `delete`).
+    pub verb: &'static str,
+}
+
+/// The words of each action; a replaced queue whose messages are migrated is shown as a
+/// migration.
+pub fn action(action: Action, migrated: bool) -> ActionWords {
+    let (sign, tone, verb) = match action {
         Action::Replace if migrated => ("~>", Tone::Moved, "migrate"),
         Action::Create => ("+", Tone::Good, "create"),
         Action::Update => ("~", Tone::Warning, "update"),
         Action::Replace => ("-/+", Tone::Moved, "replace"),
         Action::Delete => ("-", Tone::Danger, "delete"),
-    }
+    };
+    ActionWords { sign, tone, verb }
 }
 
 /// The heading of a kind's changes in the text plan: the plural, shorter for the two
