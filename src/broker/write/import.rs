@@ -164,15 +164,17 @@ impl Client {
     /// Stops at the first chunk that fails, or before a chunk when `stop` asks for it
     /// (once its `not_before` objects are made). The outcome of each object, in the
     /// order given; `answered` is told how many objects each chunk held once the broker
-    /// has answered for it.
+    /// has answered for it. An answered import is checked against the broker, and what
+    /// it did not make is made again with requests of its own (`readback.rs`).
     pub async fn import_objects<'a>(
         &self,
         objects: impl IntoIterator<Item = (&'a ObjectId, &'a Value)>,
         stop: WriteStop<'_>,
         step: &mut dyn FnMut(ImportStep),
     ) -> Vec<WriteOutcome> {
+        let objects: Vec<(&ObjectId, &Value)> = objects.into_iter().collect();
         let mut entries: Vec<(usize, usize, Value)> = objects
-            .into_iter()
+            .iter()
             .map(|(id, value)| definition_entry(id, value))
             .enumerate()
             .map(|(index, (section, entry))| {
@@ -215,6 +217,8 @@ impl Client {
                 break;
             }
         }
+        self.make_what_the_import_dropped(&objects, &mut outcomes)
+            .await;
         outcomes
     }
 

@@ -6,7 +6,8 @@
 //! This file holds what callers hand over and get back: the objects to write
 //! ([`ObjectWrite`]), when a run of writes may stop ([`WriteStop`]) and what became of
 //! each object ([`WriteOutcome`]). The creates go through the chunked definitions import
-//! (`import.rs`); updates and removals are one request each (`requests.rs`).
+//! (`import.rs`), checked against the broker afterwards
+//! (`readback.rs`); updates and removals are one request each (`requests.rs`).
 
 use serde_json::Value;
 
@@ -14,6 +15,7 @@ use super::BrokerError;
 use crate::model::ObjectId;
 
 mod import;
+mod readback;
 mod requests;
 
 pub use import::{IMPORT_CHUNK_BYTES, ImportStep, import_chunk_objects};
