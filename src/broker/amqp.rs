@@ -1,11 +1,14 @@
-//! Where the broker's AMQP listener is: for the emptiness checks at deletion
-//! (`guard`) and the apply locks (`lock`), which the management API cannot do.
+//! Where the broker's AMQP listener is, and opening a connection to it
+//! (`Client::amqp_connection`): for the emptiness checks at deletion (`guard`) and
+//! the apply locks (`lock`), which the management API cannot do.
 
 use std::time::Duration;
 
+use lapin::{Connection, ConnectionProperties};
 use reqwest::Url;
 
-use super::{Client, segment};
+use super::{BrokerError, Client, segment};
+use crate::model::redact::redact_url;
 
 /// The AMQP listener could not be found.
 pub(super) struct NoAmqp {
@@ -255,6 +258,47 @@ impl Client {
                 });
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP
+    /// listener the management API reports, on the host of the management URL. `name`
+    /// is what the broker's connection list shows for it (`warren replay`, …).
+    pub(super) async fn amqp_connection(
+        &self,
+        vhost: &str,
+        name: &str,
+        used: AmqpUse,
+    ) -> Result<Connection, BrokerError> {
+        let url = self
+            .amqp_url()
+            .await
+            .map_err(|NoAmqp { url, reason }| BrokerError::Amqp {
+                url,
+                reason: reason.into(),
+                denied_vhost: None,
+            })?;
+        let shown = redact_url(url.as_str());
+        let mut with_login = self.amqp_login(&url, vhost);
+        // A frozen process loses a writing connection before it loses its locks (see
+        // `fence`); one that only reads is given the time a loaded broker needs.
+        let heartbeat = format!("heartbeat={}", used.heartbeat_secs());
+        with_login.set_query(Some(&heartbeat));
+        let properties = ConnectionProperties::default().with_connection_name(name.into());
+        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
+        match connect(&with_login, properties, deadline).await {
+            Ok(connection) => Ok(connection),
+            Err(failure) => {
+                let reason = failure.reason(self.endpoint.timeout);
+                // RabbitMQ: "NOT_ALLOWED - access to vhost 'v' refused for user 'u'".
+                let denied = matches!(failure, ConnectFailure::Failed(_))
+                    && reason.contains("access to vhost");
+                Err(BrokerError::Amqp {
+                    url: shown,
+                    reason: reason.into(),
+                    denied_vhost: denied.then(|| vhost.to_string()),
+                })
+            }
         }
     }
 }

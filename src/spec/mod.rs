@@ -9,6 +9,7 @@ pub mod lint_settings;
 pub mod load;
 mod merge;
 mod recover;
+pub mod retry;
 pub mod source_map;
 pub mod types;
 pub mod users;
@@ -19,6 +20,7 @@ pub use lint_settings::*;
 pub use load::{
     Place, Rest, Sources, SpecFile, Texts, Unread, load, load_file, load_for_checking, load_str,
 };
+pub use retry::*;
 pub use source_map::{Location, SourceFile, SourceMap, SpecPath};
 pub use types::*;
 pub use users::*;

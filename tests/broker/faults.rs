@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::amqp_proxy::AmqpProxy;
 use crate::background::Background;
 use crate::http_tap::HttpTap;
+use crate::import_filter::ImportFilter;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 
@@ -454,7 +455,46 @@ fn a_deletion_check_connection_lost_under_load_is_opened_again(version: Version)
     }
 }
 
+/// The broker answers an import for a queue it did not make (a quorum queue whose Raft
+/// members did not start in time on a loaded node; here a proxy takes the queue and its
+/// binding out of every import): warren reads the queues back, declares the missing one
+/// and binds it with requests of its own, and reports the apply done only when the
+/// broker holds all of it. The next plan, against the node itself, has nothing to do.
+fn a_queue_the_import_did_not_make_is_made_again(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("dropped");
+    let name = format!("dropped-{vhost}");
+    let spec = Spec::new(&format!(
+        "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    exchanges:\n      events: {{ type: direct }}\n    queues:\n      kept: {{ type: quorum }}\n      work: {{ type: quorum }}\n    bindings:\n      - {{ source: events, destination: work, routing_key: k }}\n      - {{ source: events, destination: kept, routing_key: k }}\n"
+    ));
+    let filter = ImportFilter::start(management_port(node), "work");
+    let applied = node
+        .apply(spec.arg())
+        .with(&["--url", &filter.url()])
+        .expect(0);
+    assert!(
+        filter.taken() > 0,
+        "{version}: the queue was never in an import: {}",
+        applied.stderr
+    );
+    assert_eq!(
+        node.queue_names(&vhost),
+        BTreeSet::from(["kept".to_string(), "work".to_string()]),
+        "{version}: {}",
+        applied.stderr
+    );
+    let bindings = node.get(&format!("/api/bindings/{}/e/events/q/work", pct(&vhost)));
+    assert_eq!(
+        bindings.as_array().map(Vec::len),
+        Some(1),
+        "{version}: the binding into the queue made again: {bindings}"
+    );
+    node.plan(spec.arg()).expect(0);
+    node.remove_vhost(&vhost);
+}
+
 per_version!(
+    a_queue_the_import_did_not_make_is_made_again,
     a_broker_killed_mid_apply_gets_an_honest_report,
     a_broker_killed_mid_delete_reports_what_the_broker_holds,
     a_broker_killed_as_the_record_is_written_keeps_the_report,

@@ -112,6 +112,7 @@ mod amqp;
 mod amqp_proxy;
 mod background;
 mod http_tap;
+mod import_filter;
 mod node;
 mod report;
 mod spec;

@@ -17,40 +17,23 @@ use serde_json::Value;
 use super::{Recognised, VhostIndex, consumer_name_of, overridden_names};
 use crate::compile::naming;
 use crate::import::text;
-use crate::model::{Binding, Exchange, Policy, Queue, QueueType};
+use crate::model::{Binding, Policy, Queue, QueueType};
 use crate::spec::{
     Consumer, DelaysIn, DeliveryLimit, Duration, ExchangeType, HeaderMatch, HeaderMatchMode,
     OnExhausted, Retry, RetryExchangeType, RetryMode, ReturnVia,
 };
 
-/// Why a queue is not imported as a consumer with a ladder.
-#[derive(Debug)]
-pub(super) enum Misfit {
-    /// It does not start a retry loop: nothing to say.
-    NotALoop,
-    /// It starts a retry loop the spec cannot declare as it runs, for this reason.
-    Because(String),
-}
+mod fit;
+#[cfg(test)]
+mod tests;
+mod way_back;
 
-type Found<T> = Result<T, Misfit>;
-
-fn because<T>(reason: impl Into<String>) -> Found<T> {
-    Err(Misfit::Because(reason.into()))
-}
-
-/// Queue arguments a ladder's queues may carry: anything else the spec could not keep.
-const WORK_ARGUMENTS: &[&str] = &[
-    "x-queue-type",
-    "x-dead-letter-exchange",
-    "x-dead-letter-routing-key",
-];
-const DELAY_ARGUMENTS: &[&str] = &[
-    "x-queue-type",
-    "x-dead-letter-exchange",
-    "x-dead-letter-routing-key",
-    "x-message-ttl",
-];
-const PARKING_ARGUMENTS: &[&str] = &["x-queue-type"];
+pub(super) use fit::Misfit;
+use fit::{
+    DELAY_ARGUMENTS, Found, PARKING_ARGUMENTS, WORK_ARGUMENTS, because, durable, only_arguments,
+    plain_exchange,
+};
+use way_back::{Back, returns_to_another, way_back};
 
 /// The policy that gives `queue` its dead-letter exchange, and that exchange, when the
 /// queue has no `x-dead-letter-exchange` of its own (an argument takes precedence over
@@ -87,15 +70,6 @@ impl Bound<'_> {
     fn dead_letters(&self) -> bool {
         self.queue.arguments.contains_key("x-dead-letter-exchange")
     }
-}
-
-/// The way back from the delay queues to the work queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Back {
-    WorkQueue,
-    Inner,
-    ReturnExchange(String),
-    Chain,
 }
 
 /// Recognises the loop that starts at `work`, or says why it is not one.
@@ -554,113 +528,6 @@ fn delay_of(indexed: &VhostIndex, queue: &Queue) -> Option<(u64, DelaySource)> {
         .map(|(origin, ttl)| (ttl, DelaySource::Policy(origin)))
 }
 
-/// The other work queue that delay queue `delay` returns to through the default
-/// exchange, when that queue dead-letters to the same retry exchange: a retry exchange
-/// shared by several loops.
-fn returns_to_another<'a>(
-    indexed: &VhostIndex<'a>,
-    exchange: &Exchange,
-    work: &Queue,
-    delay: &'a Queue,
-) -> Option<&'a str> {
-    if text(delay.arguments.get("x-dead-letter-exchange")) != Some("") {
-        return None;
-    }
-    let key = text(delay.arguments.get("x-dead-letter-routing-key"))?;
-    let other = indexed.queues.get(key)?;
-    (key != work.name
-        && text(other.arguments.get("x-dead-letter-exchange")) == Some(exchange.name.as_str()))
-    .then_some(key)
-}
-
-/// How messages leave delay queue `delay` for the work queue.
-fn way_back(indexed: &VhostIndex, work: &Queue, delay: &Queue) -> Found<Back> {
-    let target = text(delay.arguments.get("x-dead-letter-exchange")).unwrap_or_default();
-    let key = text(delay.arguments.get("x-dead-letter-routing-key"));
-    if target.is_empty() {
-        return match key {
-            Some(key) if key == work.name => Ok(Back::WorkQueue),
-            Some(key) if indexed.queues.contains_key(key) => Ok(Back::Chain),
-            _ => because(format!(
-                "delay queue `{}` dead-letters through the default exchange to `{}`, not to the work queue",
-                delay.name,
-                key.unwrap_or_default()
-            )),
-        };
-    }
-    let to_work = indexed
-        .to_queue
-        .get(work.name.as_str())
-        .is_some_and(|bindings| bindings.iter().any(|b| b.source == target));
-    if !to_work {
-        return because(format!(
-            "delay queue `{}` dead-letters to `{target}`, which does not lead back to `{}`",
-            delay.name, work.name
-        ));
-    }
-    // The consumer's own return exchange: a fanout exchange bound to the work queue
-    // alone. Any other exchange bound to the work queue is its inner exchange.
-    let own = indexed.exchanges.get(target).is_some_and(|exchange| {
-        exchange.kind == "fanout"
-            && plain_exchange(exchange, "").is_ok()
-            && key.is_none()
-            && indexed
-                .to_queues_from
-                .get(target)
-                .is_some_and(|bindings| {
-                    matches!(bindings.as_slice(), [b] if b.destination == work.name && b.routing_key.is_empty() && b.arguments.is_empty())
-                })
-            && indexed.to_queue.get(work.name.as_str()).is_some_and(|bindings| {
-                bindings.iter().any(|b| b.source != target)
-            })
-    });
-    if own {
-        Ok(Back::ReturnExchange(target.to_string()))
-    } else {
-        Ok(Back::Inner)
-    }
-}
-
-/// A ladder's generated exchanges are durable, not auto-deleted, not internal and have
-/// no arguments.
-fn plain_exchange(exchange: &Exchange, what: &str) -> Found<()> {
-    if exchange.durable
-        && !exchange.auto_delete
-        && !exchange.internal
-        && exchange.arguments.is_empty()
-    {
-        return Ok(());
-    }
-    because(format!(
-        "{what} `{}` is not a plain durable exchange (auto-delete, internal or with arguments)",
-        exchange.name
-    ))
-}
-
-fn durable(queue: &Queue, what: &str) -> Found<()> {
-    if queue.durable && !queue.auto_delete {
-        return Ok(());
-    }
-    because(format!(
-        "{what} `{}` is not durable, or is auto-deleted",
-        queue.name
-    ))
-}
-
-fn only_arguments(queue: &Queue, allowed: &[&str], what: &str) -> Found<()> {
-    match queue
-        .arguments
-        .keys()
-        .find(|key| !allowed.contains(&key.as_str()))
-    {
-        None => Ok(()),
-        Some(key) => because(format!(
-            "{what} `{}` has argument `{key}`, which warren's ladder does not declare",
-            queue.name
-        )),
-    }
-}
-
 fn header_match(binding: &Binding) -> HeaderMatch {
     let mut values = indexmap::IndexMap::new();
     let mut mode = HeaderMatchMode::All;
@@ -678,239 +545,5 @@ fn header_match(binding: &Binding) -> HeaderMatch {
     HeaderMatch {
         mode: Some(mode),
         values,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use crate::import::{Notes, import};
-    use crate::model::Definitions;
-
-    /// A loop whose work queue `w` dead-letters to `x` (a `kind` exchange, with `key`)
-    /// and whose delay queue `d` returns to `w`, plus `extra` queues on `x`.
-    fn definitions(
-        kind: &str,
-        key: Option<&str>,
-        delay: serde_json::Value,
-        extra: &[serde_json::Value],
-    ) -> Definitions {
-        let mut work_arguments = json!({"x-dead-letter-exchange": "x"});
-        if let Some(key) = key {
-            work_arguments["x-dead-letter-routing-key"] = json!(key);
-        }
-        let mut queues = vec![
-            json!({"name": "w", "vhost": "v", "durable": true, "auto_delete": false, "arguments": work_arguments}),
-            json!({"name": "d", "vhost": "v", "durable": true, "auto_delete": false, "arguments": delay}),
-        ];
-        let mut bindings = vec![
-            json!({"source": "in", "vhost": "v", "destination": "w", "destination_type": "queue", "routing_key": "", "arguments": {}}),
-            json!({"source": "x", "vhost": "v", "destination": "d", "destination_type": "queue", "routing_key": "k", "arguments": {}}),
-        ];
-        for (n, queue) in extra.iter().enumerate() {
-            let name = format!("e{n}");
-            let mut queue = queue.clone();
-            queue["name"] = json!(name);
-            queue["vhost"] = json!("v");
-            queue["durable"] = json!(true);
-            queue["auto_delete"] = json!(false);
-            queues.push(queue);
-            bindings.push(json!({"source": "x", "vhost": "v", "destination": name, "destination_type": "queue", "routing_key": format!("e{n}"), "arguments": {}}));
-        }
-        serde_json::from_value(json!({
-            "vhosts": [{"name": "v"}],
-            "exchanges": [
-                {"name": "in", "vhost": "v", "type": "fanout", "durable": true, "auto_delete": false, "internal": false, "arguments": {}},
-                {"name": "x", "vhost": "v", "type": kind, "durable": true, "auto_delete": false, "internal": false, "arguments": {}},
-            ],
-            "queues": queues,
-            "bindings": bindings,
-            "policies": [{"name": "ops-ttl", "vhost": "v", "pattern": "^p$", "apply-to": "queues", "definition": {"message-ttl": 5000}, "priority": 1}],
-        }))
-        .unwrap()
-    }
-
-    fn notes(definitions: &Definitions) -> (usize, Vec<String>) {
-        let mut notes = Notes::default();
-        let spec = import(definitions, "t", &[], &mut notes);
-        let consumers = spec
-            .vhosts
-            .values()
-            .flat_map(|v| v.services.values())
-            .map(|s| s.consumers.len())
-            .sum();
-        (consumers, notes.0)
-    }
-
-    fn back_to_w(ttl: bool) -> serde_json::Value {
-        let mut arguments = json!({"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"});
-        if ttl {
-            arguments["x-message-ttl"] = json!(1000);
-        }
-        arguments
-    }
-
-    #[test]
-    fn a_loop_built_by_hand_becomes_a_consumer() {
-        let (consumers, notes) = notes(&definitions(
-            "direct",
-            Some("k"),
-            back_to_w(true),
-            &[json!({"arguments": {}})],
-        ));
-        assert_eq!(consumers, 1, "{notes:#?}");
-        assert!(
-            notes
-                .iter()
-                .any(|n| n.contains("the retry loop of queue `w` is consumer")),
-            "{notes:#?}"
-        );
-    }
-
-    #[test]
-    fn a_loop_that_does_not_fit_is_named_with_the_part_that_does_not() {
-        let cases = [
-            (
-                definitions("direct", None, back_to_w(true), &[]),
-                "without a routing key, so each message keeps its own key there",
-            ),
-            (
-                definitions("direct", Some("other"), back_to_w(true), &[]),
-                "it dead-letters with key `other`, and no delay queue is bound to `x` with that key",
-            ),
-            (
-                definitions("topic", Some("k"), back_to_w(true), &[]),
-                "is a topic exchange",
-            ),
-            (
-                definitions(
-                    "direct",
-                    Some("k"),
-                    back_to_w(true),
-                    &[json!({"arguments": {}}), json!({"arguments": {}})],
-                ),
-                "a ladder has one parking queue",
-            ),
-            (
-                definitions(
-                    "direct",
-                    Some("k"),
-                    back_to_w(true),
-                    &[json!({ "arguments": back_to_w(false) })],
-                ),
-                "`e0` on `x` dead-letters onward but has no TTL of its own",
-            ),
-            (
-                definitions("fanout", None, back_to_w(true), &[json!({"arguments": {}})]),
-                "receives every retry, not only the exhausted ones",
-            ),
-            (
-                definitions(
-                    "direct",
-                    Some("k"),
-                    back_to_w(true),
-                    &[json!({"arguments": {"x-max-length": 10}})],
-                ),
-                "the parking queue `e0` has argument `x-max-length`",
-            ),
-        ];
-        for (definitions, words) in cases {
-            let (consumers, notes) = notes(&definitions);
-            assert_eq!(consumers, 0, "{words}: {notes:#?}");
-            assert!(
-                notes.iter().any(|n| n.starts_with("vhost `v`: queue `w` starts a retry loop that is imported as plain queues and exchanges, because") && n.contains(words)),
-                "{words}: {notes:#?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_retry_exchange_shared_by_two_loops_is_named() {
-        let mut found = definitions("direct", Some("k"), back_to_w(true), &[]);
-        let other: Definitions = serde_json::from_value(json!({
-            "queues": [
-                {"name": "w2", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-dead-letter-exchange": "x", "x-dead-letter-routing-key": "k2"}},
-                {"name": "d2", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-message-ttl": 1000, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w2"}},
-            ],
-            "bindings": [
-                {"source": "in", "vhost": "v", "destination": "w2", "destination_type": "queue", "routing_key": "", "arguments": {}},
-                {"source": "x", "vhost": "v", "destination": "d2", "destination_type": "queue", "routing_key": "k2", "arguments": {}},
-            ],
-        }))
-        .unwrap();
-        found.queues.extend(other.queues);
-        found.bindings.extend(other.bindings);
-        let (consumers, notes) = notes(&found);
-        assert_eq!(consumers, 0, "{notes:#?}");
-        assert!(
-            notes.iter().any(|n| n.contains(
-                "queue `w` starts a retry loop that is imported as plain queues and exchanges, because its retry exchange `x` is shared with queue `w2`"
-            )),
-            "{notes:#?}"
-        );
-    }
-
-    #[test]
-    fn a_delay_from_a_policy_that_is_not_warren_s_is_named() {
-        let mut found = definitions("direct", Some("k"), back_to_w(false), &[]);
-        found.policies[0].pattern = "^d$".into();
-        let (_, notes) = notes(&found);
-        assert!(
-            notes
-                .iter()
-                .any(|n| n.contains("policy `ops-ttl` gives it one")),
-            "{notes:#?}"
-        );
-    }
-
-    #[test]
-    fn dead_lettering_set_by_a_policy_is_named() {
-        // The work queue's: the loop is found, and named with the policy.
-        let mut found = definitions("direct", Some("k"), back_to_w(true), &[]);
-        found.queues[0].arguments = crate::model::Arguments::new();
-        found.policies[0].pattern = "^w$".into();
-        found.policies[0].definition = serde_json::from_value(
-            json!({"dead-letter-exchange": "x", "dead-letter-routing-key": "k"}),
-        )
-        .unwrap();
-        let (consumers, said) = notes(&found);
-        assert_eq!(consumers, 0, "{said:#?}");
-        assert!(
-            said.iter().any(|n| n.contains(
-                "queue `w` starts a retry loop that is imported as plain queues and exchanges, because its dead-lettering comes from policy `ops-ttl` (`dead-letter-exchange: x`)"
-            )),
-            "{said:#?}"
-        );
-        // A delay queue's.
-        let mut found = definitions("direct", Some("k"), json!({"x-message-ttl": 1000}), &[]);
-        found.policies[0].pattern = "^d$".into();
-        found.policies[0].definition = serde_json::from_value(
-            json!({"dead-letter-exchange": "", "dead-letter-routing-key": "w"}),
-        )
-        .unwrap();
-        let (consumers, notes) = notes(&found);
-        assert_eq!(consumers, 0, "{notes:#?}");
-        assert!(
-            notes
-                .iter()
-                .any(|n| n.contains("`d` on `x` dead-letters by policy `ops-ttl`")),
-            "{notes:#?}"
-        );
-    }
-
-    #[test]
-    fn a_dead_letter_queue_that_does_not_wait_is_no_loop() {
-        // Dead letters that stay, and dead letters passed on at once (to an alerting
-        // exchange, say): neither waits, so neither is a loop, and neither is noted.
-        for dead_letter_queue in [json!({}), back_to_w(false)] {
-            let (consumers, notes) =
-                notes(&definitions("direct", Some("k"), dead_letter_queue, &[]));
-            assert_eq!(consumers, 0);
-            assert!(
-                !notes.iter().any(|n| n.contains("starts a retry loop")),
-                "{notes:#?}"
-            );
-        }
     }
 }

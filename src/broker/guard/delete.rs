@@ -1,59 +1,26 @@
-//! Deleting a queue only when the broker itself finds it empty at that moment.
-//!
-//! The management API's message counts are statistics: they lag by up to a stats
-//! interval (8 s seen) and are missing for seconds after a queue is created, so a
-//! count in a plan cannot decide whether a deletion loses messages. The check is made
-//! by the queue, over AMQP, when warren deletes it:
-//!
-//! - **classic**: `queue.delete` with `if-empty` and `if-unused`. The broker refuses
-//!   atomically when the queue holds a ready message, or has a consumer (whose
-//!   unacknowledged messages `if-empty` alone would not count).
-//! - **quorum**: the broker refuses both flags, so warren asks the queue with a passive
-//!   `queue.declare` (its exact ready count and consumer count at that instant) and
-//!   deletes it only when both are zero. `queue.delete` then answers with the number
-//!   of messages it deleted: a message that arrived between the check and the delete
-//!   (a window of one round trip) is reported, never hidden.
-//! - **stream**: the broker ignores both flags and offers no exact count, and a stream
-//!   keeps its log after it is read: deleting one always needs `--allow-data-loss`.
+//! The deletion of queues that must be empty: the bindings into each removed first,
+//! then the broker's own check at that moment (`if-empty` for a classic queue, a
+//! passive count then `queue.delete` for a quorum queue, a refusal for a stream), the
+//! bindings declared again when the queue stays, and a check lost with its connection
+//! asked again where that settles it.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
-use lapin::{Channel, Connection, ConnectionProperties};
+use lapin::{Channel, Connection};
 
-use super::amqp::{ConnectFailure, NoAmqp, reply_of};
-use super::error::{RedactedText, removed_binding};
-use super::{BrokerError, Client, QueueBinding};
-use crate::model::effective::CompiledPolicies;
-use crate::model::redact::redact_url;
-use crate::model::{Permission, Policy, QueueType, TargetVersion};
-use serde_json::Value;
+use super::{GuardedQueue, NOT_FOUND, channel, failed_as, refused};
+use crate::broker::amqp::{AmqpUse, reply_of};
+use crate::broker::error::{RedactedText, removed_binding};
+use crate::broker::{BrokerError, Client, QueueBinding};
+use crate::model::QueueType;
 
-/// AMQP reply codes the checks expect.
-const NOT_FOUND: u16 = 404;
+/// AMQP reply code of a deletion the broker refused on its `if-empty` or `if-unused`.
 const PRECONDITION_FAILED: u16 = 406;
 
-/// A queue to delete only if it is empty.
-#[derive(Debug, Clone, Copy)]
-pub struct GuardedQueue<'a> {
-    /// Vhost.
-    pub vhost: &'a str,
-    /// Queue name.
-    pub name: &'a str,
-    /// Its type, which decides how emptiness is checked.
-    pub queue_type: QueueType,
-}
-
-/// The longest delayed-retry wait warren sits out before it counts a quorum queue it
-/// deletes (see `Client::wait_out_delayed_retries`): a minute, so that removing a
-/// consumer with short native retries needs no flag, and an apply never stalls for long.
-pub const LONGEST_DELAY_WAITED: Duration = Duration::from_secs(60);
-
-/// Added to a wait: the broker delivers a waiting message again at the end of its wait,
-/// give or take its timer.
-const DELAY_MARGIN: Duration = Duration::from_secs(1);
+/// What the deletion of a queue sends, as errors name it.
+const DELETE: &str = "queue.delete";
 
 impl Client {
     /// Deletes each queue if the broker finds it empty and unused at that moment, one
@@ -106,7 +73,7 @@ impl Client {
             let tried = self
                 .delete_in_vhost(&mut connection, queues, &indices, &routes, stop, answered)
                 .await;
-            super::amqp::close(&connection, "warren is done").await;
+            crate::broker::amqp::close(&connection, "warren is done").await;
             let refused = tried.last().is_some_and(|(_, result)| result.is_err());
             for (index, result) in tried {
                 results[index] = Some(result);
@@ -124,7 +91,7 @@ impl Client {
         self.amqp_connection(
             vhost,
             "warren: emptiness checks before deleting queues",
-            super::amqp::AmqpUse::Writes,
+            AmqpUse::Writes,
         )
         .await
     }
@@ -182,7 +149,7 @@ impl Client {
             }
         }
         if let Some(channel) = open {
-            super::amqp::close_channel(&channel).await;
+            crate::broker::amqp::close_channel(&channel).await;
         }
         tried
     }
@@ -268,139 +235,6 @@ impl Client {
         }
     }
 
-    /// Sits out the longest wait of a quorum queue that holds returned messages back
-    /// before it delivers them again (RabbitMQ 4.3's delayed retry, `mode: native`):
-    /// while a message waits, the queue counts it nowhere a client can read at once (a
-    /// passive `queue.declare` says 0 and `queue.delete` would drop it; measured on
-    /// 4.3.6), but once the wait is over it is ready and counted. Called with the
-    /// bindings into the queue removed: with no consumer, nothing new can start to
-    /// wait. A queue whose wait is longer than [`LONGEST_DELAY_WAITED`], or unknown, is
-    /// refused.
-    async fn wait_out_delayed_retries(
-        &self,
-        channel: &Channel,
-        queue: &GuardedQueue<'_>,
-    ) -> Result<(), BrokerError> {
-        let Some(longest) = self.delayed_retry_max(queue).await? else {
-            return Ok(());
-        };
-        match declare_passive(channel, queue).await? {
-            // Gone, or refused on its count or consumers by the check that follows.
-            None => return Ok(()),
-            Some(held) if held.ready > 0 || held.consumers > 0 => return Ok(()),
-            Some(_) => {}
-        }
-        match longest {
-            Some(wait) if wait <= LONGEST_DELAY_WAITED => {
-                tokio::time::sleep(wait + DELAY_MARGIN).await;
-                Ok(())
-            }
-            _ => Err(refused(
-                queue,
-                format!(
-                    "it holds failed messages back for a delayed retry ({}, RabbitMQ 4.3) and the broker counts no message while it waits, so warren cannot see whether it is empty; stop its consumers, wait that long, and check it shows no messages before deleting it with --allow-data-loss",
-                    longest.map_or_else(
-                        || "for a time its policy does not say".to_string(),
-                        |wait| format!("up to {} s", wait.as_secs())
-                    )
-                ),
-            )),
-        }
-    }
-
-    /// Before a drained quorum queue is counted for its deletion (a migration): when it
-    /// holds messages back for a delayed retry, waits its longest delay out so that they
-    /// are ready, and so counted, by then; refuses when that is over
-    /// [`LONGEST_DELAY_WAITED`] or unknown.
-    pub(super) async fn sit_out_delayed_retries(
-        &self,
-        vhost: &str,
-        name: &str,
-    ) -> Result<(), BrokerError> {
-        let queue = GuardedQueue {
-            vhost,
-            name,
-            queue_type: QueueType::Quorum,
-        };
-        match self.delayed_retry_max(&queue).await? {
-            None => Ok(()),
-            Some(Some(wait)) if wait <= LONGEST_DELAY_WAITED => {
-                tokio::time::sleep(wait + DELAY_MARGIN).await;
-                Ok(())
-            }
-            Some(longest) => Err(refused(
-                &queue,
-                format!(
-                    "it holds failed messages back for a delayed retry ({}, RabbitMQ 4.3), which no move can take and the broker does not count while they wait; lower its delays to a minute or less first, or stop its consumers and wait until it shows no messages",
-                    longest.map_or_else(
-                        || "for a time its policy does not say".to_string(),
-                        |wait| format!("up to {} s", wait.as_secs())
-                    )
-                ),
-            )),
-        }
-    }
-
-    /// Whether a quorum queue delays redeliveries and for how long at most: `None` when
-    /// it does not; `Some(None)` when it does without a maximum. Read from what the
-    /// broker holds exactly, the queue's arguments and the vhost's policies, never from
-    /// the statistics (`effective_policy_definition` lags by seconds on 4.3.6): every
-    /// policy that matches the queue counts, so a tie or a shadowed policy errs on the
-    /// side of waiting.
-    async fn delayed_retry_max(
-        &self,
-        queue: &GuardedQueue<'_>,
-    ) -> Result<Option<Option<Duration>>, BrokerError> {
-        let path = format!(
-            "/api/queues/{}/{}?columns=arguments&disable_stats=true",
-            super::segment(queue.vhost),
-            super::segment(queue.name)
-        );
-        let Some(live) = self.get(&path).await? else {
-            return Ok(None);
-        };
-        let policies: Vec<Policy> = match self
-            .get(&format!("/api/policies/{}", super::segment(queue.vhost)))
-            .await?
-        {
-            Some(listed) => serde_json::from_value(listed).unwrap_or_default(),
-            None => Vec::new(),
-        };
-        let matching = CompiledPolicies::new(&policies)
-            .choose(
-                queue.vhost,
-                queue.name,
-                QueueType::Quorum,
-                TargetVersion::NEWEST,
-            )
-            .matching;
-        let arguments = &live["arguments"];
-        let settings: Vec<(Option<&Value>, Option<&Value>)> = std::iter::once((
-            arguments.get("x-delayed-retry-type"),
-            arguments.get("x-delayed-retry-max"),
-        ))
-        .chain(matching.iter().map(|policy| {
-            (
-                policy.definition.get("delayed-retry-type"),
-                policy.definition.get("delayed-retry-max"),
-            )
-        }))
-        .collect();
-        let delays = settings.iter().any(|(kind, _)| {
-            kind.and_then(Value::as_str)
-                .is_some_and(|kind| kind != "disabled")
-        });
-        if !delays {
-            return Ok(None);
-        }
-        let longest = settings
-            .iter()
-            .filter_map(|(_, max)| max.and_then(Value::as_u64))
-            .max()
-            .map(Duration::from_millis);
-        Ok(Some(longest))
-    }
-
     /// Declares `removed` bindings into a queue that stays again; `error` (why it
     /// stays), told with the bindings that could not be declared again, if any.
     async fn bind_again(
@@ -440,58 +274,6 @@ impl Client {
             },
         }
     }
-
-    /// An AMQP connection to `vhost`: at `--amqp-url` when given, else at the AMQP
-    /// listener the management API reports, on the host of the management URL. `name`
-    /// is what the broker's connection list shows for it (`warren replay`, …).
-    pub(super) async fn amqp_connection(
-        &self,
-        vhost: &str,
-        name: &str,
-        used: super::amqp::AmqpUse,
-    ) -> Result<Connection, BrokerError> {
-        let url = self
-            .amqp_url()
-            .await
-            .map_err(|NoAmqp { url, reason }| BrokerError::Amqp {
-                url,
-                reason: reason.into(),
-                denied_vhost: None,
-            })?;
-        let shown = redact_url(url.as_str());
-        let mut with_login = self.amqp_login(&url, vhost);
-        // A frozen process loses a writing connection before it loses its locks (see
-        // `fence`); one that only reads is given the time a loaded broker needs.
-        let heartbeat = format!("heartbeat={}", used.heartbeat_secs());
-        with_login.set_query(Some(&heartbeat));
-        let properties = ConnectionProperties::default().with_connection_name(name.into());
-        let deadline = tokio::time::Instant::now() + self.endpoint.timeout;
-        match super::amqp::connect(&with_login, properties, deadline).await {
-            Ok(connection) => Ok(connection),
-            Err(failure) => {
-                let reason = failure.reason(self.endpoint.timeout);
-                // RabbitMQ: "NOT_ALLOWED - access to vhost 'v' refused for user 'u'".
-                let denied = matches!(failure, ConnectFailure::Failed(_))
-                    && reason.contains("access to vhost");
-                Err(BrokerError::Amqp {
-                    url: shown,
-                    reason: reason.into(),
-                    denied_vhost: denied.then(|| vhost.to_string()),
-                })
-            }
-        }
-    }
-}
-
-async fn channel(
-    connection: &Connection,
-    queue: &GuardedQueue<'_>,
-    what: &str,
-) -> Result<Channel, BrokerError> {
-    connection
-        .create_channel()
-        .await
-        .map_err(|error| failed_as(what, queue, &error))
 }
 
 /// A `queue.delete` that got no answer: refused when the broker answered on the
@@ -537,29 +319,8 @@ fn settled_by_asking_again(queue: &GuardedQueue<'_>, error: &BrokerError) -> boo
     }
 }
 
-/// What the deletion of a queue sends, and what counting one does, as errors name them.
-const DELETE: &str = "queue.delete";
-const COUNT: &str = "queue.declare (passive, to count its messages)";
-
 fn failed(queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
     failed_as(DELETE, queue, error)
-}
-
-fn failed_as(what: &str, queue: &GuardedQueue<'_>, error: &lapin::Error) -> BrokerError {
-    BrokerError::Api {
-        method: "AMQP".into(),
-        path: format!("{what} {:?} in vhost {:?}", queue.name, queue.vhost),
-        status: reply_of(error).map_or(0, |(code, _)| code),
-        reason: error.to_string().into(),
-    }
-}
-
-fn refused(queue: &GuardedQueue<'_>, reason: String) -> BrokerError {
-    BrokerError::Refused {
-        vhost: queue.vhost.to_string(),
-        queue: queue.name.to_string(),
-        reason: reason.into(),
-    }
 }
 
 impl Client {
@@ -653,140 +414,6 @@ impl Client {
                 _ => Err(delete_failed(queue, &error)),
             },
         }
-    }
-}
-
-/// A queue as the broker counts it at one moment, for the check an apply makes
-/// before its first write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueHeld {
-    /// Ready messages, counted by the queue itself (a passive `queue.declare`).
-    pub ready: u32,
-    /// Consumers attached, counted by the queue itself: a consumer may hold
-    /// unacknowledged messages, which the count of ready ones leaves out.
-    pub consumers: u32,
-    /// Unacknowledged messages as the statistics last counted them: the only figure
-    /// that shows messages taken by `basic.get` and not acknowledged (no consumer
-    /// holds them); it lags by up to a statistics interval.
-    pub unacknowledged: u64,
-    /// Messages a quorum queue holds back for a delayed retry (RabbitMQ 4.3), as the
-    /// statistics last counted them: the queue's own count leaves them out while they
-    /// wait. Lags like `unacknowledged`; the deletion itself waits them out.
-    pub delayed: u64,
-}
-
-impl QueueHeld {
-    /// Whether deleting the queue now would lose a message, or cut off a consumer.
-    pub fn holds_anything(&self) -> bool {
-        self.ready > 0 || self.consumers > 0 || self.unacknowledged > 0 || self.delayed > 0
-    }
-}
-
-impl Client {
-    /// What each of `queues` (vhost, name) holds at this moment: `None` for a queue
-    /// that does not exist. One AMQP connection per vhost, a passive `queue.declare`
-    /// per queue; the statistics' unacknowledged count beside it.
-    pub async fn queues_held(
-        &self,
-        queues: &[(String, String)],
-    ) -> Result<Vec<Option<QueueHeld>>, BrokerError> {
-        let mut held: Vec<Option<QueueHeld>> = vec![None; queues.len()];
-        let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (index, (vhost, _)) in queues.iter().enumerate() {
-            by_vhost.entry(vhost.as_str()).or_default().push(index);
-        }
-        for (vhost, indices) in by_vhost {
-            let connection = self
-                .amqp_connection(
-                    vhost,
-                    "warren: counting queues before an apply",
-                    super::amqp::AmqpUse::Reads,
-                )
-                .await?;
-            let counted = async {
-                let mut open: Option<Channel> = None;
-                for &index in &indices {
-                    let queue = GuardedQueue {
-                        vhost,
-                        name: &queues[index].1,
-                        queue_type: QueueType::Classic,
-                    };
-                    let channel = match open.take() {
-                        Some(channel) if channel.status().connected() => channel,
-                        _ => self::channel(&connection, &queue, COUNT).await?,
-                    };
-                    held[index] = declare_passive(&channel, &queue).await?;
-                    open = Some(channel);
-                }
-                Ok::<_, BrokerError>(())
-            }
-            .await;
-            super::amqp::close(&connection, "warren is done").await;
-            counted?;
-        }
-        for (index, (vhost, name)) in queues.iter().enumerate() {
-            if let Some(queue) = held[index].as_mut() {
-                (queue.unacknowledged, queue.delayed) = self.held_back(vhost, name).await?;
-            }
-        }
-        Ok(held)
-    }
-
-    /// The statistics' counts of a queue's unacknowledged messages and of those it holds
-    /// back for a delayed retry (0 before the first count, on a broker without delayed
-    /// retry, or for a queue gone since).
-    async fn held_back(&self, vhost: &str, name: &str) -> Result<(u64, u64), BrokerError> {
-        let path = format!(
-            "/api/queues/{}/{}?columns=messages_unacknowledged,messages_delayed",
-            super::segment(vhost),
-            super::segment(name)
-        );
-        let queue = self.get(&path).await?;
-        let count = |key: &str| {
-            queue
-                .as_ref()
-                .and_then(|queue| queue[key].as_u64())
-                .unwrap_or(0)
-        };
-        Ok((count("messages_unacknowledged"), count("messages_delayed")))
-    }
-
-    /// The permissions `user` has, vhost by vhost (`GET /api/users/{user}/permissions`).
-    pub async fn user_permissions(&self, user: &str) -> Result<Vec<Permission>, BrokerError> {
-        let path = format!("/api/users/{}/permissions", super::segment(user));
-        let Some(value) = self.get(&path).await? else {
-            return Ok(Vec::new());
-        };
-        serde_json::from_value(value).map_err(|error| BrokerError::Decode {
-            path,
-            reason: error.to_string().into(),
-        })
-    }
-}
-
-/// A queue's counts from a passive `queue.declare`; `None` when it does not exist.
-async fn declare_passive(
-    channel: &Channel,
-    queue: &GuardedQueue<'_>,
-) -> Result<Option<QueueHeld>, BrokerError> {
-    let passive = QueueDeclareOptions {
-        passive: true,
-        ..QueueDeclareOptions::default()
-    };
-    match channel
-        .queue_declare(queue.name.into(), passive, FieldTable::default())
-        .await
-    {
-        Ok(state) => Ok(Some(QueueHeld {
-            ready: state.message_count(),
-            consumers: state.consumer_count(),
-            unacknowledged: 0,
-            delayed: 0,
-        })),
-        Err(error) => match reply_of(&error) {
-            Some((NOT_FOUND, _)) => Ok(None),
-            _ => Err(failed_as(COUNT, queue, &error)),
-        },
     }
 }
 
