@@ -136,11 +136,11 @@ impl Client {
         }
         let mut not_made = BTreeSet::new();
         for (i, (id, value)) in objects.iter().enumerate() {
-            if id.kind == ObjectKind::Queue && outcomes[i].is_done() && dropped.contains(&key(id)) {
-                if let Err(error) = declare_queue(self, id, value).await {
-                    not_made.insert(key(id));
-                    outcomes[i] = WriteOutcome::failed(error);
-                }
+            let dropped_here =
+                id.kind == ObjectKind::Queue && outcomes[i].is_done() && dropped.contains(&key(id));
+            if dropped_here && let Err(error) = declare_queue(self, id, value).await {
+                not_made.insert(key(id));
+                outcomes[i] = WriteOutcome::failed(error);
             }
         }
         for (i, (id, value)) in objects.iter().enumerate() {
