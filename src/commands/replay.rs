@@ -19,7 +19,7 @@ use crate::compile::{self, Options};
 use crate::plan::spec_name;
 use crate::render;
 use crate::render::stopping::{Watch, replay_notice};
-use crate::replay::{self, Prepared, RunError};
+use crate::replay::{self, MoveError, Prepared};
 
 /// The flags of `warren replay`.
 #[derive(Debug, clap::Args)]
@@ -160,7 +160,7 @@ impl Run {
             })
         };
         let spec_name = spec_name(&file);
-        let result = runtime.block_on(replay::run(
+        let result = runtime.block_on(replay::move_parked(
             &client,
             &spec_name,
             &prepared,
@@ -186,11 +186,11 @@ impl Run {
                     false => Ok(Success::Done),
                 }
             }
-            Err(RunError::Lock(err)) => {
+            Err(MoveError::Lock(err)) => {
                 self.moved = Some(0);
                 Err(err.into())
             }
-            Err(RunError::Replay(err)) => {
+            Err(MoveError::Replay(err)) => {
                 self.moved = Some(err.moved);
                 self.unconfirmed = err.unconfirmed;
                 let message = render::replay::stopped(&prepared, &err);
