@@ -6,10 +6,14 @@
 //! which may hold JSON. A signal is told at once, in the bar's place or among the
 //! lines ([`super::stopping`]). What both say is `progress/words.rs`'s; where an apply
 //! stands between events, `progress/course.rs`'s.
+//!
+//! A replay's progress on stderr ([`ReplayProgress`]) is its signals alone, each told
+//! at once with the count moved so far.
 
 mod bar;
 mod course;
 mod lines;
+mod replay;
 mod words;
 
 use std::io::Write;
@@ -18,6 +22,7 @@ use std::time::Duration;
 
 use bar::Bars;
 use lines::Lines;
+pub use replay::ReplayProgress;
 
 use super::stopping::Watch;
 use crate::apply::Interrupt;

@@ -9,14 +9,24 @@
 //! under the locks an apply of the spec takes, so that no apply deletes or replaces the
 //! two queues while messages move ([`moving`]). What each message's headers lose is
 //! [`Replay`](crate::model::headers::Replay).
+//!
+//! A whole replay is one call, [`run::run`]: the steps and their order are the
+//! library's; the terminal is the caller's, which shows the move and asks through
+//! [`Conversation`] and is told the progress ([`Event`]).
 
+pub mod conversation;
 pub mod moving;
 pub mod prepare;
+pub mod progress;
+pub mod run;
 pub mod target;
 
-pub use moving::{MoveError, Replayed, move_parked};
-pub use prepare::{Prepared, prepare};
-pub use target::{Target, TargetError, find};
+pub use conversation::Conversation;
+pub use moving::Replayed;
+pub use prepare::Prepared;
+pub use progress::{Event, Progress};
+pub use run::{NotFound, Outcome, Ran, Request};
+pub use target::{Target, TargetError};
 
 /// Copies in flight when `--batch` is not given: large enough that a replay of
 /// thousands takes seconds, small enough that a kill doubles few messages.

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::prepare::Prepared;
+use super::progress::{Event, Progress};
 use crate::broker::{BrokerError, Client, LockName, ReplayError, ReplayMove, holder_name};
 
 /// What a replay did.
@@ -30,7 +31,7 @@ pub enum MoveError {
 /// Moves `prepared.to_move` messages (fewer when the parking queue empties first),
 /// holding the locks of `spec` and of the vhost (waited for at most `lock_wait`), at
 /// most `batch` copies in flight. Stops once the copies in flight are settled when
-/// `stop` is set; `moved` hears the running total.
+/// `stop` is set; `progress` hears the running total ([`Event::Moved`]).
 pub async fn move_parked(
     client: &Client,
     spec: &str,
@@ -38,7 +39,7 @@ pub async fn move_parked(
     batch: u16,
     lock_wait: Duration,
     stop: &AtomicBool,
-    moved: &mut dyn FnMut(u64),
+    progress: &mut Progress<'_>,
 ) -> Result<Replayed, MoveError> {
     let target = &prepared.target;
     if prepared.to_move == 0 {
@@ -62,7 +63,11 @@ pub async fn move_parked(
         limit: prepared.to_move,
         batch,
     };
-    let result = client.replay(&request, stop, moved).await;
+    let result = client
+        .replay(&request, stop, &mut |moved| {
+            progress(&Event::Moved { moved });
+        })
+        .await;
     lock.release().await;
     let done = result.map_err(MoveError::Replay)?;
     Ok(Replayed {
