@@ -1,25 +1,24 @@
-//! `warren replay`.
+//! `warren replay SPEC --queue Q`: the flags, and the rendering of what became of the
+//! replay. The replay itself is one library call ([`crate::replay::run::run`]), on
+//! the terminal of [`ReplayTerminal`].
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::ask::ask_yes;
+use super::ask::ReplayTerminal;
 use super::diagnostics::{Effect, invalid};
-use super::exit::{self, Failure};
 use super::inputs::{client, load_spec};
 use super::output::Reply;
-use super::result::{CommandError, CommandResult, Success};
-use super::runtime::{runtime, stop_on_signals};
+use super::result::replayed;
+use super::runtime::{count_signals, runtime};
 use super::streams::ErrorLog;
+use crate::apply::Interrupt;
 use crate::cli::{BrokerArgs, EnvArg, TraceFormat, parse_wait};
-use crate::compile::{self, Options};
-use crate::plan::spec_name;
-use crate::render;
-use crate::render::stopping::{Watch, replay_notice};
-use crate::replay::{self, Prepared, RunError};
+use crate::render::progress::ReplayProgress;
+use crate::render::replay as shown;
+use crate::replay::Event;
+use crate::replay::run::{NotFound, Request, run};
 
 /// The flags of `warren replay`.
 #[derive(Debug, clap::Args)]
@@ -60,142 +59,50 @@ pub struct ReplayArgs {
 }
 
 /// `warren replay SPEC --queue Q …`: prints one JSON document under `--format json`,
-/// whatever happened after the spec was read.
+/// whatever happened once the queue was found to be a consumer's.
 pub fn replay(args: &ReplayArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) -> Reply {
+    let file = match load_spec(&args.spec, &args.env, Effect::Changes) {
+        Ok(file) => file,
+        Err(error) => return Reply::from(Err(error)),
+    };
+    let (runtime, interrupt) = (runtime(), Interrupt::default());
+    let mut progress = ReplayProgress::on_stderr(&interrupt);
+    let request = Request {
+        file: &file,
+        queue: &args.queue,
+        vhost: args.vhost.as_deref(),
+        limit: args.limit,
+        batch: args.batch,
+        dry_run: args.dry_run,
+        auto_approve: args.auto_approve,
+        lock_wait: args.lock_timeout,
+        stop: interrupt.flag(),
+    };
     let json = args.format == TraceFormat::Json;
-    let mut run = Run::default();
-    let result = run.replay(args, stdout, stderr);
-    let dry_run = args.dry_run;
-    match json && run.started {
-        true => Reply::documented(result, move |error| {
-            render::replay::document(
-                run.prepared.as_ref(),
-                dry_run,
-                run.moved.map(|moved| (moved, run.unconfirmed)),
-                error,
-            )
-        }),
-        false => Reply::from(result),
+    let mut terminal = ReplayTerminal::new(json, stdout, stderr);
+    let connect = || client(&args.broker);
+    let ran = runtime.block_on(run(request, connect, &mut terminal, &mut |event| {
+        // Signals are caught once messages move: until then, one ends warren at once.
+        if let Event::Moving { .. } = event {
+            count_signals(&runtime, &interrupt);
+        }
+        progress.event(event);
+    }));
+    progress.finish();
+    let ran = match ran {
+        Ok(ran) => ran,
+        Err(NotFound::NotCompiled(found)) => {
+            return Reply::from(Err(invalid(&file, &found, Effect::Changes)));
+        }
+        Err(NotFound::NoTarget(error)) => return Reply::from(Err(error.into())),
+    };
+    if !json {
+        let _ = shown::ended(terminal.stdout, &ran);
     }
-}
-
-/// What one replay got to, for its JSON document.
-#[derive(Default)]
-struct Run {
-    /// The spec was read and the queue found: the document is this command's to print.
-    started: bool,
-    prepared: Option<Prepared>,
-    moved: Option<u64>,
-    /// Copies the broker neither confirmed nor refused, when the replay stopped.
-    unconfirmed: u64,
-}
-
-impl Run {
-    fn replay(
-        &mut self,
-        args: &ReplayArgs,
-        stdout: &mut dyn Write,
-        stderr: &mut dyn ErrorLog,
-    ) -> CommandResult {
-        let json = args.format == TraceFormat::Json;
-        let file = load_spec(&args.spec, &args.env, Effect::Changes)?;
-        // Which queue is whose needs no secrets.
-        let options = Options {
-            target: crate::model::TargetVersion::DEFAULT,
-            secrets: None,
-        };
-        let compiled = compile::compile(&file, &options)
-            .map_err(|found| invalid(&file, &found, Effect::Changes))?;
-        let target = replay::find(&compiled.contract, &args.queue, args.vhost.as_deref())?;
-        self.started = true;
-        let client = client(&args.broker)?;
-        let runtime = runtime();
-        let prepared = runtime.block_on(replay::prepare(&client, target, args.limit))?;
-        // The preview goes where people read: stdout for text, stderr under JSON.
-        let shown: &mut dyn Write = if json { stderr } else { stdout };
-        let _ = render::replay::preview(shown, &prepared, args.batch);
-        self.prepared = Some(prepared.clone());
-        if args.dry_run {
-            if !json {
-                let _ = writeln!(stdout, "Dry run: nothing was moved.");
-            }
-            return Ok(Success::Done);
-        }
-        if prepared.to_move == 0 {
-            if !json {
-                let _ = writeln!(stdout, "Nothing to replay.");
-            }
-            self.moved = Some(0);
-            return Ok(Success::Done);
-        }
-        let question = format!(
-            "Replay {} to `{}`?",
-            crate::text::count(prepared.to_move as usize, "message"),
-            prepared.target.rule.work_queue
-        );
-        if !args.auto_approve
-            && !ask_yes(
-                &question,
-                "check the replay with --dry-run and pass --auto-approve",
-                (!json).then_some(&mut *stdout),
-                stderr,
-            )
-        {
-            return Err(CommandError::cancelled(
-                "replay cancelled; nothing was moved",
-            ));
-        }
-        // A signal stops the replay once the copies in flight are settled: nothing
-        // doubled. It is told at once, with the count moved so far.
-        let stop = stop_on_signals(&runtime);
-        let moved_so_far = Arc::new(AtomicU64::new(0));
-        let to_move = prepared.to_move;
-        let mut watch = {
-            let moved = Arc::clone(&moved_so_far);
-            Watch::start(stop.clone(), move |signals| {
-                for signal in signals {
-                    let moved = moved.load(Ordering::SeqCst);
-                    eprintln!("{}", replay_notice(signal, moved, to_move));
-                }
-            })
-        };
-        let spec_name = spec_name(&file);
-        let result = runtime.block_on(replay::run(
-            &client,
-            &spec_name,
-            &prepared,
-            args.batch,
-            args.lock_timeout,
-            stop.flag(),
-            &mut |moved| moved_so_far.store(moved, Ordering::SeqCst),
-        ));
-        watch.finish();
-        match result {
-            Ok(replayed) => {
-                self.moved = Some(replayed.moved);
-                if !json {
-                    let _ = render::replay::done(
-                        stdout,
-                        &prepared,
-                        replayed.moved,
-                        replayed.interrupted,
-                    );
-                }
-                match replayed.interrupted {
-                    true => Err(CommandError::already_shown(Failure::Error)),
-                    false => Ok(Success::Done),
-                }
-            }
-            Err(RunError::Lock(err)) => {
-                self.moved = Some(0);
-                Err(err.into())
-            }
-            Err(RunError::Replay(err)) => {
-                self.moved = Some(err.moved);
-                self.unconfirmed = err.unconfirmed;
-                let message = render::replay::stopped(&prepared, &err);
-                Err(CommandError::new(exit::of_replay(&err.failure), message))
-            }
-        }
+    let document = shown::document_of(&ran, args.dry_run);
+    let result = replayed(ran);
+    match json {
+        true => Reply::documented(result, document),
+        false => Reply::from(result),
     }
 }

@@ -12,6 +12,8 @@ use crate::apply::UnlockError;
 use crate::apply::repair::RepairError;
 use crate::apply::run::Declined;
 use crate::broker::{BrokerError, ReplayFailure};
+use crate::render::replay::{CANCELLED, stopped};
+use crate::replay::run::{Outcome, Ran};
 use crate::spec::diagnostic::Diagnostic;
 
 /// How a command ended.
@@ -214,4 +216,24 @@ impl From<crate::trace::Error> for CommandError {
     fn from(error: crate::trace::Error) -> Self {
         CommandError::error(error.to_string())
     }
+}
+
+/// What became of a replay that found its consumer, as its command's result: a dry
+/// run, nothing to move and a finished move succeed; a move a signal stopped fails
+/// with nothing more said (its count was printed); the rest say why nothing, or not
+/// all, moved.
+pub(super) fn replayed(ran: Ran) -> CommandResult {
+    let prepared = ran.prepared.as_ref();
+    Err(match ran.outcome {
+        Outcome::DryRun | Outcome::NothingToMove => return Ok(Success::Done),
+        Outcome::Replayed(replayed) if !replayed.interrupted => return Ok(Success::Done),
+        Outcome::Replayed(_) => CommandError::already_shown(Failure::Error),
+        Outcome::NoClient(error) | Outcome::NotLocked(error) => error.into(),
+        Outcome::NotPrepared(failure) => failure.into(),
+        Outcome::Cancelled => CommandError::cancelled(CANCELLED),
+        Outcome::Stopped(error) => CommandError::new(
+            exit::of_replay(&error.failure),
+            stopped(prepared.expect("a replay that moved was prepared"), &error),
+        ),
+    })
 }

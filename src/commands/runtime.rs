@@ -29,8 +29,16 @@ pub(super) fn say_request_count(client: &Client, stderr: &mut dyn ErrorLog) {
 /// at once, with exit code 1, once that was said (or after a second). Its locks go with
 /// its connection. What is said is the progress's to print ([`crate::render::stopping`]).
 pub(super) fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> Interrupt {
-    use tokio::signal::unix::{SignalKind, signal};
     let interrupt = Interrupt::default();
+    count_signals(runtime, &interrupt);
+    interrupt
+}
+
+/// [`stop_on_signals`] into an `interrupt` made beforehand: a replay is handed its stop
+/// flag when it starts, and signals are caught only once its move starts (until then,
+/// a signal ends the process as it would any other, at its question too).
+pub(super) fn count_signals(runtime: &tokio::runtime::Runtime, interrupt: &Interrupt) {
+    use tokio::signal::unix::{SignalKind, signal};
     let counted = interrupt.clone();
     runtime.spawn(async move {
         let (Ok(mut int), Ok(mut term)) = (
@@ -55,5 +63,4 @@ pub(super) fn stop_on_signals(runtime: &tokio::runtime::Runtime) -> Interrupt {
             }
         }
     });
-    interrupt
 }

@@ -1,22 +1,32 @@
 //! An apply's progress on stderr, so that one of thousands of objects, which takes
-//! minutes, never looks hung: a progress bar per phase on a terminal (`indicatif`), plain
-//! lines elsewhere (a CI log), at each tenth of a phase, whenever the broker's answers
-//! moved the count [`MOVED_LINE`] after the last line, and at least every
-//! [`HEARTBEAT`] while one runs. Never on stdout, which may hold JSON. A signal is
-//! told at once, in the bar's place or among the lines ([`super::stopping`]).
+//! minutes, never looks hung: a progress bar per phase on a terminal (`indicatif`,
+//! `progress/bar.rs`), plain lines elsewhere (a CI log, `progress/lines.rs`), at each
+//! tenth of a phase, whenever the broker's answers moved the count [`MOVED_LINE`] after
+//! the last line, and at least every [`HEARTBEAT`] while one runs. Never on stdout,
+//! which may hold JSON. A signal is told at once, in the bar's place or among the
+//! lines ([`super::stopping`]). What both say is `progress/words.rs`'s; where an apply
+//! stands between events, `progress/course.rs`'s.
+//!
+//! A replay's progress on stderr ([`ReplayProgress`]) is its signals alone, each told
+//! at once with the count moved so far.
+
+mod bar;
+mod course;
+mod lines;
+mod replay;
+mod words;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use bar::Bars;
+use lines::Lines;
+pub use replay::ReplayProgress;
 
-use super::progress_line::{Awaiting, Missed, PhaseLine};
-use super::stopping::{Step, Watch, apply_notice};
+use super::stopping::Watch;
 use crate::apply::Interrupt;
-use crate::apply::progress::{ChangeOutcome, Event, MigrationStep, Phase};
-use crate::model::shorten::grouped;
-use crate::text::{count, noun_for};
+use crate::apply::progress::Event;
 
 /// How often a plain line is printed while a phase runs, even when it has not moved: an
 /// import chunk is answered only once it is done.
@@ -25,330 +35,6 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How soon after the last plain line a count the broker's answers moved is printed
 /// (between the tenths of a phase): each import chunk answered shows within seconds.
 pub const MOVED_LINE: Duration = Duration::from_secs(2);
-
-/// What the phase is called, and what it counts.
-fn label(phase: Phase) -> (&'static str, &'static str) {
-    match phase {
-        Phase::RemoveReplaced => ("removing replaced", "object"),
-        Phase::Create => ("creating", "object"),
-        Phase::Supersede => ("deleting superseded", "object"),
-        Phase::Update => ("updating", "object"),
-        Phase::Migrate => ("migrating", "queue"),
-        Phase::DeleteBindings => ("deleting", "binding"),
-        Phase::DeleteQueues => ("deleting", "queue"),
-        Phase::DeleteOthers => ("deleting", "object"),
-    }
-}
-
-/// A phase's line as the grammar writes it ([`PhaseLine`]): `creating: 2,000 of 8,000
-/// objects, 12 s`, what was not made (`; 1 refused`), and the import part in flight
-/// (`; the broker is making the next 5,000 objects (sent 38 s ago, …)`), which the
-/// broker answers for only once it has made all of it.
-fn phase_line(
-    phase: Phase,
-    done: usize,
-    total: usize,
-    started: Instant,
-    missed: &Missed,
-    in_flight: Option<(usize, Instant)>,
-) -> String {
-    let (label, noun) = label(phase);
-    PhaseLine {
-        label: label.to_string(),
-        done: done as u64,
-        total: total as u64,
-        noun: noun_for(total, noun),
-        elapsed: started.elapsed(),
-        missed: *missed,
-        awaiting: in_flight.map(|(sent, since)| Awaiting {
-            sent: sent as u64,
-            noun: noun_for(sent, noun),
-            since: since.elapsed(),
-        }),
-    }
-    .to_string()
-}
-
-/// `creating 6,000 of 22,204 objects`: how far a phase is, for a signal's notice.
-fn how_far(phase: Phase, done: usize, total: usize) -> Step {
-    let (label, noun) = label(phase);
-    Step::In {
-        phase,
-        how_far: format!(
-            "{label} {} of {} {}",
-            grouped(done as u64),
-            grouped(total as u64),
-            noun_for(total, noun)
-        ),
-    }
-}
-
-/// What a migration step says.
-fn migration_step(step: &MigrationStep<'_>) -> String {
-    match step {
-        MigrationStep::BindingsCopied {
-            bindings,
-            temporary,
-        } => format!("{} copied to {temporary:?}", count(*bindings, "binding")),
-        MigrationStep::Unbound => {
-            "its bindings removed: new messages go to the temporary queue".into()
-        }
-        MigrationStep::Moving { source } => format!("moving the messages of {source:?}"),
-        MigrationStep::NothingToMove { source } => {
-            format!("{source:?} holds no ready message: nothing to move")
-        }
-        MigrationStep::MoveRestarted => "the shovel is not consuming: starting it again".into(),
-        MigrationStep::Refilled { source, refilled } => format!(
-            "{source:?} received messages after they were counted ({} in a row): moving them too",
-            count(*refilled, "time")
-        ),
-        MigrationStep::WaitingForAcknowledgements {
-            source,
-            unacknowledged,
-        } => format!(
-            "waiting for consumers of {source:?} to acknowledge {}",
-            count(*unacknowledged, "message")
-        ),
-        MigrationStep::DeclaredAnew => "old queue deleted, empty, and declared anew".into(),
-        MigrationStep::Rebound { bindings } => {
-            format!("declared anew and bound ({})", count(*bindings, "binding"))
-        }
-        MigrationStep::Finished => "temporary queue and exchange deleted: done".into(),
-        MigrationStep::PassingOn { into } => {
-            format!("its bindings removed: passing its messages on to {into:?}")
-        }
-        MigrationStep::PassedOn { into } => {
-            format!("deleted, empty: its messages were passed on to {into:?}")
-        }
-    }
-}
-
-/// The phase that runs, as the plain lines see it.
-struct Running {
-    phase: Phase,
-    done: usize,
-    total: usize,
-    started: Instant,
-    /// The last tenth a line was printed for.
-    tenth: usize,
-    /// A part of the phase sent and not yet answered for: how many, since when.
-    in_flight: Option<(usize, Instant)>,
-}
-
-/// Which phases an apply has been through, for a signal's notice when none runs.
-#[derive(Default)]
-struct Course {
-    /// Whether a phase has started: before, nothing was changed.
-    started_any: bool,
-    /// The last phase that ended, when it ended short of its size (a stop cut it
-    /// short, or a failure): phase, made, size.
-    cut_short: Option<(Phase, usize, usize)>,
-}
-
-impl Course {
-    fn started(&mut self) {
-        self.started_any = true;
-        self.cut_short = None;
-    }
-
-    fn ended(&mut self, phase: Phase, done: usize, total: usize) {
-        self.cut_short = (done < total).then_some((phase, done, total));
-    }
-
-    /// Where the apply stands while no phase runs: a phase cut short is where it
-    /// stops (a signal that arrived just before its end is told where it was heard).
-    fn idle(&self) -> Step {
-        match self.cut_short {
-            Some((phase, done, total)) => how_far(phase, done, total),
-            None if self.started_any => Step::BetweenPhases,
-            None => Step::BeforeChanges,
-        }
-    }
-}
-
-/// The plain lines' state, shared with the watch thread (heartbeat and signals).
-struct Lines<W> {
-    out: W,
-    running: Option<Running>,
-    course: Course,
-    missed: Missed,
-    last_line: Instant,
-    /// The count of the last line printed.
-    last_done: usize,
-}
-
-impl<W: Write> Lines<W> {
-    fn line(&mut self, text: &str) {
-        let _ = writeln!(self.out, "{text}");
-        let _ = self.out.flush();
-        self.last_line = Instant::now();
-    }
-
-    /// `creating: 2,000 of 8,000 objects, 12 s`.
-    fn state(&mut self) {
-        if let Some(running) = &self.running {
-            let text = phase_line(
-                running.phase,
-                running.done,
-                running.total,
-                running.started,
-                &Missed::default(),
-                running.in_flight,
-            );
-            self.last_done = running.done;
-            self.line(&text);
-        }
-    }
-
-    /// Where the apply stands, for a signal's notice.
-    fn step(&self) -> Step {
-        match &self.running {
-            Some(running) => how_far(running.phase, running.done, running.total),
-            None => self.course.idle(),
-        }
-    }
-
-    /// One tick of the watch: the signals to tell, and the heartbeat.
-    fn tick(&mut self, signals: std::ops::RangeInclusive<usize>) {
-        for signal in signals {
-            let text = apply_notice(signal, &self.step());
-            self.line(&text);
-        }
-        if self.running.is_some() && self.last_line.elapsed() >= HEARTBEAT {
-            self.state();
-        }
-    }
-
-    fn event(&mut self, event: &Event<'_>) {
-        match *event {
-            Event::Started { phase, total } => {
-                self.running = Some(Running {
-                    phase,
-                    done: 0,
-                    total,
-                    started: Instant::now(),
-                    tenth: 0,
-                    in_flight: None,
-                });
-                self.course.started();
-                self.missed = Missed::default();
-                self.state();
-            }
-            Event::Sent { sent, .. } => {
-                if let Some(running) = &mut self.running {
-                    running.in_flight = Some((sent, Instant::now()));
-                }
-            }
-            Event::Advanced { done, .. } => {
-                let Some(running) = &mut self.running else {
-                    return;
-                };
-                running.done = done;
-                running.in_flight = None;
-                // The last tenth is the phase's end, which `Finished` prints.
-                let tenth = (done * 10) / running.total.max(1);
-                let new_tenth = tenth > running.tenth && done < running.total;
-                if new_tenth {
-                    running.tenth = tenth;
-                }
-                let moved = done > self.last_done && done < running.total;
-                if new_tenth
-                    || (moved && self.last_line.elapsed() >= MOVED_LINE)
-                    || self.last_line.elapsed() >= HEARTBEAT
-                {
-                    self.state();
-                }
-            }
-            Event::Outcome { outcome, .. } => match outcome {
-                ChangeOutcome::Done => {}
-                ChangeOutcome::Refused => self.missed.refused += 1,
-                ChangeOutcome::Unconfirmed => self.missed.unconfirmed += 1,
-                ChangeOutcome::NotSent => self.missed.not_sent += 1,
-            },
-            Event::Finished { phase, done, total } => {
-                self.course.ended(phase, done, total);
-                if let Some(running) = &mut self.running {
-                    running.done = done;
-                    running.total = total;
-                }
-                if let Some(running) = &self.running {
-                    let text = phase_line(
-                        running.phase,
-                        done,
-                        total,
-                        running.started,
-                        &self.missed,
-                        None,
-                    );
-                    self.line(&text);
-                }
-                self.running = None;
-            }
-            Event::Migration { queue, ref step } => {
-                let text = format!(
-                    "migrating queue {:?} in vhost {:?}: {}",
-                    queue.name,
-                    queue.vhost.as_deref().unwrap_or_default(),
-                    migration_step(step)
-                );
-                self.line(&text);
-            }
-        }
-    }
-}
-
-/// The bar of the phase that runs.
-struct Drawn {
-    bar: ProgressBar,
-    phase: Phase,
-    started: Instant,
-}
-
-impl Drawn {
-    /// Clears the bar and prints the phase's line in its place, which stays: a whole
-    /// line, so that what is printed next starts on a line of its own, whatever the
-    /// terminal's width.
-    fn end(self, done: usize, total: usize, missed: &Missed) {
-        self.bar.finish_and_clear();
-        eprintln!(
-            "{}",
-            phase_line(self.phase, done, total, self.started, missed, None)
-        );
-    }
-}
-
-/// The bar's state, shared with the watch thread (which tells signals above the bar).
-#[derive(Default)]
-struct Bars {
-    bar: Option<Drawn>,
-    missed: Missed,
-    course: Course,
-}
-
-impl Bars {
-    /// Where the apply stands, for a signal's notice.
-    fn step(&self) -> Step {
-        match &self.bar {
-            Some(drawn) => how_far(
-                drawn.phase,
-                drawn.bar.position() as usize,
-                drawn.bar.length().unwrap_or(0) as usize,
-            ),
-            None => self.course.idle(),
-        }
-    }
-
-    /// One tick of the watch: the signals to tell, above the bar when one is drawn.
-    fn tick(&mut self, signals: std::ops::RangeInclusive<usize>) {
-        for signal in signals {
-            let text = apply_notice(signal, &self.step());
-            match &self.bar {
-                Some(drawn) => drawn.bar.println(text),
-                None => eprintln!("{text}"),
-            }
-        }
-    }
-}
 
 /// How progress is shown: the state the events change, shared with the [`Watch`]
 /// thread, which tells signals at once and, for plain lines, prints one every
@@ -402,14 +88,7 @@ impl ApplyProgress<std::io::Stderr> {
 impl<W: Write + Send + 'static> ApplyProgress<W> {
     /// Plain lines on `out`.
     pub fn lines(out: W, interrupt: &Interrupt) -> Self {
-        let lines = Arc::new(Mutex::new(Lines {
-            out,
-            running: None,
-            course: Course::default(),
-            missed: Missed::default(),
-            last_line: Instant::now(),
-            last_done: 0,
-        }));
+        let lines = Arc::new(Mutex::new(Lines::new(out)));
         let shared = Arc::clone(&lines);
         let watch = Watch::start(interrupt.clone(), move |signals| {
             shared
@@ -427,9 +106,7 @@ impl<W: Write + Send + 'static> ApplyProgress<W> {
     pub fn event(&mut self, event: &Event<'_>) {
         match &self.shown {
             Shown::Lines(lines) => lines.lock().unwrap_or_else(|e| e.into_inner()).event(event),
-            Shown::Bar(bars) => {
-                bar_event(&mut bars.lock().unwrap_or_else(|e| e.into_inner()), event)
-            }
+            Shown::Bar(bars) => bars.lock().unwrap_or_else(|e| e.into_inner()).event(event),
         }
     }
 
@@ -438,12 +115,7 @@ impl<W: Write + Send + 'static> ApplyProgress<W> {
     pub fn finish(&mut self) {
         self.watch.finish();
         if let Shown::Bar(bars) = &self.shown {
-            let mut bars = bars.lock().unwrap_or_else(|e| e.into_inner());
-            // A phase that did not finish (the apply stopped in it).
-            if let Some(drawn) = bars.bar.take() {
-                let (done, total) = (drawn.bar.position(), drawn.bar.length());
-                drawn.end(done as usize, total.unwrap_or(done) as usize, &bars.missed);
-            }
+            bars.lock().unwrap_or_else(|e| e.into_inner()).finish();
         }
     }
 }
@@ -454,86 +126,12 @@ impl<W: Write + Send + 'static> Drop for ApplyProgress<W> {
     }
 }
 
-fn bar_event(bars: &mut Bars, event: &Event<'_>) {
-    let Bars {
-        bar,
-        missed,
-        course,
-    } = bars;
-    match *event {
-        Event::Started { phase, total } => {
-            course.started();
-            if let Some(previous) = bar.take() {
-                let (done, total) = (previous.bar.position(), previous.bar.length());
-                previous.end(done as usize, total.unwrap_or(done) as usize, missed);
-            }
-            let (label, noun) = label(phase);
-            let style = ProgressStyle::with_template(
-                "{prefix:>17} [{bar:30}] {human_pos}/{human_len} {msg}, {elapsed}",
-            )
-            .expect("the template is valid")
-            .progress_chars("=> ");
-            let new =
-                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr())
-                    .with_style(style)
-                    .with_prefix(label)
-                    .with_message(noun_for(total, noun));
-            new.enable_steady_tick(Duration::from_millis(250));
-            *bar = Some(Drawn {
-                bar: new,
-                phase,
-                started: Instant::now(),
-            });
-            *missed = Missed::default();
-        }
-        Event::Sent { phase, sent } => {
-            if let Some(drawn) = bar {
-                let (_, noun) = label(phase);
-                let total = drawn.bar.length().unwrap_or(0) as usize;
-                drawn.bar.set_message(format!(
-                    "{}; the broker is making the next {}",
-                    noun_for(total, noun),
-                    grouped(sent as u64)
-                ));
-            }
-        }
-        Event::Advanced { phase, done, total } => {
-            if let Some(drawn) = bar {
-                let (_, noun) = label(phase);
-                drawn.bar.set_position(done as u64);
-                drawn.bar.set_message(noun_for(total, noun));
-            }
-        }
-        Event::Outcome { outcome, .. } => match outcome {
-            ChangeOutcome::Done => {}
-            ChangeOutcome::Refused => missed.refused += 1,
-            ChangeOutcome::Unconfirmed => missed.unconfirmed += 1,
-            ChangeOutcome::NotSent => missed.not_sent += 1,
-        },
-        Event::Finished { phase, done, total } => {
-            course.ended(phase, done, total);
-            if let Some(drawn) = bar.take() {
-                drawn.end(done, total, missed);
-            }
-        }
-        Event::Migration { queue, ref step } => {
-            let text = format!(
-                "migrating queue {:?} in vhost {:?}: {}",
-                queue.name,
-                queue.vhost.as_deref().unwrap_or_default(),
-                migration_step(step)
-            );
-            match bar {
-                Some(drawn) => drawn.bar.println(text),
-                None => eprintln!("{text}"),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
+    use crate::apply::progress::{ChangeOutcome, Phase};
 
     /// A writer the test reads back.
     #[derive(Clone, Default)]

@@ -1,4 +1,5 @@
-//! What `warren replay` prints: the move it is about to make, and what it made.
+//! What `warren replay` prints: the move it is about to make, the question it asks,
+//! and what it made.
 
 use std::io::{self, Write};
 
@@ -6,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::broker::ReplayError;
 use crate::model::headers::{ORIGINAL_ROUTING_KEY_HEADER, REPLAY_COUNT_HEADER};
-use crate::replay::Prepared;
+use crate::replay::{Outcome, Prepared, Ran};
 use crate::spec::RetryMode;
 use crate::text::count;
 
@@ -83,6 +84,32 @@ pub fn preview(out: &mut dyn Write, prepared: &Prepared, batch: u16) -> io::Resu
     Ok(())
 }
 
+/// The question asked before the move (unless `--auto-approve`).
+pub fn question(prepared: &Prepared) -> String {
+    format!(
+        "Replay {} to `{}`?",
+        count(prepared.to_move as usize, "message"),
+        prepared.target.rule.work_queue
+    )
+}
+
+/// What a replay asked about and declined says: nothing was moved.
+pub const CANCELLED: &str = "replay cancelled; nothing was moved";
+
+/// The last text of a replay on stdout: that a dry run moved nothing, that nothing
+/// was parked, or how many moved ([`done`]). Nothing for a replay that failed: its
+/// error says it.
+pub fn ended(out: &mut dyn Write, ran: &Ran) -> io::Result<()> {
+    match (&ran.outcome, &ran.prepared) {
+        (Outcome::DryRun, _) => writeln!(out, "Dry run: nothing was moved."),
+        (Outcome::NothingToMove, _) => writeln!(out, "Nothing to replay."),
+        (Outcome::Replayed(replayed), Some(prepared)) => {
+            done(out, prepared, replayed.moved, replayed.interrupted)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The end of a replay that ran.
 pub fn done(
     out: &mut dyn Write,
@@ -130,6 +157,13 @@ pub fn stopped(prepared: &Prepared, error: &ReplayError) -> String {
         ));
     }
     text
+}
+
+/// The JSON document of a replay that found its consumer, given its `error` (the
+/// handler fills that in): [`document`] of what it moved.
+pub fn document_of(ran: &Ran, dry_run: bool) -> impl FnOnce(Option<Value>) -> Value + use<> {
+    let (prepared, moved) = (ran.prepared.clone(), ran.moved());
+    move |error| document(prepared.as_ref(), dry_run, moved, error)
 }
 
 /// The JSON document of `warren replay --format json`: what was to move, what moved
@@ -223,6 +257,22 @@ mod tests {
             done(o, &p, 12, true)?;
             done(o, &p, 30, false)
         }));
+    }
+
+    #[test]
+    fn a_dry_run_and_nothing_parked_end_on_a_line_of_their_own() {
+        let p = prepared(RetryMode::Publish, 2);
+        let ended_with = |outcome| {
+            let ran = Ran {
+                prepared: Some(p.clone()),
+                outcome,
+            };
+            text(|o| ended(o, &ran))
+        };
+        assert_eq!(ended_with(Outcome::DryRun), "Dry run: nothing was moved.\n");
+        assert_eq!(ended_with(Outcome::NothingToMove), "Nothing to replay.\n");
+        assert_eq!(ended_with(Outcome::Cancelled), "");
+        assert_eq!(question(&p), "Replay 40 messages to `orders.email`?");
     }
 
     #[test]

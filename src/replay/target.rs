@@ -1,27 +1,10 @@
-//! `warren replay`: sending a consumer's parked messages back to its work queue, once
-//! the fault that parked them is fixed (docs/operating.md).
-//!
-//! Which queue is whose comes from the compiled consumer contract, so only a parking
-//! queue of the spec can be emptied, and only into its own consumer's work queue: the
-//! default exchange routes on the queue's name, so no other consumer sees a replayed
-//! message. The move itself is `broker::replay` (publisher confirms: nothing lost, a
-//! refused copy's original left parked, at most `batch` doubled by a kill), under the locks an apply of the spec takes, so that no apply deletes or
-//! replaces the two queues while messages move. What each message's headers lose is
-//! [`Replay`].
+//! Which consumer `--queue` names: the one whose work queue or parking queue it is,
+//! found in the compiled consumer contract, so that only a parking queue of the spec
+//! can be emptied, and only into its own consumer's work queue.
 
-use std::sync::atomic::AtomicBool;
-use std::time::Duration;
-
-use crate::broker::{
-    BrokerError, Client, LockName, QueueNow, ReplayError, ReplayFailure, ReplayMove, holder_name,
-};
 use crate::compile::contract::{ConsumerContract, Contract};
 use crate::model::headers::Replay;
 use crate::spec::RetryMode;
-
-/// Copies in flight when `--batch` is not given: large enough that a replay of
-/// thousands takes seconds, small enough that a kill doubles few messages.
-pub const DEFAULT_BATCH: u16 = 100;
 
 /// The consumer whose parked messages a replay moves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,111 +139,6 @@ pub fn find(contract: &Contract, queue: &str, vhost: Option<&str>) -> Result<Tar
         rule: Replay {
             work_queue: consumer.queue.clone(),
         },
-    })
-}
-
-/// A replay ready to run: the counts it was decided on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prepared {
-    /// Whose messages.
-    pub target: Target,
-    /// Messages in the parking queue now (the queue's own count).
-    pub parked: u32,
-    /// The work queue now.
-    pub work: QueueNow,
-    /// `--limit`, when given.
-    pub limit: Option<u64>,
-    /// Messages the replay will move: the limit, or every parked message, at most the
-    /// parked count. Messages parked after this count wait for the next replay.
-    pub to_move: u64,
-}
-
-/// Reads the two queues' exact counts and decides how many messages move.
-pub async fn prepare(
-    client: &Client,
-    target: Target,
-    limit: Option<u64>,
-) -> Result<Prepared, ReplayFailure> {
-    let counts = client
-        .queues_now(&target.vhost, &[&target.parking, &target.rule.work_queue])
-        .await?;
-    let missing = |queue: &str| ReplayFailure::QueueMissing {
-        vhost: target.vhost.clone(),
-        queue: queue.to_string(),
-    };
-    let parked = counts[0].ok_or_else(|| missing(&target.parking))?.messages;
-    let work = counts[1].ok_or_else(|| missing(&target.rule.work_queue))?;
-    let to_move = limit.map_or(u64::from(parked), |l| l.min(u64::from(parked)));
-    Ok(Prepared {
-        target,
-        parked,
-        work,
-        limit,
-        to_move,
-    })
-}
-
-/// What a replay did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replayed {
-    /// Messages moved.
-    pub moved: u64,
-    /// Whether it stopped on a signal before moving `to_move`.
-    pub interrupted: bool,
-}
-
-/// Why a replay did not run or did not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The locks could not be taken (another apply or replay holds them).
-    #[error(transparent)]
-    Lock(BrokerError),
-    /// The move stopped.
-    #[error(transparent)]
-    Replay(ReplayError),
-}
-
-/// Moves `prepared.to_move` messages (fewer when the parking queue empties first),
-/// holding the spec's and the vhost's locks, at most `batch` copies in flight. Stops
-/// once the copies in flight are settled when `stop` is set; `moved` hears the running
-/// total.
-pub async fn run(
-    client: &Client,
-    spec: &str,
-    prepared: &Prepared,
-    batch: u16,
-    lock_wait: Duration,
-    stop: &AtomicBool,
-    moved: &mut dyn FnMut(u64),
-) -> Result<Replayed, RunError> {
-    let target = &prepared.target;
-    if prepared.to_move == 0 {
-        return Ok(Replayed {
-            moved: 0,
-            interrupted: false,
-        });
-    }
-    let names = [
-        LockName::Spec(spec.to_string()),
-        LockName::Vhost(target.vhost.clone()),
-    ];
-    let lock = client
-        .lock(&names, &holder_name(), lock_wait)
-        .await
-        .map_err(RunError::Lock)?;
-    let request = ReplayMove {
-        vhost: &target.vhost,
-        parking: &target.parking,
-        rule: &target.rule,
-        limit: prepared.to_move,
-        batch,
-    };
-    let result = client.replay(&request, stop, moved).await;
-    lock.release().await;
-    let done = result.map_err(RunError::Replay)?;
-    Ok(Replayed {
-        moved: done,
-        interrupted: done < prepared.to_move && stop.load(std::sync::atomic::Ordering::SeqCst),
     })
 }
 
