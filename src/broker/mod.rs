@@ -42,7 +42,7 @@ pub use inspect::WaitingDeaths;
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName, holder_name};
 pub use migrate::{Drained, QueueBinding, QueueCounts};
-pub use replay::{QueueNow, Refusal, ReplayError, ReplayFailure, ReplayMove, rewrite};
+pub use replay::{CopyRefusal, QueueNow, ReplayError, ReplayFailure, ReplayMove, rewrite};
 pub use stats::{MessageRates, QueueStatistics, Rate};
 pub use write::{
     IMPORT_CHUNK_BYTES, ImportStep, ObjectWrite, WriteOutcome, WriteStop, import_chunk_objects,

@@ -31,7 +31,7 @@ pub enum StateAction {
     /// Print a spec's ownership record: its serial, when it was applied, and the
     /// objects it manages; a damaged record is shown as the broker holds it, with
     /// what is wrong.
-    Show(ShowArgs),
+    Show(StateShowArgs),
     /// Rewrite a damaged ownership record: keep every object entry that still reads,
     /// drop what another spec's record claims, and, given the spec file, adopt what
     /// the spec declares and finds on the broker. Under the spec's lock.
@@ -44,7 +44,7 @@ pub enum StateAction {
 // means nothing to them: accepted (a profile or `WARREN_AMQP_URL` may set it), not
 // shown in `--help`.
 #[command(mut_arg("amqp_url", |arg| arg.hide(true)))]
-pub struct ShowArgs {
+pub struct StateShowArgs {
     /// A spec (a file or a directory), or a spec's name.
     #[arg(value_name = "SPEC_OR_NAME")]
     pub spec: String,
@@ -94,7 +94,7 @@ fn spec_file(
 }
 
 /// `warren state show SPEC_OR_NAME`.
-fn show(args: &ShowArgs, stdout: &mut dyn Write) -> CommandResult {
+fn show(args: &StateShowArgs, stdout: &mut dyn Write) -> CommandResult {
     let argument = args.spec.as_str();
     let file = spec_file(argument, &args.env, Effect::Reads)?;
     let name = file

@@ -5,7 +5,7 @@
 //! so this module only maps: one resource per object of the compiled definitions,
 //! with the real RabbitMQ name in the resource's spec and a derived Kubernetes name
 //! ([`names`]) in `metadata.name`. What the operator's resources cannot express is a
-//! [`Refusal`] naming the object and the missing field: rendering something else
+//! [`Unexpressible`] naming the object and the missing field: rendering something else
 //! would leave the broker with a topology the spec does not describe.
 //!
 //! The export reads no secrets: a User refers to a Secret holding its credentials,
@@ -100,14 +100,14 @@ pub struct Manifests {
 
 /// Something the operator's resources cannot express.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct Unexpressible {
     /// The object, e.g. `exchange "shop.inner" in vhost "shop"`.
     pub object: String,
     /// What the operator lacks.
     pub reason: String,
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for Unexpressible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.object, self.reason)
     }
@@ -118,7 +118,7 @@ pub fn manifests(
     spec: &Spec,
     definitions: &Definitions,
     options: &Options,
-) -> Result<Manifests, Vec<Refusal>> {
+) -> Result<Manifests, Vec<Unexpressible>> {
     let mut out = Builder {
         options,
         manifests: Manifests::default(),
@@ -232,12 +232,12 @@ fn binding_identity(binding: &Binding) -> Value {
 struct Builder<'a> {
     options: &'a Options,
     manifests: Manifests,
-    refusals: Vec<Refusal>,
+    refusals: Vec<Unexpressible>,
 }
 
 impl Builder<'_> {
     fn refuse(&mut self, object: String, reason: impl Into<String>) {
-        self.refusals.push(Refusal {
+        self.refusals.push(Unexpressible {
             object,
             reason: reason.into(),
         });

@@ -2,14 +2,14 @@
 //! the death it records (`x-death`, most recent first, and the order each version keeps
 //! them in), the dead-letter routing key that replaces the message's keys, and the
 //! cycle rule that drops a copy going round without a rejection. Routing the dead
-//! letter is [`Topology::route`]'s job; this module says what is routed and what of it
+//! letter is [`Routes::route`]'s job; this module says what is routed and what of it
 //! arrives. `trace` and the lint's dead-letter graph both use it.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::TargetVersion;
-use super::routing::{Headers, Message, Route, Topology};
+use super::routing::{Headers, Message, Route, Routes};
 
 /// Why a queue dead-letters a message (the `reason` of its `x-death` entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -102,7 +102,7 @@ pub struct DeadLetter<'a> {
     pub dropped_by_cycle: Vec<&'a str>,
 }
 
-impl<'a> Topology<'a> {
+impl<'a> Routes<'a> {
     /// Dead-letters `letter` from `queue` for `reason`, through the queue's
     /// dead-letter exchange and routing key: records the death (before routing, as the
     /// broker does), routes with the dead-letter routing key or else the message's own
@@ -217,7 +217,7 @@ mod tests {
     fn x_death_order_follows_each_version() {
         let d = definitions(json!({"queues": [{"name": "w", "vhost": "v"}]}));
         let order = |target| {
-            let t = Topology::new(&d, target);
+            let t = Routes::new(&d, target);
             let mut letter = Letter::published("k", Headers::new());
             for (queue, reason) in [
                 ("w", DeathReason::Rejected),
@@ -245,7 +245,7 @@ mod tests {
         let d = definitions(json!({
             "queues": [{"name": "w", "vhost": "v"}, {"name": "r", "vhost": "v"}],
         }));
-        let t = Topology::new(&d, TargetVersion::V4_1);
+        let t = Routes::new(&d, TargetVersion::V4_1);
         let start = Letter::published("w", Headers::new());
         // w rejects into r (by name on the default exchange), r expires back into w.
         let rejected = t.dead_letter("v", "w", DeathReason::Rejected, &start, Some(""), Some("r"));

@@ -132,7 +132,7 @@ impl Match {
 }
 
 /// Exchanges, bindings and queues of a broker, indexed for routing.
-pub struct Topology<'a> {
+pub struct Routes<'a> {
     exchanges: FxHashMap<(&'a str, &'a str), ExchangeInfo<'a>>,
     bindings: FxHashMap<(&'a str, &'a str), Vec<&'a Binding>>,
     queues: FxHashMap<&'a str, FxHashSet<&'a str>>,
@@ -156,14 +156,14 @@ fn predefined(name: &str) -> Option<ExchangeInfo<'static>> {
     })
 }
 
-impl<'a> Topology<'a> {
+impl<'a> Routes<'a> {
     /// The version whose routing (and dead-lettering) this topology follows.
     pub fn target(&self) -> TargetVersion {
         self.target
     }
 
     /// Indexes the definitions; `target` decides how header values compare.
-    pub fn new(definitions: &'a Definitions, target: TargetVersion) -> Topology<'a> {
+    pub fn new(definitions: &'a Definitions, target: TargetVersion) -> Routes<'a> {
         let policies = CompiledPolicies::new(&definitions.policies);
         let mut exchanges = FxHashMap::default();
         for exchange in &definitions.exchanges {
@@ -202,7 +202,7 @@ impl<'a> Topology<'a> {
                 .or_default()
                 .insert(queue.name.as_str());
         }
-        Topology {
+        Routes {
             exchanges,
             bindings,
             queues,

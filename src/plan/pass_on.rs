@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::strand::{dead_letter_queues, queue_id, removes_queue};
 use crate::diff::{Action, Change};
 use crate::model::queue_facts::{operator_policies, queue_facts};
-use crate::model::routing::Topology;
+use crate::model::routing::Routes;
 use crate::model::{Definitions, ObjectId, ObjectKind, QueueType, TargetVersion};
 
 /// A delay queue the plan deletes, and the queue it passes its messages on to.
@@ -67,7 +67,7 @@ pub fn find(
         .filter(|c| removes_queue(c) && !migrated.contains(&&c.id))
         .map(|c| &c.id)
         .collect();
-    let topology = Topology::new(live, target);
+    let topology = Routes::new(live, target);
     let operators = operator_policies(live);
     let mut pass_ons = Vec::new();
     for facts in queue_facts(live, &operators, target) {

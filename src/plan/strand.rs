@@ -19,7 +19,7 @@ use crate::compile::naming;
 use crate::diff::{Action, Change};
 use crate::model::objects::normalized_binding_id;
 use crate::model::queue_facts::{QueueFacts, operator_policies, queue_facts};
-use crate::model::routing::{Message, Topology};
+use crate::model::routing::{Message, Routes};
 use crate::model::{Binding, Definitions, ObjectId, ObjectKind, TargetVersion};
 
 /// How a kept queue's messages depend on a queue the plan removes.
@@ -73,7 +73,7 @@ pub fn removes_queue(change: &Change) -> bool {
 /// broker routes a dead letter (its dead-letter routing key, else the message's own,
 /// unknown here); `None` when it has no dead-letter exchange.
 pub(super) fn dead_letter_queues<'t>(
-    topology: &Topology<'t>,
+    topology: &Routes<'t>,
     facts: &QueueFacts<'t>,
 ) -> Option<Vec<&'t str>> {
     let exchange = facts.dead_letter_exchange?;
@@ -115,9 +115,9 @@ pub fn find(
     if removed.is_empty() {
         return (strands, feeds);
     }
-    let topology = Topology::new(live, target);
+    let topology = Routes::new(live, target);
     let after = with_bindings_after(live, changes);
-    let topology_after = Topology::new(&after, target);
+    let topology_after = Routes::new(&after, target);
     let operators = operator_policies(live);
     for facts in queue_facts(live, &operators, target) {
         let queue = facts.queue;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::k8s::{Manifests, Refusal};
+use crate::k8s::{Manifests, Unexpressible};
 
 /// The first line of every file: where it comes from, so nobody edits it by hand.
 pub const HEADER: &str = "# RabbitMQ Messaging Topology Operator resources written by `warren export --format k8s`.\n# Edit the warren spec and export again instead of editing this file.\n";
@@ -25,7 +25,7 @@ pub fn yaml(manifests: &Manifests) -> Result<String, String> {
 }
 
 /// Why nothing was written: every refusal, and what to do about them.
-pub fn refusals(refusals: &[Refusal]) -> String {
+pub fn refusals(refusals: &[Unexpressible]) -> String {
     let mut text = String::new();
     for refusal in refusals {
         let _ = writeln!(text, "error: {refusal}");

@@ -277,12 +277,12 @@ mod tests {
 
     #[test]
     fn a_stop_says_what_moved_what_is_parked_and_why() {
-        use crate::broker::{Refusal, ReplayFailure};
+        use crate::broker::{CopyRefusal, ReplayFailure};
         let p = prepared(RetryMode::Publish, 2);
         let full = ReplayError {
             moved: 10,
             unconfirmed: 0,
-            failure: ReplayFailure::Refused(Refusal::Nack {
+            failure: ReplayFailure::Refused(CopyRefusal::Nack {
                 queue: "orders.email".into(),
                 now: Some(QueueNow {
                     messages: 10,
@@ -297,7 +297,7 @@ mod tests {
         let blocked = ReplayError {
             moved: 0,
             unconfirmed: 1,
-            failure: ReplayFailure::Refused(Refusal::Blocked {
+            failure: ReplayFailure::Refused(CopyRefusal::Blocked {
                 reason: "low on memory".into(),
             }),
         };

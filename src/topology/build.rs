@@ -56,7 +56,7 @@ pub(super) fn build(definitions: &Definitions, owners: &Owners, target: TargetVe
         });
     }
     // The alternate exchange in force (argument, else policy), as routing sees it.
-    let routing = crate::model::routing::Topology::new(definitions, target);
+    let routing = crate::model::routing::Routes::new(definitions, target);
     for exchange in &definitions.exchanges {
         if let Some(alternate) = routing
             .exchange(&exchange.vhost, &exchange.name)

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::compile::contract::{ConsumerContract, Contract};
 use crate::model::dead_letter::Letter;
 use crate::model::queue_facts::{QueueFacts, operator_policies, queue_facts};
-use crate::model::routing::{Headers, PublishError, Topology};
+use crate::model::routing::{Headers, PublishError, Routes};
 use crate::model::{Definitions, TargetVersion};
 
 use report::steps;
@@ -146,7 +146,7 @@ pub fn trace(
     request: &Request,
 ) -> Result<Trace, Error> {
     let vhost = choose_vhost(definitions, request.vhost.as_deref())?;
-    let topology = Topology::new(definitions, target);
+    let topology = Routes::new(definitions, target);
     let exchange = request.exchange.as_str();
     match topology.check_publish(vhost, exchange) {
         Ok(()) => {}

@@ -14,7 +14,7 @@ use crate::model::headers::{
     DEATH_HEADERS, DELIVERY_COUNT_HEADER, ORIGINAL_ROUTING_KEY_HEADER, RETRY_COUNT_HEADER,
 };
 use crate::model::queue_facts::QueueFacts;
-use crate::model::routing::{Route, Topology};
+use crate::model::routing::{Route, Routes};
 use crate::spec::RetryMode;
 use crate::spec::duration::Duration;
 
@@ -27,7 +27,7 @@ const MAX_STEPS: usize = 10_000;
 /// The state of a trace in progress.
 pub(super) struct Walk<'w, 'a> {
     pub(super) vhost: &'a str,
-    pub(super) topology: &'w Topology<'a>,
+    pub(super) topology: &'w Routes<'a>,
     pub(super) facts: &'w BTreeMap<&'a str, &'w QueueFacts<'a>>,
     pub(super) consumers: &'w [&'a ConsumerContract],
     pub(super) failures: usize,

@@ -116,12 +116,12 @@ pub enum ReplayFailure {
     Channel(String),
     /// The broker refused a copy; its original is parked again.
     #[error("{0}; the refused message is still parked")]
-    Refused(Refusal),
+    Refused(CopyRefusal),
 }
 
 /// How the broker refused a copy, in its own terms.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum CopyRefusal {
     /// `basic.nack`: the broker did not take the copy. AMQP gives no reason; the work
     /// queue's count right after says whether it is full.
     #[error(

@@ -21,8 +21,8 @@ use lapin::{Channel, Confirmation, Connection, Event, PublisherConfirm};
 
 use super::copy::rewrite;
 use super::{
-    Client, NOT_FOUND, Publisher, Refusal, ReplayError, ReplayFailure, ReplayMove, declare_passive,
-    failure_of, new_channel, reply_of,
+    Client, CopyRefusal, NOT_FOUND, Publisher, ReplayError, ReplayFailure, ReplayMove,
+    declare_passive, failure_of, new_channel, reply_of,
 };
 
 /// How often a wait on the publishing connection looks at whether it is blocked.
@@ -174,7 +174,7 @@ impl<'a> Window<'a> {
         {
             if self.sending.status().blocked() {
                 let reason = self.blocked_reason();
-                self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+                self.stop(ReplayFailure::Refused(CopyRefusal::Blocked { reason }));
                 break;
             }
             // No message is moved once the locks are lost: the copies in flight are
@@ -262,7 +262,7 @@ impl<'a> Window<'a> {
                 self.requeue(tag).await;
                 let queue = self.request.rule.work_queue.clone();
                 let missing = self.work_now().await.is_none();
-                self.stop(ReplayFailure::Refused(Refusal::Returned {
+                self.stop(ReplayFailure::Refused(CopyRefusal::Returned {
                     queue,
                     code: returned.reply_code,
                     text: returned.reply_text.to_string(),
@@ -273,7 +273,7 @@ impl<'a> Window<'a> {
                 self.requeue(tag).await;
                 let queue = self.request.rule.work_queue.clone();
                 let now = self.work_now().await;
-                self.stop(ReplayFailure::Refused(Refusal::Nack { queue, now }));
+                self.stop(ReplayFailure::Refused(CopyRefusal::Nack { queue, now }));
             }
             Waited::Done(Ok(Confirmation::NotRequested)) => {
                 self.uncertain += 1;
@@ -364,7 +364,7 @@ impl<'a> Window<'a> {
         self.uncertain += 1;
         self.requeue(tag).await;
         let reason = self.blocked_reason();
-        self.stop(ReplayFailure::Refused(Refusal::Blocked { reason }));
+        self.stop(ReplayFailure::Refused(CopyRefusal::Blocked { reason }));
     }
 
     async fn requeue(&mut self, tag: u64) {

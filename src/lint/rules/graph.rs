@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use crate::lint::Context;
 use crate::lint::facts::{QueueFacts, cycles};
-use crate::model::routing::{Message, Route, Topology};
+use crate::model::routing::{Message, Route, Routes};
 use crate::model::{ObjectId, ObjectKind};
 
 /// Queues, their facts, and where their dead letters go.
@@ -23,7 +23,7 @@ impl<'a> Graph<'a> {
     /// Builds the graph.
     pub fn new(context: &Context<'a>) -> Graph<'a> {
         let facts = context.queue_facts();
-        let topology = Topology::new(context.definitions, context.target);
+        let topology = Routes::new(context.definitions, context.target);
         let index: FxHashMap<(&str, &str), usize> = facts
             .iter()
             .enumerate()

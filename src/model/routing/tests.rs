@@ -20,7 +20,7 @@ fn arguments(value: Value) -> crate::model::Arguments {
 }
 
 fn route<'a>(
-    topology: &Topology<'a>,
+    topology: &Routes<'a>,
     exchange: &'a str,
     key: &str,
     headers: &Headers,
@@ -128,7 +128,7 @@ fn alternate_exchanges_take_only_what_matched_no_binding() {
             {"source": "ae", "vhost": "v", "destination": "unrouted", "destination_type": "queue", "routing_key": ""},
         ],
     }));
-    let t = Topology::new(&d, TargetVersion::V4_1);
+    let t = Routes::new(&d, TargetVersion::V4_1);
     let none = Headers::new();
     assert_eq!(route(&t, "x", "a", &none), ["q"]);
     assert_eq!(route(&t, "x", "c", &none), ["unrouted"]);
@@ -154,7 +154,7 @@ fn exchange_to_exchange_paths_give_one_copy_and_end_in_cycles() {
             {"source": "a", "vhost": "v", "destination": "gone", "destination_type": "exchange"},
         ],
     }));
-    let t = Topology::new(&d, TargetVersion::V4_1);
+    let t = Routes::new(&d, TargetVersion::V4_1);
     assert_eq!(route(&t, "a", "k", &Headers::new()), ["q"]);
     assert_eq!(t.check_publish("v", "c"), Err(PublishError::Internal));
     assert_eq!(t.check_publish("v", "nope"), Err(PublishError::Missing));
