@@ -17,6 +17,7 @@ pub mod deprecated_features;
 pub mod effective;
 pub mod headers;
 pub mod id;
+pub mod json_pointer;
 pub mod migration;
 pub mod millis;
 pub mod objects;
@@ -34,6 +35,7 @@ pub mod role_hazards;
 pub mod routing;
 pub mod settings;
 pub mod shorten;
+pub mod spec_path;
 pub mod upgrade_path;
 pub mod version;
 
