@@ -8,7 +8,7 @@ use super::inputs::{read_definitions, read_spec, read_spec_in_every_environment}
 use super::result::{CommandError, CommandResult, Success};
 use super::streams::ErrorLog;
 use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
-use crate::lint::{self, Level, RULES};
+use crate::lint::{self, Level, RULES, default_level};
 use crate::model::version::TargetVersion;
 use crate::render;
 use crate::spec::Texts;
@@ -140,7 +140,7 @@ pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
                     stdout,
                     "{:width$}  {:7}  {}",
                     rule.id,
-                    level(rule.level),
+                    level(default_level(rule)),
                     rule.summary
                 );
             }
@@ -152,11 +152,16 @@ pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
         }
         Some(id) => match lint::rule(id) {
             Some(rule) => {
-                let _ = writeln!(stdout, "{} ({} by default)\n", rule.id, level(rule.level));
+                let _ = writeln!(
+                    stdout,
+                    "{} ({} by default)\n",
+                    rule.id,
+                    level(default_level(rule))
+                );
                 let _ = writeln!(stdout, "{}\n", rule.summary);
-                let _ = writeln!(stdout, "{}\n", rule.explanation);
-                let _ = writeln!(stdout, "Reported:\n\n{}\n", indent(rule.bad));
-                let _ = writeln!(stdout, "Fixed:\n\n{}", indent(rule.good));
+                let _ = writeln!(stdout, "{}\n", rule.explanation.unwrap_or_default());
+                let _ = writeln!(stdout, "Reported:\n\n{}\n", indent(rule.check.bad));
+                let _ = writeln!(stdout, "Fixed:\n\n{}", indent(rule.check.good));
                 let _ = writeln!(
                     stdout,
                     "Turn it off for one object with `lint: {{ allow: [{0}] }}` on it, or for the whole spec with a top-level `lint: {{ allow: [{0}] }}`.",

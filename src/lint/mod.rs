@@ -17,8 +17,6 @@ pub use inputs::{
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::compile::{Compiled, Contract};
 use crate::model::ObjectId;
 use crate::model::version::TargetVersion;
@@ -26,36 +24,29 @@ use crate::model::{Definitions, Policy};
 use crate::spec::diagnostic::{Diagnostic, Severity};
 use crate::spec::{Spec, SpecPath};
 
+pub use crate::model::rule::Level;
 pub use rules::RULES;
 
-/// How a rule reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Not reported.
-    Allow,
-    /// Reported; fails the run only with `--deny warnings`.
-    Warn,
-    /// Reported; fails the run.
-    Deny,
-}
+/// A lint rule: the registry shape every rule registry of warren's shares
+/// ([`crate::model::rule::Rule`]), with lint's own part.
+pub type Rule = crate::model::rule::Rule<Check>;
 
-/// A lint rule.
-pub struct Rule {
-    /// Stable id, e.g. `dead-letter-cycle-dropped`.
-    pub id: &'static str,
-    /// Level unless the spec says otherwise.
-    pub level: Level,
-    /// One line: what it catches.
-    pub summary: &'static str,
-    /// Why it matters and what to do.
-    pub explanation: &'static str,
+/// What a lint rule has that other registries' rules do not: the examples `warren
+/// rules ID` shows, and the check.
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
     /// A spec the rule reports.
     pub bad: &'static str,
     /// The same spec, fixed.
     pub good: &'static str,
-    /// The check.
-    pub check: fn(&Context) -> Vec<Finding>,
+    /// The check: its findings get the rule's id and level from [`run`].
+    pub run: fn(&Context) -> Vec<Finding>,
+}
+
+/// The level a rule reports at unless the spec says otherwise: every lint rule has
+/// one (a test keeps it so).
+pub fn default_level(rule: &Rule) -> Level {
+    rule.level.unwrap_or(Level::Warn)
 }
 
 /// What a rule found.
@@ -180,7 +171,8 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
 
 /// Levels after the spec's `lint:` settings; unknown ids are reported.
 fn levels(spec: Option<&Spec>, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<&'static str, Level> {
-    let mut levels: BTreeMap<&'static str, Level> = RULES.iter().map(|r| (r.id, r.level)).collect();
+    let mut levels: BTreeMap<&'static str, Level> =
+        RULES.iter().map(|r| (r.id, default_level(r))).collect();
     let Some(settings) = spec.and_then(|s| s.lint.as_ref()) else {
         return levels;
     };
@@ -297,7 +289,7 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
         if level == Level::Allow {
             continue;
         }
-        for finding in (rule.check)(context) {
+        for finding in (rule.check.run)(context) {
             let path = finding.path.clone().or_else(|| {
                 let object = finding.object.as_ref()?;
                 context.origins?.get(object).cloned()
@@ -345,4 +337,19 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
         }
     }
     diagnostics
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lint's rules fill in what the registry shape leaves optional: `warren rules`
+    /// and SARIF show each rule's level and explanation.
+    #[test]
+    fn every_rule_has_a_level_and_an_explanation() {
+        for rule in RULES {
+            assert!(rule.level.is_some(), "{} has no level", rule.id);
+            assert!(rule.explanation.is_some(), "{} has no explanation", rule.id);
+        }
+    }
 }

@@ -33,6 +33,7 @@ pub mod redact;
 pub mod reserved;
 pub mod role_hazards;
 pub mod routing;
+pub mod rule;
 pub mod settings;
 pub mod shorten;
 pub mod spec_path;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::lint::{Level, RULES};
+use crate::lint::{Level, RULES, default_level};
 use crate::spec::diagnostic::{Diagnostic, Severity};
 
 fn severity(diagnostic: &Diagnostic) -> &'static str {
@@ -94,8 +94,8 @@ pub fn sarif_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
                 "id": rule.id,
                 "shortDescription": {"text": rule.summary},
                 "fullDescription": {"text": rule.explanation},
-                "help": {"text": format!("{}\n\nRun `warren rules {}` for a bad and a good example.", rule.explanation, rule.id)},
-                "defaultConfiguration": {"level": match rule.level {
+                "help": {"text": format!("{}\n\nRun `warren rules {}` for a bad and a good example.", rule.explanation.unwrap_or_default(), rule.id)},
+                "defaultConfiguration": {"level": match default_level(rule) {
                     Level::Deny => "error",
                     Level::Warn => "warning",
                     Level::Allow => "none",

@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use broker::against_broker;
-pub use checks::{CHECKS, Check};
+pub use checks::CHECKS;
 pub use definitions::of_definitions_file;
 pub use spec::of_spec;
 
