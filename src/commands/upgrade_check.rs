@@ -10,9 +10,10 @@ use super::inputs::{client, load_spec};
 use super::result::{CommandError, CommandResult, Success};
 use super::runtime::runtime;
 use crate::cli::{BrokerArgs, Deny, EnvArg, parse_target};
+use crate::model::finding::Severity;
 use crate::model::version::TargetVersion;
 use crate::render::upgrade as render;
-use crate::upgrade::{self, Report, Running, Severity};
+use crate::upgrade::{self, Report, Running};
 
 /// Output formats of `warren upgrade-check`: those of `lint`, and markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::compile::{Compiled, Contract};
-use crate::model::ObjectId;
+use crate::model::finding::Finding;
 use crate::model::version::TargetVersion;
 use crate::model::{Definitions, Policy};
 use crate::spec::diagnostic::{Diagnostic, Severity};
@@ -39,7 +39,8 @@ pub struct Check {
     pub bad: &'static str,
     /// The same spec, fixed.
     pub good: &'static str,
-    /// The check: its findings get the rule's id and level from [`run`].
+    /// The check: its findings ([`Finding::on`], [`Finding::in_spec`]) get the
+    /// rule's id and level from [`run`].
     pub run: fn(&Context) -> Vec<Finding>,
 }
 
@@ -47,60 +48,6 @@ pub struct Check {
 /// one (a test keeps it so).
 pub fn default_level(rule: &Rule) -> Level {
     rule.level.unwrap_or(Level::Warn)
-}
-
-/// What a rule found.
-#[derive(Debug, Clone)]
-pub struct Finding {
-    /// What is wrong.
-    pub message: String,
-    /// The object concerned (its spec path is looked up), if any.
-    pub object: Option<ObjectId>,
-    /// A spec path, when the finding is about the spec itself.
-    pub path: Option<SpecPath>,
-    /// How to fix it.
-    pub help: Option<String>,
-    /// For a finding reported once at a setting many objects inherit (a `defaults`
-    /// delay): each of them, as a name and its place in the spec. They are listed in
-    /// the message, and an inline `lint: { allow: [...] }` at one of those places takes
-    /// it off the list (the finding goes when none is left).
-    pub affects: Vec<(String, SpecPath)>,
-}
-
-impl Finding {
-    /// A finding about an object.
-    pub fn on(object: ObjectId, message: impl Into<String>) -> Finding {
-        Finding {
-            message: message.into(),
-            object: Some(object),
-            path: None,
-            help: None,
-            affects: Vec::new(),
-        }
-    }
-
-    /// A finding about a place in the spec.
-    pub fn at(path: SpecPath, message: impl Into<String>) -> Finding {
-        Finding {
-            message: message.into(),
-            object: None,
-            path: Some(path),
-            help: None,
-            affects: Vec::new(),
-        }
-    }
-
-    /// Names the objects that inherit the setting the finding is about.
-    pub fn affecting(mut self, affects: Vec<(String, SpecPath)>) -> Finding {
-        self.affects = affects;
-        self
-    }
-
-    /// Adds a fix hint.
-    pub fn help(mut self, help: impl Into<String>) -> Finding {
-        self.help = Some(help.into());
-        self
-    }
 }
 
 /// Everything rules look at.
@@ -275,8 +222,8 @@ fn is_within(path: &SpecPath, ancestor: &SpecPath) -> bool {
     path.starts_with(ancestor)
 }
 
-/// Runs every rule; returns diagnostics (code = rule id) sorted by position once the
-/// caller resolves locations.
+/// Runs every rule; returns its findings, each with the rule's id as its code and the
+/// severity of its level, sorted by position once the caller resolves locations.
 pub fn run(context: &Context) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let levels = levels(context.spec, &mut diagnostics);
@@ -289,51 +236,38 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
         if level == Level::Allow {
             continue;
         }
-        for finding in (rule.check.run)(context) {
+        let allowed_at = |path: &SpecPath| {
+            allows
+                .iter()
+                .any(|(at, id)| id == rule.id && is_within(path, at))
+        };
+        for mut finding in (rule.check.run)(context) {
             let path = finding.path.clone().or_else(|| {
                 let object = finding.object.as_ref()?;
                 context.origins?.get(object).cloned()
             });
-            if let Some(path) = &path
-                && allows
-                    .iter()
-                    .any(|(at, id)| id == rule.id && is_within(path, at))
-            {
+            if path.as_ref().is_some_and(allowed_at) {
                 continue;
             }
-            let affected: Vec<&str> = finding
-                .affects
-                .iter()
-                .filter(|(_, at_object)| {
-                    !allows
-                        .iter()
-                        .any(|(at, id)| id == rule.id && is_within(at_object, at))
-                })
-                .map(|(name, _)| name.as_str())
-                .collect();
-            if !finding.affects.is_empty() && affected.is_empty() {
-                continue;
+            if !finding.affects.is_empty() {
+                finding
+                    .affects
+                    .retain(|affected| !affected.at.as_ref().is_some_and(allowed_at));
+                if finding.affects.is_empty() {
+                    continue;
+                }
             }
-            let message = match (&finding.object, &path) {
-                (Some(object), None) => format!("{} ({object})", finding.message),
-                _ => finding.message.clone(),
+            if let (Some(object), None) = (&finding.object, &path) {
+                finding.message = format!("{} ({object})", finding.message);
+            }
+            finding.code = rule.id;
+            finding.severity = if level == Level::Deny {
+                Severity::Error
+            } else {
+                Severity::Warning
             };
-            let affects = affected.into_iter().map(str::to_string).collect();
-            diagnostics.push(Diagnostic {
-                severity: if level == Level::Deny {
-                    Severity::Error
-                } else {
-                    Severity::Warning
-                },
-                code: rule.id,
-                message,
-                path,
-                file: None,
-                location: None,
-                help: finding.help.clone(),
-                affects,
-                omitted: 0,
-            });
+            finding.path = path;
+            diagnostics.push(finding);
         }
     }
     diagnostics

@@ -1,8 +1,8 @@
 //! A place in a JSON document (a definitions file, a broker's definitions), written as
 //! a JSON pointer (`/users/0/limits`).
 //!
-//! In `model/` so that what every layer reports about a definitions document can
-//! point with one; `definitions_file::locate` turns one into a line and column.
+//! In `model/` because a [`super::finding::Finding`] about a definitions document
+//! points with one; `definitions_file::locate` turns one into a line and column.
 
 /// One reference token of a [`JsonPointer`]: an object key or an array index.
 #[derive(Debug, Clone, PartialEq, Eq)]

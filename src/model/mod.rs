@@ -15,6 +15,7 @@ pub mod arguments;
 pub mod dead_letter;
 pub mod deprecated_features;
 pub mod effective;
+pub mod finding;
 pub mod headers;
 pub mod id;
 pub mod json_pointer;

@@ -1,9 +1,9 @@
-//! Where something is in a spec: a path through its structure ([`SpecPath`]) and a
-//! line and column in a file ([`Location`]).
+//! Where a finding points in a spec: a path through its structure ([`SpecPath`]) and
+//! a line and column in a file ([`Location`]).
 //!
 //! They live in `model/`, under the spec's source map (`spec::source_map`, which
-//! builds them from the YAML and re-exports them), so that what every layer reports
-//! about a spec can point with them.
+//! builds them from the YAML and re-exports them), because a [`super::finding::Finding`]
+//! carries them and every layer that reports findings shares that type.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};

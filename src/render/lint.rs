@@ -7,13 +7,10 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::lint::{Level, RULES, default_level};
-use crate::spec::diagnostic::{Diagnostic, Severity};
+use crate::spec::diagnostic::Diagnostic;
 
 fn severity(diagnostic: &Diagnostic) -> &'static str {
-    match diagnostic.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    }
+    diagnostic.severity.as_str()
 }
 
 fn full_message(diagnostic: &Diagnostic) -> String {

@@ -9,8 +9,9 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::model::ObjectKind;
+use crate::model::finding::{Finding, Severity};
 use crate::model::upgrade_path::UPGRADABLE;
-use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Finding, Report, Severity, Source};
+use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Report, Source};
 
 /// What was checked, in words: `the broker`, `defs.json`, `spec.yaml`.
 fn checked(report: &Report) -> String {
@@ -92,7 +93,7 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             out,
             "{}[{}]: {object}{}",
             finding.severity.as_str(),
-            finding.id,
+            finding.code,
             finding.message
         )?;
         match (&finding.file, finding.location) {
@@ -110,17 +111,17 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
                 }
             }
         }
-        if finding.id == "upgrade-path" {
+        if finding.code == "upgrade-path" {
             for step in &report.steps {
                 writeln!(out, "  {} → {}: {}", step.from, step.to, step.before)?;
             }
-        } else if !finding.fix.is_empty() {
-            writeln!(out, "  fix: {}", finding.fix)?;
+        } else if let Some(fix) = &finding.help {
+            writeln!(out, "  fix: {fix}")?;
         }
-        if let Some(change) = &finding.spec_change {
+        if let Some(change) = &finding.upgrade().spec_change {
             writeln!(out, "  spec: {change}")?;
         }
-        if finding.reported_by_broker {
+        if finding.upgrade().reported_by_broker {
             writeln!(out, "  the broker reported it in use")?;
         }
         writeln!(out)?;
@@ -161,15 +162,16 @@ struct Group<'a> {
 }
 
 fn groups(findings: &[Finding]) -> Vec<Group<'_>> {
-    let joins = |finding: &Finding| finding.object.is_some() && finding.id != "upgrade-path";
+    let joins = |finding: &Finding| finding.object.is_some() && finding.code != "upgrade-path";
     let same = |a: &Finding, b: &Finding| {
-        a.id == b.id
+        let (detail_a, detail_b) = (a.upgrade(), b.upgrade());
+        a.code == b.code
             && a.severity == b.severity
             && a.message == b.message
-            && a.fix == b.fix
-            && a.spec_change == b.spec_change
-            && a.managed_by == b.managed_by
-            && a.reported_by_broker == b.reported_by_broker
+            && a.help == b.help
+            && detail_a.spec_change == detail_b.spec_change
+            && detail_a.managed_by == detail_b.managed_by
+            && detail_a.reported_by_broker == detail_b.reported_by_broker
     };
     let mut groups: Vec<Group> = Vec::new();
     for finding in findings {
@@ -240,10 +242,10 @@ fn full_message(finding: &Finding) -> String {
         Some(object) => format!("{object}: {}", finding.message),
         None => finding.message.clone(),
     };
-    if !finding.fix.is_empty() {
-        let _ = write!(message, " (fix: {})", finding.fix);
+    if let Some(fix) = &finding.help {
+        let _ = write!(message, " (fix: {fix})");
     }
-    if let Some(change) = &finding.spec_change {
+    if let Some(change) = &finding.upgrade().spec_change {
         let _ = write!(message, " (spec: {change})");
     }
     message
@@ -276,7 +278,7 @@ pub fn github(out: &mut dyn Write, report: &Report) -> io::Result<()> {
         }
         properties.push(format!(
             "title={}",
-            escape_property(&format!("warren upgrade-check {}", finding.id))
+            escape_property(&format!("warren upgrade-check {}", finding.code))
         ));
         let command = match finding.severity {
             Severity::Error => "error",
@@ -311,18 +313,34 @@ pub fn json_document(report: &Report) -> Value {
             "line": c.location.map(|l| l.line),
             "column": c.location.map(|l| l.column),
         })).collect::<Vec<_>>(),
-        "findings": report.findings.iter().map(|f| {
-            let mut value = serde_json::to_value(f).expect("a finding serializes");
-            value["file"] = json!(file_of(report, f).map(|p| p.display().to_string()));
-            value["line"] = json!(f.location.map(|l| l.line));
-            value["column"] = json!(f.location.map(|l| l.column));
-            value
-        }).collect::<Vec<_>>(),
+        "findings": report.findings.iter().map(|f| finding_json(report, f)).collect::<Vec<_>>(),
         "summary": {
             "errors": report.count(Severity::Error),
             "warnings": report.count(Severity::Warning),
             "notes": report.count(Severity::Note),
         },
+    })
+}
+
+/// One finding of the JSON document, its fields in their documented order.
+fn finding_json(report: &Report, finding: &Finding) -> Value {
+    let detail = finding.upgrade();
+    json!({
+        "id": finding.code,
+        "severity": finding.severity.as_str(),
+        "object": finding.object,
+        "key": detail.key,
+        "message": finding.message,
+        "fix": finding.help.as_deref().unwrap_or_default(),
+        "spec_change": detail.spec_change,
+        "managed_by": detail.managed_by,
+        "reported_by_broker": detail.reported_by_broker,
+        "rule": detail.rule,
+        "pointer": finding.pointer.as_ref().map(ToString::to_string),
+        "spec_path": finding.path.as_ref().map(ToString::to_string),
+        "file": file_of(report, finding).map(|p| p.display().to_string()),
+        "line": finding.location.map(|l| l.line),
+        "column": finding.location.map(|l| l.column),
     })
 }
 
@@ -356,7 +374,7 @@ pub fn sarif_document(report: &Report) -> Value {
                 location["logicalLocations"] = json!([{"fullyQualifiedName": object.to_string()}]);
             }
             let mut result = json!({
-                "ruleId": f.id,
+                "ruleId": f.code,
                 "level": match f.severity {
                     Severity::Error => "error",
                     Severity::Warning => "warning",
@@ -453,7 +471,7 @@ pub fn markdown(out: &mut dyn Write, report: &Report) -> io::Result<()> {
     let listed: Vec<&Finding> = report
         .findings
         .iter()
-        .filter(|f| f.id != "upgrade-path" || report.steps.is_empty())
+        .filter(|f| f.code != "upgrade-path" || report.steps.is_empty())
         .collect();
     if !listed.is_empty() {
         let _ = writeln!(
@@ -468,15 +486,15 @@ pub fn markdown(out: &mut dyn Write, report: &Report) -> io::Result<()> {
                 }
                 _ => String::new(),
             };
-            let mut fix = f.fix.clone();
-            if let Some(change) = &f.spec_change {
+            let mut fix = f.help.clone().unwrap_or_default();
+            if let Some(change) = &f.upgrade().spec_change {
                 let _ = write!(fix, " Spec: {change}");
             }
             let _ = writeln!(
                 text,
                 "| {} | `{}` | {} | {} | {} |",
                 f.severity.as_str(),
-                f.id,
+                f.code,
                 cell(&format!("{object}{place}")),
                 cell(&f.message),
                 cell(&fix)

@@ -2,10 +2,11 @@
 //! reports in use (each a finding of its own, and a mark on the findings about the
 //! objects that use them), and the specs that manage its objects.
 
-use super::{Deprecated, Finding, Report, Running, Severity, Source, definitions, spec_change};
+use super::{Deprecated, Detailed, Report, Running, Source, definitions, spec_change};
 use crate::broker::{BrokerError, Client};
 use crate::model::TargetVersion;
 use crate::model::deprecated_features::{self, Phase};
+use crate::model::finding::{Finding, Severity};
 use crate::model::upgrade_path::Line;
 
 /// Checks a live broker: its definitions, its version, the deprecated features it
@@ -30,13 +31,13 @@ pub async fn against_broker(client: &Client, to: TargetVersion) -> Result<Report
     let mut findings = definitions::of_definitions(&definitions, report.from.target, to);
     if let Deprecated::Reported(names) = &report.deprecated {
         for finding in &mut findings {
-            let feature = match finding.id {
+            let feature = match finding.code {
                 "transient-nonexclusive-queue" => "transient_nonexcl_queues",
                 "queue-master-locator" => "queue_master_locator",
                 "classic-mirroring" => "classic_queue_mirroring",
                 _ => continue,
             };
-            finding.reported_by_broker = names.iter().any(|n| n == feature);
+            finding.upgrade_mut().reported_by_broker = names.iter().any(|n| n == feature);
         }
         findings.extend(names.iter().map(|name| deprecated_used(name, to)));
     } else {
@@ -81,6 +82,6 @@ fn deprecated_used(name: &str, to: TargetVersion) -> Finding {
         Phase::DeniedByDefault => format!("stop using it before the upgrade, or permit it on every node (`deprecated_features.permit.{name} = true`) until then"),
         _ => "plan to stop using it: a later line denies it".to_string(),
     });
-    finding.reported_by_broker = true;
+    finding.upgrade_mut().reported_by_broker = true;
     finding
 }

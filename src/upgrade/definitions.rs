@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-use super::{Deprecated, Finding, Report, Running, Severity, Source, hazards, spec_change};
+use super::{Deprecated, Report, Running, Source, hazards, spec_change};
 use crate::definitions_file::locate::{self, JsonPointer, PointerToken};
 use crate::definitions_file::{self, rules};
+use crate::model::finding::{Finding, Severity};
 use crate::model::version::Because;
 use crate::model::{Definitions, ObjectId, ObjectKind, TargetVersion};
 use crate::spec::Location;
@@ -73,7 +74,10 @@ pub(super) fn of_definitions(
     let mut findings = hazards::find(definitions, from, to);
     let document = serde_json::to_value(definitions).expect("definitions serialize");
     for broken in rules::check(&document, to) {
-        if findings.iter().any(|f| f.covers.contains(&broken.path)) {
+        if findings
+            .iter()
+            .any(|f| f.upgrade().covers.contains(&broken.path))
+        {
             continue;
         }
         let mut finding = Finding::new(
@@ -85,7 +89,7 @@ pub(super) fn of_definitions(
             "change the value before the upgrade so that {to} accepts it (docs/definitions-files.md, rule `{}`)",
             broken.rule
         ));
-        finding.rule = Some(broken.rule);
+        finding.upgrade_mut().rule = Some(broken.rule);
         finding.object = object_at(definitions, &broken.path);
         finding.pointer = Some(broken.path);
         findings.push(finding);

@@ -6,8 +6,9 @@
 //! definitions, its version and the deprecated features it says are in use), a
 //! definitions file ([`of_definitions_file`], `definitions.rs`) or a spec compiled for
 //! the line it runs now and for the line upgraded to ([`of_spec`], `spec.rs`). The
-//! findings, each with the id of one of [`CHECKS`], are the hazards of `hazards.rs`
-//! (each from the facts of `model/`), every rule the target's own import enforces
+//! findings ([`Finding`], the type every report of warren's shares, each with the id
+//! of one of [`CHECKS`]) are the hazards of `hazards.rs` (each from the facts of
+//! `model/`), every rule the target's own import enforces
 //! (`definitions_file::rules::check`, the one owner of those), the deprecated features
 //! the broker reported, and the upgrade path (`path.rs`, from `model::upgrade_path`).
 //! What to change in the spec that manages an object is `spec_change.rs`'s; how the
@@ -34,125 +35,26 @@ pub use checks::CHECKS;
 pub use definitions::of_definitions_file;
 pub use spec::of_spec;
 
-use crate::definitions_file::locate::JsonPointer;
+use crate::model::finding::{Finding, Severity};
+use crate::model::json_pointer::JsonPointer;
 use crate::model::upgrade_path::{Line, Step};
 use crate::model::{ObjectId, TargetVersion};
-use crate::spec::{Location, SpecPath};
+use crate::spec::Location;
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The target refuses it: an import or a declare fails.
-    Error,
-    /// The target accepts it, but ignores it or gives it another meaning.
-    Warning,
-    /// For the user to know.
-    Note,
+/// What upgrade-check's checks set on a finding beyond what every finding has
+/// ([`crate::model::finding::UpgradeDetail`]).
+trait Detailed {
+    /// Names the argument, policy key or deprecated feature it is about.
+    fn key(self, key: &str) -> Self;
+    /// Marks a value of the definitions document the finding explains, and points at
+    /// it unless the finding points somewhere already: the import rule that refuses
+    /// the value is not reported besides.
+    fn covering(self, pointer: JsonPointer) -> Self;
 }
 
-impl Severity {
-    /// The word, as every format writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "note",
-        }
-    }
-}
-
-/// One finding.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// Its stable id ([`CHECKS`]).
-    pub id: &'static str,
-    /// How serious it is.
-    pub severity: Severity,
-    /// The object it is about, when it is about one.
-    pub object: Option<ObjectId>,
-    /// The argument, policy key or feature it is about.
-    pub key: Option<String>,
-    /// What the target does, and why it matters.
-    pub message: String,
-    /// What to do.
-    pub fix: String,
-    /// The change to make in the spec that manages the object, when one does.
-    pub spec_change: Option<String>,
-    /// The spec whose ownership record lists the object (on a live broker, or in a
-    /// definitions file exported from one).
-    pub managed_by: Option<String>,
-    /// The broker itself reported the feature in use (`GET /api/deprecated-features/used`).
-    pub reported_by_broker: bool,
-    /// The rule of the target's import that refuses it (`import-refused`).
-    pub rule: Option<&'static str>,
-    /// Where in the definitions document (a file's, or the broker's).
-    #[serde(serialize_with = "pointer_text")]
-    pub pointer: Option<JsonPointer>,
-    /// Where in the spec.
-    #[serde(serialize_with = "spec_path_text")]
-    pub spec_path: Option<SpecPath>,
-    /// The file `location` is in.
-    pub file: Option<PathBuf>,
-    /// Line and column in it.
-    #[serde(skip)]
-    pub location: Option<Location>,
-    /// The values of the document this finding explains better than the import rule
-    /// that refuses them: those rules' findings are left out.
-    #[serde(skip)]
-    covers: Vec<JsonPointer>,
-}
-
-fn pointer_text<S: serde::Serializer>(
-    pointer: &Option<JsonPointer>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match pointer {
-        Some(pointer) => s.collect_str(pointer),
-        None => s.serialize_none(),
-    }
-}
-
-fn spec_path_text<S: serde::Serializer>(path: &Option<SpecPath>, s: S) -> Result<S::Ok, S::Error> {
-    match path {
-        Some(path) => s.collect_str(path),
-        None => s.serialize_none(),
-    }
-}
-
-impl Finding {
-    fn new(id: &'static str, severity: Severity, message: impl Into<String>) -> Finding {
-        Finding {
-            id,
-            severity,
-            object: None,
-            key: None,
-            message: message.into(),
-            fix: String::new(),
-            spec_change: None,
-            managed_by: None,
-            reported_by_broker: false,
-            rule: None,
-            pointer: None,
-            spec_path: None,
-            file: None,
-            location: None,
-            covers: Vec::new(),
-        }
-    }
-
-    fn on(mut self, object: ObjectId) -> Finding {
-        self.object = Some(object);
-        self
-    }
-
+impl Detailed for Finding {
     fn key(mut self, key: &str) -> Finding {
-        self.key = Some(key.to_string());
-        self
-    }
-
-    fn fix(mut self, fix: impl Into<String>) -> Finding {
-        self.fix = fix.into();
+        self.upgrade_mut().key = Some(key.to_string());
         self
     }
 
@@ -160,13 +62,8 @@ impl Finding {
         if self.pointer.is_none() {
             self.pointer = Some(pointer.clone());
         }
-        self.covers.push(pointer);
+        self.upgrade_mut().covers.push(pointer);
         self
-    }
-
-    /// Whether it is an error.
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
     }
 }
 
@@ -288,7 +185,7 @@ impl Change {
 }
 
 /// The report of one check.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Report {
     /// What was checked.
     pub source: Source,

@@ -2,8 +2,9 @@
 //! target (`model::upgrade_path`), and what to do before each, or why there is no
 //! such path.
 
-use super::{Finding, Running, Severity};
+use super::Running;
 use crate::model::TargetVersion;
+use crate::model::finding::{Finding, Severity};
 use crate::model::upgrade_path::{self, Line, NoPath, Step};
 
 /// The `upgrade-path` finding, and the steps.

@@ -3,11 +3,9 @@
 //! the spec's line, with the change to make in the spec), and the objects that compile
 //! differently for the target.
 
-use super::{
-    ChangeKind, Deprecated, Finding, Report, Running, Severity, Source, compare, definitions,
-    spec_change,
-};
+use super::{ChangeKind, Deprecated, Report, Running, Source, compare, definitions, spec_change};
 use crate::compile;
+use crate::model::finding::{Finding, Severity};
 use crate::model::{Definitions, ObjectId, TargetVersion};
 use crate::spec::SpecFile;
 use crate::spec::diagnostic::Diagnostic;
@@ -65,22 +63,23 @@ pub fn of_spec(file: &SpecFile, from: Running, to: TargetVersion) -> Report {
             continue;
         };
         let path = before.origins.get(object).cloned();
-        finding.spec_change = spec_change::spec_change(finding.id, object.kind, path.as_ref());
-        if finding.id == "quorum-default-delivery-limit"
+        let mut change = spec_change::spec_change(finding.code, object.kind, path.as_ref());
+        if finding.code == "quorum-default-delivery-limit"
             && let Some(after) = &after
             && writes_delivery_limit(&after.definitions, object, to)
         {
-            finding.spec_change = Some(format!(
+            change = Some(format!(
                 "none: compiled for {to} the spec sets a delivery limit on this queue itself (see the changes); apply it right after the upgrade"
             ));
         }
+        finding.upgrade_mut().spec_change = change;
         if let Some(path) = &path
             && let Some(place) = file.locate(path)
         {
             finding.file = Some(place.file.to_path_buf());
             finding.location = Some(place.location);
         }
-        finding.spec_path = path;
+        finding.path = path;
         finding.pointer = None;
     }
     report.findings.extend(findings);
@@ -140,7 +139,7 @@ fn compile_errors(diagnostics: Vec<Diagnostic>, id: &'static str, why: &str) -> 
                     .clone()
                     .unwrap_or_else(|| "change the spec as the message says".into()),
             );
-            finding.spec_path = d.path;
+            finding.path = d.path;
             finding.file = d.file;
             finding.location = d.location;
             finding

@@ -2,7 +2,7 @@
 //! changing the object by hand (the next apply would undo that): the change itself,
 //! by check and kind of object, and the spec whose ownership record lists the object.
 
-use super::Finding;
+use crate::model::finding::Finding;
 use crate::model::record::records;
 use crate::model::{Definitions, ObjectKind, TargetVersion};
 use crate::spec::SpecPath;
@@ -29,16 +29,17 @@ pub(super) fn managed_by_specs(
         else {
             continue;
         };
-        finding.managed_by = Some(spec.clone());
-        if finding.id == "quorum-default-delivery-limit" {
+        let kind = object.kind;
+        finding.upgrade_mut().managed_by = Some(spec.clone());
+        if finding.code == "quorum-default-delivery-limit" {
             // Whether the spec sets the limit itself depends on what it says about the
             // queue, which only the spec knows: no hand-made policy.
-            finding.fix = format!(
+            finding.help = Some(format!(
                 "spec `{spec}` manages the queue (its ownership record lists it): `warren upgrade-check SPEC --to {to}` with that spec says whether, compiled for {to}, it sets the limit itself (warren's retry ladders do); apply the spec right after the upgrade, and set `delivery_limit` on the consumer where it does not"
-            );
+            ));
             continue;
         }
-        finding.spec_change = spec_change(finding.id, object.kind, None).map(|change| {
+        finding.upgrade_mut().spec_change = spec_change(finding.code, kind, None).map(|change| {
             format!("in spec `{spec}` (its ownership record lists the object): {change}; then `warren apply`")
         });
     }

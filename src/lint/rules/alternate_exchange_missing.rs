@@ -1,7 +1,8 @@
 //! An exchange's alternate exchange does not exist.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
 use crate::model::effective::CompiledPolicies;
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind, PREDEFINED_EXCHANGES};
 
 pub const RULE: Rule = Rule {
@@ -55,7 +56,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         exchange.name, exchange.name
                     ),
                 )
-                .help("create the exchange, or fix the name"),
+                .fix("create the exchange, or fix the name"),
             );
         }
     }

@@ -1,7 +1,8 @@
 //! Queue arguments or properties the queue type refuses.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::queue_arguments;
 use crate::spec::QueueType;
 
@@ -48,7 +49,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             .join(", ")
                     ),
                 )
-                .help("remove the argument or change the queue type"),
+                .fix("remove the argument or change the queue type"),
             );
         }
         if kind != QueueType::Classic && (!fact.queue.durable || fact.queue.auto_delete) {

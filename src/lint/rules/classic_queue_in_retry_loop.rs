@@ -1,6 +1,7 @@
 //! Classic (single-node) queues carrying retries.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::QueueType;
 
 pub const RULE: Rule = Rule {
@@ -38,7 +39,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         graph.names(&classic).replace(" → ", ", ")
                     ),
                 )
-                .help("use quorum queues (`type: quorum`) for retry loops"),
+                .fix("use quorum queues (`type: quorum`) for retry loops"),
             )
         })
         .collect()

@@ -1,6 +1,7 @@
 //! Multi-hop dead-letter cycles on RabbitMQ 3.13.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::version::TargetVersion;
 
 pub const RULE: Rule = Rule {
@@ -34,7 +35,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     graph.names(&cycle)
                 ),
             )
-            .help("run 3.13.3 or later with the message_containers_deaths_v2 feature flag enabled, then allow this rule")
+            .fix("run 3.13.3 or later with the message_containers_deaths_v2 feature flag enabled, then allow this rule")
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! A dead-letter cycle where every hop is automatic: the broker drops the messages.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "dead-letter-cycle-dropped",
@@ -29,7 +30,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     graph.names(&cycle)
                 ),
             )
-            .help("remove the message TTL from the queue consumers read, so that every return follows a rejection")
+            .fix("remove the message TTL from the queue consumers read, so that every return follows a rejection")
         })
         .collect()
 }

@@ -1,7 +1,8 @@
 //! A queue dead-letters to an exchange that does not exist.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "dead-letter-exchange-missing",
@@ -30,7 +31,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         fact.queue.name
                     ),
                 )
-                .help("create the exchange or fix the dead-letter exchange name"),
+                .fix("create the exchange or fix the dead-letter exchange name"),
             );
         }
     }

@@ -1,6 +1,7 @@
 //! A dead-letter cycle without any TTL: rejected messages come straight back.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "dead-letter-hot-loop",
@@ -29,7 +30,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     graph.names(&cycle)
                 ),
             )
-            .help("send dead letters through a delay queue with a message TTL (a retry tier) before they return")
+            .fix("send dead letters through a delay queue with a message TTL (a retry tier) before they return")
         })
         .collect()
 }

@@ -1,7 +1,8 @@
 //! A queue's dead letters reach its dead-letter exchange but no queue.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "dead-letter-unroutable",
@@ -39,7 +40,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     if exchange.is_empty() { "(default)" } else { &exchange }
                 ),
             )
-            .help("bind a queue for that key, fix the key, or add an alternate exchange to the dead-letter exchange"),
+            .fix("bind a queue for that key, fix the key, or add an alternate exchange to the dead-letter exchange"),
         );
     }
     findings

@@ -1,7 +1,8 @@
 //! A delay queue that expires as a whole, with its waiting messages.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "delay-queue-expires",
@@ -33,7 +34,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         fact.queue.name
                     ),
                 )
-                .help("remove `expires` for delay queues (narrow the pattern of the policy or operator policy that sets it)"),
+                .fix("remove `expires` for delay queues (narrow the pattern of the policy or operator policy that sets it)"),
             )
         })
         .collect()

@@ -1,6 +1,7 @@
 //! The delayed-message plugin's exchange type.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
@@ -31,7 +32,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     e.name
                 ),
             )
-            .help("for retries, use a retry ladder of delay queues")
+            .fix("for retries, use a retry ladder of delay queues")
         })
         .collect()
 }

@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::queue_facts::QueueFacts;
 use crate::spec::QueueType;
 
@@ -38,7 +39,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     fact.queue.name
                 ),
             )
-            .help("set `delivery-limit` (a policy) or `x-delivery-limit` to the number of retries you mean")
+            .fix("set `delivery-limit` (a policy) or `x-delivery-limit` to the number of retries you mean")
         })
         .collect()
 }

@@ -4,7 +4,8 @@ use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::queue_facts::QueueFacts;
 use crate::spec::{QueueType, RetryMode};
 
@@ -61,7 +62,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     fact.queue.name
                 ),
             )
-            .help("requeue with `basic.reject` (requeue=true), which counts toward the limit; never `basic.nack`")
+            .fix("requeue with `basic.reject` (requeue=true), which counts toward the limit; never `basic.nack`")
         })
         .collect()
 }

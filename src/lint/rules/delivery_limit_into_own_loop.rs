@@ -1,6 +1,7 @@
 //! A quorum queue's delivery limit dead-letters into its own retry loop.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "delivery-limit-into-own-loop",
@@ -48,7 +49,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             graph.names(&cycle)
                         ),
                     )
-                    .help("set `delivery-limit: -1` for this queue (a policy), and reject failed messages instead of requeueing them"),
+                    .fix("set `delivery-limit: -1` for this queue (a policy), and reject failed messages instead of requeueing them"),
                 );
             }
         }

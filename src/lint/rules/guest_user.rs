@@ -1,6 +1,7 @@
 //! The well-known `guest` user.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
@@ -28,7 +29,7 @@ fn check(context: &Context) -> Vec<Finding> {
                 ObjectId::global(ObjectKind::User, "guest"),
                 "the `guest` user is declared: its well-known name makes it a target",
             )
-            .help("declare a user of your own and leave `guest` out")
+            .fix("declare a user of your own and leave `guest` out")
         })
         .collect()
 }

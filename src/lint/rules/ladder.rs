@@ -2,7 +2,8 @@
 
 use indexmap::IndexMap;
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::SpecPath;
 
 /// A week: longer delays are almost always a unit mistake.
@@ -129,11 +130,11 @@ impl<'c> ByPlace<'c> {
         self.found
             .into_iter()
             .map(|(at, (message, affects))| {
-                let finding = Finding::at(at.clone(), message).help(help);
+                let finding = Finding::in_spec(at.clone(), message).fix(help);
                 // A consumer's own delay needs no list: the place names the consumer.
                 match affects.as_slice() {
                     [(_, consumer)] if at.starts_with(consumer) => finding,
-                    _ => finding.affecting(affects),
+                    _ => finding.affecting_each(affects),
                 }
             })
             .collect()

@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
@@ -79,7 +80,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     ObjectId::in_vhost(kind, vhost, name),
                     format!("`{name}` and `{first}` differ only by letter case"),
                 )
-                .help("use one spelling"),
+                .fix("use one spelling"),
             ),
             _ => {
                 seen.insert(key, name);

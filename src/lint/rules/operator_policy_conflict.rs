@@ -3,7 +3,8 @@
 
 use super::graph::queue_id;
 use crate::lint::facts::QueueFacts;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::role_hazards::{self, QueueRole, QueueRoles};
 use crate::model::settings;
 
@@ -91,7 +92,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         hazard.policy, hazard.key, hazard.value, hazard.effect
                     ),
                 )
-                .help(hazard.fix),
+                .fix(hazard.fix),
             );
         }
     }

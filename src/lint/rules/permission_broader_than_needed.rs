@@ -2,7 +2,8 @@
 //! generates the user's permission.
 
 use crate::compile::permissions::GeneratedPermission;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::SpecPath;
 use crate::text::count;
 
@@ -119,13 +120,13 @@ fn beyond(
         .key(vhost)
         .key(field);
     Some(
-        Finding::at(
+        Finding::in_spec(
             path,
             format!(
                 "the written `{field}` of user `{user}` in vhost `{vhost}` (`{written}`) grants {grants}"
             ),
         )
-        .help(format!(
+        .fix(format!(
             "remove `{field}`: warren generates `{needed}` from the topology; or narrow it to what the application declares itself (e.g. `^amq\\.gen-`)"
         )),
     )

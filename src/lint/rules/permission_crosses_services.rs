@@ -2,7 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind};
 use crate::spec::source_map::Segment;
 
@@ -66,7 +67,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             .join(", ")
                     ),
                 )
-                .help("narrow the `write` regex to the user's own exchanges and retry exchanges"),
+                .fix("narrow the `write` regex to the user's own exchanges and retry exchanges"),
             );
         }
     }

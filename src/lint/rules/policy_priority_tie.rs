@@ -3,7 +3,8 @@
 use std::collections::BTreeSet;
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "policy-priority-tie",
@@ -40,7 +41,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         fact.queue.name
                     ),
                 )
-                .help("give the policies different priorities, make their patterns disjoint, or merge them"),
+                .fix("give the policies different priorities, make their patterns disjoint, or merge them"),
             );
         }
     }

@@ -1,7 +1,8 @@
 //! A higher-priority policy without dead-lettering shadows the one that sets it.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "policy-shadows-dead-lettering",
@@ -39,7 +40,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         winner.name, winner.priority, shadowed.name, shadowed.priority, fact.queue.name
                     ),
                 )
-                .help(format!("merge the keys of `{}` into one policy, or set the dead-letter exchange as a queue argument", shadowed.name)),
+                .fix(format!("merge the keys of `{}` into one policy, or set the dead-letter exchange as a queue argument", shadowed.name)),
             );
         }
     }

@@ -1,7 +1,8 @@
 //! A higher-priority policy, or a queue argument, takes a native work queue's waits away.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::policy_keys::is_delayed_retry_key;
 
 pub const RULE: Rule = Rule {
@@ -42,7 +43,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         winner.name, winner.priority, shadowed.name, shadowed.priority, fact.queue.name
                     ),
                 )
-                .help(format!(
+                .fix(format!(
                     "merge the keys of `{}` into one policy, or narrow the pattern of `{}`",
                     shadowed.name, winner.name
                 )),

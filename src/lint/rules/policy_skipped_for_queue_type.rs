@@ -1,7 +1,8 @@
 //! A policy that would apply to a queue is skipped because of one key its type lacks.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::policy_keys;
 
 pub const RULE: Rule = Rule {
@@ -49,7 +50,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         unsupported.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
                     ),
                 )
-                .help("split the policy by queue type, or narrow its pattern"),
+                .fix("split the policy by queue type, or narrow its pattern"),
             );
         }
     }

@@ -1,7 +1,8 @@
 //! A policy's message TTL silently shortens a queue's own TTL.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "policy-ttl-shortens-queue",
@@ -43,7 +44,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         fact.queue.name
                     ),
                 )
-                .help("narrow the policy's pattern so it does not match this queue"),
+                .fix("narrow the policy's pattern so it does not match this queue"),
             )
         })
         .collect()

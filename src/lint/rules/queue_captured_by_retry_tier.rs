@@ -4,8 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::compile::naming;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
 use crate::model::effective::applies_to;
+use crate::model::finding::Finding;
 use crate::model::pattern::PatternMatcher;
 use crate::model::record::{Record, records};
 use crate::model::{ObjectId, ObjectKind, QueueType};
@@ -119,7 +120,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         queue.name, policy.name
                     ),
                 )
-                .help(format!("rename the queue so that its name does not end in `{ending}`")),
+                .fix(format!("rename the queue so that its name does not end in `{ending}`")),
             );
         }
     }

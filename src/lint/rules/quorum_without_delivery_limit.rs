@@ -1,7 +1,8 @@
 //! Quorum queues with no delivery limit on versions without a default.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::QueueType;
 
 pub const RULE: Rule = Rule {
@@ -36,7 +37,7 @@ fn check(context: &Context) -> Vec<Finding> {
                 queue_id(fact),
                 format!("quorum queue `{}` has no delivery limit: a poison message is redelivered forever", fact.queue.name),
             )
-            .help("set `x-delivery-limit` (or a `delivery-limit` policy) and a dead-letter exchange")
+            .fix("set `x-delivery-limit` (or a `delivery-limit` policy) and a dead-letter exchange")
         })
         .collect()
 }

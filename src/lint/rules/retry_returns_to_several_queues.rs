@@ -1,7 +1,8 @@
 //! A delay queue returns messages to several queues.
 
 use super::graph::queue_id;
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "retry-returns-to-several-queues",
@@ -35,7 +36,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         list.join(", ")
                     ),
                 )
-                .help("give each consumer its own dead exchange and return expired messages straight to its queue"),
+                .fix("give each consumer its own dead exchange and return expired messages straight to its queue"),
             );
         }
     }

@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind, Policy, policy_keys, queue_arguments};
 
 pub const RULE: Rule = Rule {
@@ -30,7 +31,7 @@ fn check(context: &Context) -> Vec<Finding> {
                 let id = ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
                 findings.push(
                     Finding::on(id, format!("queue `{}`: {why}", queue.name))
-                        .help(format!("remove `{key}` from the queue's arguments")),
+                        .fix(format!("remove `{key}` from the queue's arguments")),
                 );
             }
         }
@@ -56,7 +57,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     ObjectId::in_vhost(kind, &policy.vhost, &policy.name),
                     format!("{noun} `{}`: {why}", policy.name),
                 )
-                .help(format!("remove `{key}` from the {noun}'s definition"));
+                .fix(format!("remove `{key}` from the {noun}'s definition"));
                 findings.push(finding);
             }
         }

@@ -1,6 +1,7 @@
 //! A work queue with a drop-head length limit feeds its own retry loop.
 
-use crate::lint::{Check, Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "work-queue-overflow-into-own-loop",
@@ -33,7 +34,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             graph.names(&cycle)
                         ),
                     )
-                    .help("use `overflow: reject-publish` on this queue, or remove its length limit"),
+                    .fix("use `overflow: reject-publish` on this queue, or remove its length limit"),
                 );
             }
         }
