@@ -8,7 +8,7 @@ use super::inputs::{read_definitions, read_spec, read_spec_in_every_environment}
 use super::result::{CommandError, CommandResult, Success};
 use super::streams::ErrorLog;
 use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
-use crate::lint::{self, Level, RULES, default_level};
+use crate::lint::{self, RULES};
 use crate::model::version::TargetVersion;
 use crate::render;
 use crate::spec::Texts;
@@ -84,25 +84,10 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
     };
     let file = file.as_path();
     let written = match args.format {
-        LintFormat::Human => {
-            let result = render::diagnostics::render_with(stdout, file, &texts, &diagnostics, "");
-            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-            if errors == 0 {
-                let warnings = diagnostics.len();
-                let _ = writeln!(
-                    stdout,
-                    "{}: {}",
-                    file.display(),
-                    if warnings == 0 {
-                        "no problems found".to_string()
-                    } else {
-                        crate::text::count(warnings, "warning")
-                    }
-                );
-            }
-            result
+        LintFormat::Human => render::lint::human(stdout, file, &texts, &diagnostics),
+        LintFormat::Github => {
+            render::github::annotations(stdout, &render::lint::reporter(file), &diagnostics)
         }
-        LintFormat::Github => render::lint::github(stdout, file, &diagnostics),
         LintFormat::Json => writeln!(
             stdout,
             "{}",
@@ -112,8 +97,12 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
         LintFormat::Sarif => writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&render::lint::sarif_document(file, &diagnostics))
-                .expect("JSON")
+            serde_json::to_string_pretty(&render::sarif::document(
+                &render::lint::reporter(file),
+                RULES,
+                &diagnostics
+            ))
+            .expect("JSON")
         ),
     };
     written.map_err(CommandError::unwritten)?;
@@ -125,48 +114,17 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
     }
 }
 
-/// `warren rules [ID]`.
+/// `warren rules [ID]`. A failed write (a closed pipe) does not fail it: the listing is
+/// all it does.
 pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
-    let level = |level: Level| match level {
-        Level::Deny => "error",
-        Level::Warn => "warning",
-        Level::Allow => "off",
-    };
     match args.id.as_deref() {
         None => {
-            let width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
-            for rule in RULES {
-                let _ = writeln!(
-                    stdout,
-                    "{:width$}  {:7}  {}",
-                    rule.id,
-                    level(default_level(rule)),
-                    rule.summary
-                );
-            }
-            let _ = writeln!(
-                stdout,
-                "\n`warren rules ID` explains a rule with a bad and a good example."
-            );
+            let _ = render::lint::rules(stdout);
             Ok(Success::Done)
         }
         Some(id) => match lint::rule(id) {
             Some(rule) => {
-                let _ = writeln!(
-                    stdout,
-                    "{} ({} by default)\n",
-                    rule.id,
-                    level(default_level(rule))
-                );
-                let _ = writeln!(stdout, "{}\n", rule.summary);
-                let _ = writeln!(stdout, "{}\n", rule.explanation.unwrap_or_default());
-                let _ = writeln!(stdout, "Reported:\n\n{}\n", indent(rule.check.bad));
-                let _ = writeln!(stdout, "Fixed:\n\n{}", indent(rule.check.good));
-                let _ = writeln!(
-                    stdout,
-                    "Turn it off for one object with `lint: {{ allow: [{0}] }}` on it, or for the whole spec with a top-level `lint: {{ allow: [{0}] }}`.",
-                    rule.id
-                );
+                let _ = render::lint::rule(stdout, rule);
                 Ok(Success::Done)
             }
             None => {
@@ -178,12 +136,4 @@ pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
             }
         },
     }
-}
-
-fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
 }

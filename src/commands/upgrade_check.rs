@@ -12,8 +12,8 @@ use super::runtime::runtime;
 use crate::cli::{BrokerArgs, Deny, EnvArg, parse_target};
 use crate::model::finding::Severity;
 use crate::model::version::TargetVersion;
-use crate::render::upgrade as render;
-use crate::upgrade::{self, Report, Running};
+use crate::render;
+use crate::upgrade::{self, CHECKS, Report, Running};
 
 /// Output formats of `warren upgrade-check`: those of `lint`, and markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -112,19 +112,28 @@ pub fn upgrade_check(args: &UpgradeCheckArgs, stdout: &mut dyn Write) -> Command
 
 fn print(format: UpgradeFormat, report: &Report, stdout: &mut dyn Write) -> std::io::Result<()> {
     match format {
-        UpgradeFormat::Human => render::human(stdout, report),
-        UpgradeFormat::Github => render::github(stdout, report),
+        UpgradeFormat::Human => render::upgrade::human(stdout, report),
+        UpgradeFormat::Github => render::github::annotations(
+            stdout,
+            &render::upgrade::reporter(report),
+            &report.findings,
+        ),
         UpgradeFormat::Json => writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&render::json_document(report)).expect("JSON")
+            serde_json::to_string_pretty(&render::upgrade::json_document(report)).expect("JSON")
         ),
         UpgradeFormat::Sarif => writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&render::sarif_document(report)).expect("JSON")
+            serde_json::to_string_pretty(&render::sarif::document(
+                &render::upgrade::reporter(report),
+                CHECKS,
+                &report.findings
+            ))
+            .expect("JSON")
         ),
-        UpgradeFormat::Markdown => render::markdown(stdout, report),
+        UpgradeFormat::Markdown => render::upgrade::markdown(stdout, report),
     }
 }
 

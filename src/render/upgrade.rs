@@ -1,6 +1,7 @@
-//! `warren upgrade-check` output: human text, GitHub workflow commands, SARIF 2.1.0,
-//! JSON and markdown for a pull-request comment (the formats of `warren lint`, and
-//! markdown as `plan` writes it).
+//! `warren upgrade-check` output: human text, JSON and markdown for a pull-request
+//! comment (as `plan` writes it), and what the formats it shares with `warren lint`
+//! (GitHub annotations, SARIF: [`super::github`], [`super::sarif`]) need to know of it
+//! ([`reporter`]).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -8,10 +9,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::findings::{Reporter, Subject};
 use crate::model::ObjectKind;
 use crate::model::finding::{Finding, Severity};
 use crate::model::upgrade_path::UPGRADABLE;
-use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Report, Source};
+use crate::upgrade::{ChangeKind, Deprecated, Report, Source};
 
 /// What was checked, in words: `the broker`, `defs.json`, `spec.yaml`.
 fn checked(report: &Report) -> String {
@@ -29,8 +31,16 @@ fn given_file(report: &Report) -> Option<&Path> {
     }
 }
 
-fn file_of<'a>(report: &'a Report, finding: &'a Finding) -> Option<&'a Path> {
-    finding.file.as_deref().or_else(|| given_file(report))
+/// Upgrade-check, for the shared writers: a finding names its object, and points into
+/// the file or spec checked (nowhere, for a broker) unless it names a file of its own.
+pub fn reporter(report: &Report) -> Reporter<'_> {
+    Reporter {
+        title: "warren upgrade-check",
+        file: given_file(report),
+        subject: Subject::Object,
+        fix_word: "fix",
+        more: |id| format!(" (docs/upgrading.md, `{id}`)"),
+    }
 }
 
 fn summary(report: &Report) -> String {
@@ -237,64 +247,6 @@ fn members_listed(members: &[&Finding]) -> Vec<String> {
     lines
 }
 
-fn full_message(finding: &Finding) -> String {
-    let mut message = match &finding.object {
-        Some(object) => format!("{object}: {}", finding.message),
-        None => finding.message.clone(),
-    };
-    if let Some(fix) = &finding.help {
-        let _ = write!(message, " (fix: {fix})");
-    }
-    if let Some(change) = &finding.upgrade().spec_change {
-        let _ = write!(message, " (spec: {change})");
-    }
-    message
-}
-
-/// Escapes per GitHub's workflow-command rules.
-fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// `::error file=…,line=…,col=…,title=…::message` lines (`::notice` for notes).
-pub fn github(out: &mut dyn Write, report: &Report) -> io::Result<()> {
-    for finding in &report.findings {
-        let mut properties = Vec::new();
-        if let Some(file) = file_of(report, finding) {
-            properties.push(format!(
-                "file={}",
-                escape_property(&file.display().to_string())
-            ));
-        }
-        if let Some(at) = finding.location {
-            properties.push(format!("line={}", at.line));
-            properties.push(format!("col={}", at.column));
-        }
-        properties.push(format!(
-            "title={}",
-            escape_property(&format!("warren upgrade-check {}", finding.code))
-        ));
-        let command = match finding.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "notice",
-        };
-        writeln!(
-            out,
-            "::{command} {}::{}",
-            properties.join(","),
-            escape_data(&full_message(finding))
-        )?;
-    }
-    Ok(())
-}
-
 /// The stable JSON document (`version` 1).
 pub fn json_document(report: &Report) -> Value {
     json!({
@@ -325,6 +277,7 @@ pub fn json_document(report: &Report) -> Value {
 /// One finding of the JSON document, its fields in their documented order.
 fn finding_json(report: &Report, finding: &Finding) -> Value {
     let detail = finding.upgrade();
+    let file = finding.file.as_deref().or_else(|| given_file(report));
     json!({
         "id": finding.code,
         "severity": finding.severity.as_str(),
@@ -338,67 +291,9 @@ fn finding_json(report: &Report, finding: &Finding) -> Value {
         "rule": detail.rule,
         "pointer": finding.pointer.as_ref().map(ToString::to_string),
         "spec_path": finding.path.as_ref().map(ToString::to_string),
-        "file": file_of(report, finding).map(|p| p.display().to_string()),
+        "file": file.map(|p| p.display().to_string()),
         "line": finding.location.map(|l| l.line),
         "column": finding.location.map(|l| l.column),
-    })
-}
-
-/// A SARIF 2.1.0 log with one run; results point into the file or spec checked, and
-/// name their object as a logical location.
-pub fn sarif_document(report: &Report) -> Value {
-    let rules: Vec<Value> = CHECKS
-        .iter()
-        .map(|check| {
-            json!({
-                "id": check.id,
-                "shortDescription": {"text": check.summary},
-                "help": {"text": format!("{} (docs/upgrading.md, `{}`)", check.summary, check.id)},
-            })
-        })
-        .collect();
-    let results: Vec<Value> = report
-        .findings
-        .iter()
-        .map(|f| {
-            let mut location = json!({});
-            if let Some(file) = file_of(report, f) {
-                location["physicalLocation"] =
-                    json!({"artifactLocation": {"uri": file.display().to_string()}});
-                if let Some(at) = f.location {
-                    location["physicalLocation"]["region"] =
-                        json!({"startLine": at.line, "startColumn": at.column});
-                }
-            }
-            if let Some(object) = &f.object {
-                location["logicalLocations"] = json!([{"fullyQualifiedName": object.to_string()}]);
-            }
-            let mut result = json!({
-                "ruleId": f.code,
-                "level": match f.severity {
-                    Severity::Error => "error",
-                    Severity::Warning => "warning",
-                    Severity::Note => "note",
-                },
-                "message": {"text": full_message(f)},
-            });
-            if location.as_object().is_some_and(|l| !l.is_empty()) {
-                result["locations"] = json!([location]);
-            }
-            result
-        })
-        .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "warren",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": results,
-        }],
     })
 }
 
