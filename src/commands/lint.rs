@@ -7,7 +7,7 @@ use super::exit::Failure;
 use super::inputs::{read_definitions, read_spec, read_spec_in_every_environment};
 use super::result::{CommandError, CommandResult, Success};
 use super::streams::ErrorLog;
-use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
+use crate::cli::{Deny, EnvArg, FindingsFormat, parse_target};
 use crate::lint::{self, RULES};
 use crate::model::version::TargetVersion;
 use crate::render;
@@ -29,8 +29,8 @@ pub struct LintArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "spec")]
     pub definitions: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = LintFormat::Human)]
-    pub format: LintFormat,
+    #[arg(long, value_parser = FindingsFormat::parser(FORMATS), default_value = "human")]
+    pub format: FindingsFormat,
     /// `--deny warnings` makes warnings fail the run too.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<Deny>,
@@ -42,6 +42,20 @@ pub struct LintArgs {
     #[arg(long, value_name = "VHOST", requires = "definitions")]
     pub vhost: Option<String>,
 }
+
+/// The formats `warren lint` writes, as its `--help` describes them.
+const FORMATS: &[(FindingsFormat, &str)] = &[
+    (
+        FindingsFormat::Text,
+        "For people: messages with the source line (like rustc)",
+    ),
+    (
+        FindingsFormat::Github,
+        "GitHub Actions workflow commands (annotations on the pull request)",
+    ),
+    (FindingsFormat::Sarif, "SARIF 2.1.0, for code-scanning UIs"),
+    (FindingsFormat::Json, "Stable JSON"),
+];
 
 /// The flags of `warren rules`.
 #[derive(Debug, clap::Args)]
@@ -84,17 +98,17 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
     };
     let file = file.as_path();
     let written = match args.format {
-        LintFormat::Human => render::lint::human(stdout, file, &texts, &diagnostics),
-        LintFormat::Github => {
+        FindingsFormat::Text => render::lint::human(stdout, file, &texts, &diagnostics),
+        FindingsFormat::Github => {
             render::github::annotations(stdout, &render::lint::reporter(file), &diagnostics)
         }
-        LintFormat::Json => writeln!(
+        FindingsFormat::Json => writeln!(
             stdout,
             "{}",
             serde_json::to_string_pretty(&render::lint::json_document(file, &diagnostics))
                 .expect("JSON")
         ),
-        LintFormat::Sarif => writeln!(
+        FindingsFormat::Sarif => writeln!(
             stdout,
             "{}",
             serde_json::to_string_pretty(&render::sarif::document(
@@ -104,6 +118,8 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
             ))
             .expect("JSON")
         ),
+        // Not among lint's formats (`FORMATS`): the parser refuses it.
+        FindingsFormat::Markdown => unreachable!("lint writes no markdown"),
     };
     written.map_err(CommandError::unwritten)?;
     let deny_warnings = !args.deny.is_empty();
