@@ -9,6 +9,11 @@
 //! in and its inverse ([`objects`]), policy keys, patterns and the effective-policy
 //! rule, password hashing, redaction, target versions, and the ownership record's
 //! format.
+//!
+//! Every report warren makes is also here, since every layer makes one: a
+//! [`finding::Finding`] and its severity, the places it points at (a spec path and a
+//! line and column, [`spec_path`]; a place in a definitions document,
+//! [`json_pointer`]), and the shape every registry of rules shares ([`rule`]).
 
 pub mod addressable;
 pub mod arguments;
