@@ -192,17 +192,63 @@ pub enum ExportFormat {
     K8s,
 }
 
-/// Lint output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LintFormat {
-    /// For people: messages with the source line (like rustc).
-    Human,
+/// Output formats of a report of findings: `warren lint` and `warren upgrade-check`.
+/// Each command takes the formats it writes, with its own words for them in `--help`
+/// ([`FindingsFormat::parser`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingsFormat {
+    /// Text for people. Written `human` (`text`, the word the other commands use for
+    /// it, is taken too).
+    Text,
     /// GitHub Actions workflow commands (annotations on the pull request).
     Github,
     /// SARIF 2.1.0, for code-scanning UIs.
     Sarif,
     /// Stable JSON.
     Json,
+    /// GitHub-flavored markdown for a pull-request comment.
+    Markdown,
+}
+
+impl FindingsFormat {
+    /// The name `--format` takes and `--help` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingsFormat::Text => "human",
+            FindingsFormat::Github => "github",
+            FindingsFormat::Sarif => "sarif",
+            FindingsFormat::Json => "json",
+            FindingsFormat::Markdown => "markdown",
+        }
+    }
+
+    /// The names it is also taken by.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            FindingsFormat::Text => &["text"],
+            _ => &[],
+        }
+    }
+
+    /// The parser of a command's `--format`: the formats it writes, in the order its
+    /// `--help` lists them, each with what its `--help` says of it.
+    pub fn parser(
+        formats: &'static [(FindingsFormat, &'static str)],
+    ) -> impl clap::builder::TypedValueParser<Value = FindingsFormat> {
+        use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+        let values = formats.iter().map(|&(format, help)| {
+            PossibleValue::new(format.name())
+                .help(help)
+                .aliases(format.aliases().iter().copied())
+        });
+        PossibleValuesParser::new(values).map(move |given: String| {
+            formats
+                .iter()
+                .map(|&(format, _)| format)
+                .find(|format| format.name() == given || format.aliases().contains(&given.as_str()))
+                .expect("the parser takes only these formats")
+        })
+    }
 }
 
 /// What `--deny` can make fatal.

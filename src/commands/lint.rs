@@ -7,8 +7,8 @@ use super::exit::Failure;
 use super::inputs::{read_definitions, read_spec, read_spec_in_every_environment};
 use super::result::{CommandError, CommandResult, Success};
 use super::streams::ErrorLog;
-use crate::cli::{Deny, EnvArg, LintFormat, parse_target};
-use crate::lint::{self, Level, RULES};
+use crate::cli::{Deny, EnvArg, FindingsFormat, parse_target};
+use crate::lint::{self, RULES};
 use crate::model::version::TargetVersion;
 use crate::render;
 use crate::spec::Texts;
@@ -29,8 +29,8 @@ pub struct LintArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "spec")]
     pub definitions: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = LintFormat::Human)]
-    pub format: LintFormat,
+    #[arg(long, value_parser = FindingsFormat::parser(FORMATS), default_value = "human")]
+    pub format: FindingsFormat,
     /// `--deny warnings` makes warnings fail the run too.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<Deny>,
@@ -42,6 +42,20 @@ pub struct LintArgs {
     #[arg(long, value_name = "VHOST", requires = "definitions")]
     pub vhost: Option<String>,
 }
+
+/// The formats `warren lint` writes, as its `--help` describes them.
+const FORMATS: &[(FindingsFormat, &str)] = &[
+    (
+        FindingsFormat::Text,
+        "For people: messages with the source line (like rustc)",
+    ),
+    (
+        FindingsFormat::Github,
+        "GitHub Actions workflow commands (annotations on the pull request)",
+    ),
+    (FindingsFormat::Sarif, "SARIF 2.1.0, for code-scanning UIs"),
+    (FindingsFormat::Json, "Stable JSON"),
+];
 
 /// The flags of `warren rules`.
 #[derive(Debug, clap::Args)]
@@ -84,37 +98,28 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
     };
     let file = file.as_path();
     let written = match args.format {
-        LintFormat::Human => {
-            let result = render::diagnostics::render_with(stdout, file, &texts, &diagnostics, "");
-            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-            if errors == 0 {
-                let warnings = diagnostics.len();
-                let _ = writeln!(
-                    stdout,
-                    "{}: {}",
-                    file.display(),
-                    if warnings == 0 {
-                        "no problems found".to_string()
-                    } else {
-                        crate::text::count(warnings, "warning")
-                    }
-                );
-            }
-            result
+        FindingsFormat::Text => render::lint::human(stdout, file, &texts, &diagnostics),
+        FindingsFormat::Github => {
+            render::github::annotations(stdout, &render::lint::reporter(file), &diagnostics)
         }
-        LintFormat::Github => render::lint::github(stdout, file, &diagnostics),
-        LintFormat::Json => writeln!(
+        FindingsFormat::Json => writeln!(
             stdout,
             "{}",
             serde_json::to_string_pretty(&render::lint::json_document(file, &diagnostics))
                 .expect("JSON")
         ),
-        LintFormat::Sarif => writeln!(
+        FindingsFormat::Sarif => writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&render::lint::sarif_document(file, &diagnostics))
-                .expect("JSON")
+            serde_json::to_string_pretty(&render::sarif::document(
+                &render::lint::reporter(file),
+                RULES,
+                &diagnostics
+            ))
+            .expect("JSON")
         ),
+        // Not among lint's formats (`FORMATS`): the parser refuses it.
+        FindingsFormat::Markdown => unreachable!("lint writes no markdown"),
     };
     written.map_err(CommandError::unwritten)?;
     let deny_warnings = !args.deny.is_empty();
@@ -125,43 +130,17 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
     }
 }
 
-/// `warren rules [ID]`.
+/// `warren rules [ID]`. A failed write (a closed pipe) does not fail it: the listing is
+/// all it does.
 pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
-    let level = |level: Level| match level {
-        Level::Deny => "error",
-        Level::Warn => "warning",
-        Level::Allow => "off",
-    };
     match args.id.as_deref() {
         None => {
-            let width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
-            for rule in RULES {
-                let _ = writeln!(
-                    stdout,
-                    "{:width$}  {:7}  {}",
-                    rule.id,
-                    level(rule.level),
-                    rule.summary
-                );
-            }
-            let _ = writeln!(
-                stdout,
-                "\n`warren rules ID` explains a rule with a bad and a good example."
-            );
+            let _ = render::lint::rules(stdout);
             Ok(Success::Done)
         }
         Some(id) => match lint::rule(id) {
             Some(rule) => {
-                let _ = writeln!(stdout, "{} ({} by default)\n", rule.id, level(rule.level));
-                let _ = writeln!(stdout, "{}\n", rule.summary);
-                let _ = writeln!(stdout, "{}\n", rule.explanation);
-                let _ = writeln!(stdout, "Reported:\n\n{}\n", indent(rule.bad));
-                let _ = writeln!(stdout, "Fixed:\n\n{}", indent(rule.good));
-                let _ = writeln!(
-                    stdout,
-                    "Turn it off for one object with `lint: {{ allow: [{0}] }}` on it, or for the whole spec with a top-level `lint: {{ allow: [{0}] }}`.",
-                    rule.id
-                );
+                let _ = render::lint::rule(stdout, rule);
                 Ok(Success::Done)
             }
             None => {
@@ -173,12 +152,4 @@ pub fn rules(args: &RulesArgs, stdout: &mut dyn Write) -> CommandResult {
             }
         },
     }
-}
-
-fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
 }

@@ -234,17 +234,17 @@ fn print_usage_error(err: &clap::Error) {
 impl Command {
     /// Whether the command was asked for JSON on stdout.
     fn prints_json(&self) -> bool {
-        use crate::cli::{Format, LintFormat, StatusFormat, TraceFormat};
+        use crate::cli::{FindingsFormat, Format, StatusFormat, TraceFormat};
         match self {
             Command::Plan(args) => args.plan.format == Format::Json,
             Command::Apply(args) => args.plan.format == Format::Json,
             Command::Diff(args) => args.plan.format == Format::Json,
             Command::Show(args) => args.format == Format::Json,
-            Command::Lint(args) => args.format == LintFormat::Json,
+            Command::Lint(args) => args.format == FindingsFormat::Json,
             Command::Trace(args) => args.format == TraceFormat::Json,
             Command::Replay(args) => args.format == TraceFormat::Json,
             Command::Status(args) => args.format == StatusFormat::Json,
-            Command::UpgradeCheck(args) => args.format == upgrade_check::UpgradeFormat::Json,
+            Command::UpgradeCheck(args) => args.format == FindingsFormat::Json,
             Command::Config(args) => args.format == TraceFormat::Json,
             _ => false,
         }

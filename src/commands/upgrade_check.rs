@@ -9,25 +9,27 @@ use super::exit::Failure;
 use super::inputs::{client, load_spec};
 use super::result::{CommandError, CommandResult, Success};
 use super::runtime::runtime;
-use crate::cli::{BrokerArgs, Deny, EnvArg, parse_target};
+use crate::cli::{BrokerArgs, Deny, EnvArg, FindingsFormat, parse_target};
+use crate::model::finding::Severity;
 use crate::model::version::TargetVersion;
-use crate::render::upgrade as render;
-use crate::upgrade::{self, Report, Running, Severity};
+use crate::render;
+use crate::upgrade::{self, CHECKS, Report, Running};
 
-/// Output formats of `warren upgrade-check`: those of `lint`, and markdown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum UpgradeFormat {
-    /// For people.
-    Human,
-    /// GitHub Actions workflow commands (annotations on the pull request).
-    Github,
-    /// SARIF 2.1.0, for code-scanning UIs.
-    Sarif,
-    /// Stable JSON (docs/upgrading.md).
-    Json,
-    /// GitHub-flavored markdown for a pull-request comment.
-    Markdown,
-}
+/// The formats `warren upgrade-check` writes (those of `lint`, and markdown), as its
+/// `--help` describes them.
+const FORMATS: &[(FindingsFormat, &str)] = &[
+    (FindingsFormat::Text, "For people"),
+    (
+        FindingsFormat::Github,
+        "GitHub Actions workflow commands (annotations on the pull request)",
+    ),
+    (FindingsFormat::Sarif, "SARIF 2.1.0, for code-scanning UIs"),
+    (FindingsFormat::Json, "Stable JSON (docs/upgrading.md)"),
+    (
+        FindingsFormat::Markdown,
+        "GitHub-flavored markdown for a pull-request comment",
+    ),
+];
 
 /// The flags of `warren upgrade-check`.
 #[derive(Debug, clap::Args)]
@@ -60,8 +62,8 @@ pub struct UpgradeCheckArgs {
     #[command(flatten)]
     pub broker: BrokerArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = UpgradeFormat::Human)]
-    pub format: UpgradeFormat,
+    #[arg(long, value_parser = FindingsFormat::parser(FORMATS), default_value = "human")]
+    pub format: FindingsFormat,
     /// `--deny warnings` makes warnings fail the run too.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<Deny>,
@@ -109,21 +111,30 @@ pub fn upgrade_check(args: &UpgradeCheckArgs, stdout: &mut dyn Write) -> Command
     ending(&report, !args.deny.is_empty())
 }
 
-fn print(format: UpgradeFormat, report: &Report, stdout: &mut dyn Write) -> std::io::Result<()> {
+fn print(format: FindingsFormat, report: &Report, stdout: &mut dyn Write) -> std::io::Result<()> {
     match format {
-        UpgradeFormat::Human => render::human(stdout, report),
-        UpgradeFormat::Github => render::github(stdout, report),
-        UpgradeFormat::Json => writeln!(
+        FindingsFormat::Text => render::upgrade::human(stdout, report),
+        FindingsFormat::Github => render::github::annotations(
+            stdout,
+            &render::upgrade::reporter(report),
+            &report.findings,
+        ),
+        FindingsFormat::Json => writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&render::json_document(report)).expect("JSON")
+            serde_json::to_string_pretty(&render::upgrade::json_document(report)).expect("JSON")
         ),
-        UpgradeFormat::Sarif => writeln!(
+        FindingsFormat::Sarif => writeln!(
             stdout,
             "{}",
-            serde_json::to_string_pretty(&render::sarif_document(report)).expect("JSON")
+            serde_json::to_string_pretty(&render::sarif::document(
+                &render::upgrade::reporter(report),
+                CHECKS,
+                &report.findings
+            ))
+            .expect("JSON")
         ),
-        UpgradeFormat::Markdown => render::markdown(stdout, report),
+        FindingsFormat::Markdown => render::upgrade::markdown(stdout, report),
     }
 }
 

@@ -5,58 +5,7 @@
 //! error names, instead of recording the position of every value of a file that may
 //! hold 100,000 objects.
 
-/// One reference token of a [`JsonPointer`]: an object key or an array index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PointerToken {
-    Key(String),
-    Index(usize),
-}
-
-impl From<&str> for PointerToken {
-    fn from(key: &str) -> Self {
-        PointerToken::Key(key.to_string())
-    }
-}
-
-impl From<String> for PointerToken {
-    fn from(key: String) -> Self {
-        PointerToken::Key(key)
-    }
-}
-
-impl From<usize> for PointerToken {
-    fn from(index: usize) -> Self {
-        PointerToken::Index(index)
-    }
-}
-
-/// A path into a JSON document, written as a JSON pointer (`/users/0/limits`) where
-/// it is shown.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JsonPointer(pub Vec<PointerToken>);
-
-impl JsonPointer {
-    /// The path one step further down.
-    pub fn then(&self, step: impl Into<PointerToken>) -> JsonPointer {
-        let mut steps = self.0.clone();
-        steps.push(step.into());
-        JsonPointer(steps)
-    }
-}
-
-impl std::fmt::Display for JsonPointer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for step in &self.0 {
-            match step {
-                PointerToken::Key(key) => {
-                    write!(f, "/{}", key.replace('~', "~0").replace('/', "~1"))?
-                }
-                PointerToken::Index(index) => write!(f, "/{index}")?,
-            }
-        }
-        Ok(())
-    }
-}
+pub use crate::model::json_pointer::{JsonPointer, PointerToken};
 
 /// The byte offset of the value at `path` in the JSON `text`, or of the deepest value
 /// on the way that exists (the object a missing key should be in). `text` is JSON the

@@ -17,99 +17,37 @@ pub use inputs::{
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::compile::{Compiled, Contract};
-use crate::model::ObjectId;
+use crate::model::finding::Finding;
 use crate::model::version::TargetVersion;
 use crate::model::{Definitions, Policy};
 use crate::spec::diagnostic::{Diagnostic, Severity};
 use crate::spec::{Spec, SpecPath};
 
+pub use crate::model::rule::Level;
 pub use rules::RULES;
 
-/// How a rule reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    /// Not reported.
-    Allow,
-    /// Reported; fails the run only with `--deny warnings`.
-    Warn,
-    /// Reported; fails the run.
-    Deny,
-}
+/// A lint rule: the registry shape every rule registry of warren's shares
+/// ([`crate::model::rule::Rule`]), with lint's own part.
+pub type Rule = crate::model::rule::Rule<Check>;
 
-/// A lint rule.
-pub struct Rule {
-    /// Stable id, e.g. `dead-letter-cycle-dropped`.
-    pub id: &'static str,
-    /// Level unless the spec says otherwise.
-    pub level: Level,
-    /// One line: what it catches.
-    pub summary: &'static str,
-    /// Why it matters and what to do.
-    pub explanation: &'static str,
+/// What a lint rule has that other registries' rules do not: the examples `warren
+/// rules ID` shows, and the check.
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
     /// A spec the rule reports.
     pub bad: &'static str,
     /// The same spec, fixed.
     pub good: &'static str,
-    /// The check.
-    pub check: fn(&Context) -> Vec<Finding>,
+    /// The check: its findings ([`Finding::on`], [`Finding::in_spec`]) get the
+    /// rule's id and level from [`run`].
+    pub run: fn(&Context) -> Vec<Finding>,
 }
 
-/// What a rule found.
-#[derive(Debug, Clone)]
-pub struct Finding {
-    /// What is wrong.
-    pub message: String,
-    /// The object concerned (its spec path is looked up), if any.
-    pub object: Option<ObjectId>,
-    /// A spec path, when the finding is about the spec itself.
-    pub path: Option<SpecPath>,
-    /// How to fix it.
-    pub help: Option<String>,
-    /// For a finding reported once at a setting many objects inherit (a `defaults`
-    /// delay): each of them, as a name and its place in the spec. They are listed in
-    /// the message, and an inline `lint: { allow: [...] }` at one of those places takes
-    /// it off the list (the finding goes when none is left).
-    pub affects: Vec<(String, SpecPath)>,
-}
-
-impl Finding {
-    /// A finding about an object.
-    pub fn on(object: ObjectId, message: impl Into<String>) -> Finding {
-        Finding {
-            message: message.into(),
-            object: Some(object),
-            path: None,
-            help: None,
-            affects: Vec::new(),
-        }
-    }
-
-    /// A finding about a place in the spec.
-    pub fn at(path: SpecPath, message: impl Into<String>) -> Finding {
-        Finding {
-            message: message.into(),
-            object: None,
-            path: Some(path),
-            help: None,
-            affects: Vec::new(),
-        }
-    }
-
-    /// Names the objects that inherit the setting the finding is about.
-    pub fn affecting(mut self, affects: Vec<(String, SpecPath)>) -> Finding {
-        self.affects = affects;
-        self
-    }
-
-    /// Adds a fix hint.
-    pub fn help(mut self, help: impl Into<String>) -> Finding {
-        self.help = Some(help.into());
-        self
-    }
+/// The level a rule reports at unless the spec says otherwise: every lint rule has
+/// one (a test keeps it so).
+pub fn default_level(rule: &Rule) -> Level {
+    rule.level.unwrap_or(Level::Warn)
 }
 
 /// Everything rules look at.
@@ -180,7 +118,8 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
 
 /// Levels after the spec's `lint:` settings; unknown ids are reported.
 fn levels(spec: Option<&Spec>, diagnostics: &mut Vec<Diagnostic>) -> BTreeMap<&'static str, Level> {
-    let mut levels: BTreeMap<&'static str, Level> = RULES.iter().map(|r| (r.id, r.level)).collect();
+    let mut levels: BTreeMap<&'static str, Level> =
+        RULES.iter().map(|r| (r.id, default_level(r))).collect();
     let Some(settings) = spec.and_then(|s| s.lint.as_ref()) else {
         return levels;
     };
@@ -283,8 +222,8 @@ fn is_within(path: &SpecPath, ancestor: &SpecPath) -> bool {
     path.starts_with(ancestor)
 }
 
-/// Runs every rule; returns diagnostics (code = rule id) sorted by position once the
-/// caller resolves locations.
+/// Runs every rule; returns its findings, each with the rule's id as its code and the
+/// severity of its level, sorted by position once the caller resolves locations.
 pub fn run(context: &Context) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let levels = levels(context.spec, &mut diagnostics);
@@ -297,52 +236,54 @@ pub fn run(context: &Context) -> Vec<Diagnostic> {
         if level == Level::Allow {
             continue;
         }
-        for finding in (rule.check)(context) {
+        let allowed_at = |path: &SpecPath| {
+            allows
+                .iter()
+                .any(|(at, id)| id == rule.id && is_within(path, at))
+        };
+        for mut finding in (rule.check.run)(context) {
             let path = finding.path.clone().or_else(|| {
                 let object = finding.object.as_ref()?;
                 context.origins?.get(object).cloned()
             });
-            if let Some(path) = &path
-                && allows
-                    .iter()
-                    .any(|(at, id)| id == rule.id && is_within(path, at))
-            {
+            if path.as_ref().is_some_and(allowed_at) {
                 continue;
             }
-            let affected: Vec<&str> = finding
-                .affects
-                .iter()
-                .filter(|(_, at_object)| {
-                    !allows
-                        .iter()
-                        .any(|(at, id)| id == rule.id && is_within(at_object, at))
-                })
-                .map(|(name, _)| name.as_str())
-                .collect();
-            if !finding.affects.is_empty() && affected.is_empty() {
-                continue;
+            if !finding.affects.is_empty() {
+                finding
+                    .affects
+                    .retain(|affected| !affected.at.as_ref().is_some_and(allowed_at));
+                if finding.affects.is_empty() {
+                    continue;
+                }
             }
-            let message = match (&finding.object, &path) {
-                (Some(object), None) => format!("{} ({object})", finding.message),
-                _ => finding.message.clone(),
+            if let (Some(object), None) = (&finding.object, &path) {
+                finding.message = format!("{} ({object})", finding.message);
+            }
+            finding.code = rule.id;
+            finding.severity = if level == Level::Deny {
+                Severity::Error
+            } else {
+                Severity::Warning
             };
-            let affects = affected.into_iter().map(str::to_string).collect();
-            diagnostics.push(Diagnostic {
-                severity: if level == Level::Deny {
-                    Severity::Error
-                } else {
-                    Severity::Warning
-                },
-                code: rule.id,
-                message,
-                path,
-                file: None,
-                location: None,
-                help: finding.help.clone(),
-                affects,
-                omitted: 0,
-            });
+            finding.path = path;
+            diagnostics.push(finding);
         }
     }
     diagnostics
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lint's rules fill in what the registry shape leaves optional: `warren rules`
+    /// and SARIF show each rule's level and explanation.
+    #[test]
+    fn every_rule_has_a_level_and_an_explanation() {
+        for rule in RULES {
+            assert!(rule.level.is_some(), "{} has no level", rule.id);
+            assert!(rule.explanation.is_some(), "{} has no explanation", rule.id);
+        }
+    }
 }

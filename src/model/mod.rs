@@ -9,14 +9,21 @@
 //! in and its inverse ([`objects`]), policy keys, patterns and the effective-policy
 //! rule, password hashing, redaction, target versions, and the ownership record's
 //! format.
+//!
+//! Every report warren makes is also here, since every layer makes one: a
+//! [`finding::Finding`] and its severity, the places it points at (a spec path and a
+//! line and column, [`spec_path`]; a place in a definitions document,
+//! [`json_pointer`]), and the shape every registry of rules shares ([`rule`]).
 
 pub mod addressable;
 pub mod arguments;
 pub mod dead_letter;
 pub mod deprecated_features;
 pub mod effective;
+pub mod finding;
 pub mod headers;
 pub mod id;
+pub mod json_pointer;
 pub mod migration;
 pub mod millis;
 pub mod objects;
@@ -32,8 +39,10 @@ pub mod redact;
 pub mod reserved;
 pub mod role_hazards;
 pub mod routing;
+pub mod rule;
 pub mod settings;
 pub mod shorten;
+pub mod spec_path;
 pub mod upgrade_path;
 pub mod version;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::model::shorten;
 use crate::spec::Sources;
-use crate::spec::diagnostic::{Diagnostic, Severity};
+use crate::spec::diagnostic::Diagnostic;
 
 /// Most characters of a source line quoted under a diagnostic: a generated spec can
 /// hold a 1 MB line, and the caret only needs the text around the column.
@@ -44,7 +44,10 @@ pub fn json_value(
     item.insert("line".into(), json!(d.location.map(|l| l.line)));
     item.insert("column".into(), json!(d.location.map(|l| l.column)));
     item.insert("help".into(), json!(d.help));
-    item.insert("affects".into(), json!(d.affects));
+    item.insert(
+        "affects".into(),
+        json!(d.affected_names().collect::<Vec<_>>()),
+    );
     if d.omitted > 0 {
         item.insert("omitted".into(), json!(d.omitted));
     }
@@ -188,10 +191,7 @@ fn render_one(
     lines: Option<&[&str]>,
     diagnostic: &Diagnostic,
 ) -> io::Result<()> {
-    let severity = match diagnostic.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
+    let severity = diagnostic.severity.as_str();
     writeln!(
         out,
         "{severity}[{}]: {}",

@@ -1,71 +1,53 @@
-//! Lint results for CI systems: GitHub workflow commands, SARIF 2.1.0 and JSON.
-//! (The human format is [`super::diagnostics`].)
+//! `warren lint` and `warren rules` output: the report for people, its JSON document,
+//! and what the formats lint shares with `upgrade-check` (GitHub annotations, SARIF:
+//! [`super::github`], [`super::sarif`]) need to know of lint ([`reporter`]). The text
+//! of each finding is [`super::diagnostics`]'s.
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::lint::{Level, RULES};
-use crate::spec::diagnostic::{Diagnostic, Severity};
+use super::findings::{Reporter, Subject};
+use crate::lint::{Level, RULES, Rule, default_level};
+use crate::spec::Sources;
+use crate::spec::diagnostic::Diagnostic;
 
-fn severity(diagnostic: &Diagnostic) -> &'static str {
-    match diagnostic.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
+/// Lint, for the shared writers: a finding names its place in the spec, and the given
+/// path is the file of a finding that names none.
+pub fn reporter(file: &Path) -> Reporter<'_> {
+    Reporter {
+        title: "warren",
+        file: Some(file),
+        subject: Subject::Place,
+        fix_word: "help",
+        more: |id| format!("\n\nRun `warren rules {id}` for a bad and a good example."),
     }
 }
 
-fn full_message(diagnostic: &Diagnostic) -> String {
-    let mut message = diagnostic.message.clone();
-    if !diagnostic.affects.is_empty() {
-        message.push_str(&format!(
-            " (affects {})",
-            crate::spec::diagnostic::affects_text(&diagnostic.affects)
-        ));
-    }
-    if let Some(help) = &diagnostic.help {
-        message.push_str(&format!(" (help: {help})"));
-    }
-    message
-}
-
-/// Escapes per GitHub's workflow-command rules.
-fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// `::error file=…,line=…,col=…,title=…::message` lines, each with the file the
-/// diagnostic points into (`file`, the path given, when it names none).
-pub fn github(out: &mut dyn Write, file: &Path, diagnostics: &[Diagnostic]) -> io::Result<()> {
-    for diagnostic in diagnostics {
-        let mut properties = vec![format!(
-            "file={}",
-            escape_property(&diagnostic.file_or(file).display().to_string())
-        )];
-        if let Some(location) = diagnostic.location {
-            properties.push(format!("line={}", location.line));
-            properties.push(format!("col={}", location.column));
-        }
-        properties.push(format!(
-            "title={}",
-            escape_property(&format!("warren {}", diagnostic.code))
-        ));
-        writeln!(
+/// The report for people: each finding with its line, then the count of errors (and
+/// warnings), or, without errors, the count of warnings or that there is none.
+pub fn human(
+    out: &mut dyn Write,
+    file: &Path,
+    sources: &dyn Sources,
+    diagnostics: &[Diagnostic],
+) -> io::Result<()> {
+    let result = super::diagnostics::render_with(out, file, sources, diagnostics, "");
+    if !diagnostics.iter().any(Diagnostic::is_error) {
+        let warnings = diagnostics.len();
+        let _ = writeln!(
             out,
-            "::{} {}::{}",
-            severity(diagnostic),
-            properties.join(","),
-            escape_data(&full_message(diagnostic))
-        )?;
+            "{}: {}",
+            file.display(),
+            if warnings == 0 {
+                "no problems found".to_string()
+            } else {
+                crate::text::count(warnings, "warning")
+            }
+        );
     }
-    Ok(())
+    result
 }
 
 /// The stable JSON document: `file` is the path given (a file or a directory), each
@@ -78,66 +60,64 @@ pub fn json_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
         "file": file.display().to_string(),
         "diagnostics": diagnostics
             .iter()
-            .map(|d| super::diagnostics::json_value(d, file, Some(severity(d))))
+            .map(|d| super::diagnostics::json_value(d, file, Some(d.severity.as_str())))
             .collect::<Vec<_>>(),
         "summary": {"errors": errors, "warnings": warnings},
     })
 }
 
-/// A SARIF 2.1.0 log with one run; each result's location is in the file the
-/// diagnostic points into.
-pub fn sarif_document(file: &Path, diagnostics: &[Diagnostic]) -> Value {
-    let rules: Vec<Value> = RULES
-        .iter()
-        .map(|rule| {
-            json!({
-                "id": rule.id,
-                "shortDescription": {"text": rule.summary},
-                "fullDescription": {"text": rule.explanation},
-                "help": {"text": format!("{}\n\nRun `warren rules {}` for a bad and a good example.", rule.explanation, rule.id)},
-                "defaultConfiguration": {"level": match rule.level {
-                    Level::Deny => "error",
-                    Level::Warn => "warning",
-                    Level::Allow => "none",
-                }},
-            })
-        })
-        .collect();
-    let results: Vec<Value> = diagnostics
-        .iter()
-        .map(|d| {
-            let uri = d.file_or(file).display().to_string();
-            let mut region = json!({});
-            if let Some(location) = d.location {
-                region = json!({"startLine": location.line, "startColumn": location.column});
-            }
-            let mut location = json!({"physicalLocation": {"artifactLocation": {"uri": uri}}});
-            if d.location.is_some() {
-                location["physicalLocation"]["region"] = region;
-            }
-            if let Some(path) = &d.path {
-                location["logicalLocations"] = json!([{"fullyQualifiedName": path.to_string()}]);
-            }
-            json!({
-                "ruleId": d.code,
-                "level": severity(d),
-                "message": {"text": full_message(d)},
-                "locations": [location],
-            })
-        })
-        .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "warren",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": results,
-        }],
-    })
+/// A rule's level as `warren rules` says it.
+fn level_word(level: Level) -> &'static str {
+    match level {
+        Level::Deny => "error",
+        Level::Warn => "warning",
+        Level::Allow => "off",
+    }
+}
+
+/// `warren rules`: every rule, its default level and what it catches.
+pub fn rules(out: &mut dyn Write) -> io::Result<()> {
+    let width = RULES.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    for rule in RULES {
+        writeln!(
+            out,
+            "{:width$}  {:7}  {}",
+            rule.id,
+            level_word(default_level(rule)),
+            rule.summary
+        )?;
+    }
+    writeln!(
+        out,
+        "\n`warren rules ID` explains a rule with a bad and a good example."
+    )
+}
+
+/// `warren rules ID`: the rule explained, with a spec it reports and the spec fixed.
+pub fn rule(out: &mut dyn Write, rule: &Rule) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} ({} by default)\n",
+        rule.id,
+        level_word(default_level(rule))
+    )?;
+    writeln!(out, "{}\n", rule.summary)?;
+    writeln!(out, "{}\n", rule.explanation.unwrap_or_default())?;
+    writeln!(out, "Reported:\n\n{}\n", indent(rule.check.bad))?;
+    writeln!(out, "Fixed:\n\n{}", indent(rule.check.good))?;
+    writeln!(
+        out,
+        "Turn it off for one object with `lint: {{ allow: [{0}] }}` on it, or for the whole spec with a top-level `lint: {{ allow: [{0}] }}`.",
+        rule.id
+    )
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
 
 #[cfg(test)]
@@ -157,7 +137,8 @@ mod tests {
     #[test]
     fn github_annotations_escape_and_point_at_the_line() {
         let mut out = Vec::new();
-        github(&mut out, Path::new("specs/a,b.yaml"), &sample()).unwrap();
+        let file = Path::new("specs/a,b.yaml");
+        crate::render::github::annotations(&mut out, &reporter(file), &sample()).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "::error file=specs/a%2Cb.yaml,line=3,col=5,title=warren dead-letter-cycle-dropped::cycle, with: 100%25 loss (help: fix it)\n"
@@ -166,7 +147,8 @@ mod tests {
 
     #[test]
     fn sarif_has_rules_results_and_regions() {
-        let log = sarif_document(Path::new("a.yaml"), &sample());
+        let file = Path::new("a.yaml");
+        let log = crate::render::sarif::document(&reporter(file), RULES, &sample());
         assert_eq!(log["version"], "2.1.0");
         let run = &log["runs"][0];
         assert!(run["tool"]["driver"]["rules"].as_array().unwrap().len() >= 20);

@@ -1,6 +1,7 @@
-//! `warren upgrade-check` output: human text, GitHub workflow commands, SARIF 2.1.0,
-//! JSON and markdown for a pull-request comment (the formats of `warren lint`, and
-//! markdown as `plan` writes it).
+//! `warren upgrade-check` output: human text, JSON and markdown for a pull-request
+//! comment (as `plan` writes it), and what the formats it shares with `warren lint`
+//! (GitHub annotations, SARIF: [`super::github`], [`super::sarif`]) need to know of it
+//! ([`reporter`]).
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -8,9 +9,11 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::findings::{Reporter, Subject};
 use crate::model::ObjectKind;
+use crate::model::finding::{Finding, Severity};
 use crate::model::upgrade_path::UPGRADABLE;
-use crate::upgrade::{CHECKS, ChangeKind, Deprecated, Finding, Report, Severity, Source};
+use crate::upgrade::{ChangeKind, Deprecated, Report, Source};
 
 /// What was checked, in words: `the broker`, `defs.json`, `spec.yaml`.
 fn checked(report: &Report) -> String {
@@ -28,8 +31,16 @@ fn given_file(report: &Report) -> Option<&Path> {
     }
 }
 
-fn file_of<'a>(report: &'a Report, finding: &'a Finding) -> Option<&'a Path> {
-    finding.file.as_deref().or_else(|| given_file(report))
+/// Upgrade-check, for the shared writers: a finding names its object, and points into
+/// the file or spec checked (nowhere, for a broker) unless it names a file of its own.
+pub fn reporter(report: &Report) -> Reporter<'_> {
+    Reporter {
+        title: "warren upgrade-check",
+        file: given_file(report),
+        subject: Subject::Object,
+        fix_word: "fix",
+        more: |id| format!(" (docs/upgrading.md, `{id}`)"),
+    }
 }
 
 fn summary(report: &Report) -> String {
@@ -92,7 +103,7 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
             out,
             "{}[{}]: {object}{}",
             finding.severity.as_str(),
-            finding.id,
+            finding.code,
             finding.message
         )?;
         match (&finding.file, finding.location) {
@@ -110,17 +121,17 @@ pub fn human(out: &mut dyn Write, report: &Report) -> io::Result<()> {
                 }
             }
         }
-        if finding.id == "upgrade-path" {
+        if finding.code == "upgrade-path" {
             for step in &report.steps {
                 writeln!(out, "  {} → {}: {}", step.from, step.to, step.before)?;
             }
-        } else if !finding.fix.is_empty() {
-            writeln!(out, "  fix: {}", finding.fix)?;
+        } else if let Some(fix) = &finding.help {
+            writeln!(out, "  fix: {fix}")?;
         }
-        if let Some(change) = &finding.spec_change {
+        if let Some(change) = &finding.upgrade().spec_change {
             writeln!(out, "  spec: {change}")?;
         }
-        if finding.reported_by_broker {
+        if finding.upgrade().reported_by_broker {
             writeln!(out, "  the broker reported it in use")?;
         }
         writeln!(out)?;
@@ -161,15 +172,16 @@ struct Group<'a> {
 }
 
 fn groups(findings: &[Finding]) -> Vec<Group<'_>> {
-    let joins = |finding: &Finding| finding.object.is_some() && finding.id != "upgrade-path";
+    let joins = |finding: &Finding| finding.object.is_some() && finding.code != "upgrade-path";
     let same = |a: &Finding, b: &Finding| {
-        a.id == b.id
+        let (detail_a, detail_b) = (a.upgrade(), b.upgrade());
+        a.code == b.code
             && a.severity == b.severity
             && a.message == b.message
-            && a.fix == b.fix
-            && a.spec_change == b.spec_change
-            && a.managed_by == b.managed_by
-            && a.reported_by_broker == b.reported_by_broker
+            && a.help == b.help
+            && detail_a.spec_change == detail_b.spec_change
+            && detail_a.managed_by == detail_b.managed_by
+            && detail_a.reported_by_broker == detail_b.reported_by_broker
     };
     let mut groups: Vec<Group> = Vec::new();
     for finding in findings {
@@ -235,64 +247,6 @@ fn members_listed(members: &[&Finding]) -> Vec<String> {
     lines
 }
 
-fn full_message(finding: &Finding) -> String {
-    let mut message = match &finding.object {
-        Some(object) => format!("{object}: {}", finding.message),
-        None => finding.message.clone(),
-    };
-    if !finding.fix.is_empty() {
-        let _ = write!(message, " (fix: {})", finding.fix);
-    }
-    if let Some(change) = &finding.spec_change {
-        let _ = write!(message, " (spec: {change})");
-    }
-    message
-}
-
-/// Escapes per GitHub's workflow-command rules.
-fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-fn escape_property(text: &str) -> String {
-    escape_data(text).replace(':', "%3A").replace(',', "%2C")
-}
-
-/// `::error file=…,line=…,col=…,title=…::message` lines (`::notice` for notes).
-pub fn github(out: &mut dyn Write, report: &Report) -> io::Result<()> {
-    for finding in &report.findings {
-        let mut properties = Vec::new();
-        if let Some(file) = file_of(report, finding) {
-            properties.push(format!(
-                "file={}",
-                escape_property(&file.display().to_string())
-            ));
-        }
-        if let Some(at) = finding.location {
-            properties.push(format!("line={}", at.line));
-            properties.push(format!("col={}", at.column));
-        }
-        properties.push(format!(
-            "title={}",
-            escape_property(&format!("warren upgrade-check {}", finding.id))
-        ));
-        let command = match finding.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "notice",
-        };
-        writeln!(
-            out,
-            "::{command} {}::{}",
-            properties.join(","),
-            escape_data(&full_message(finding))
-        )?;
-    }
-    Ok(())
-}
-
 /// The stable JSON document (`version` 1).
 pub fn json_document(report: &Report) -> Value {
     json!({
@@ -311,13 +265,7 @@ pub fn json_document(report: &Report) -> Value {
             "line": c.location.map(|l| l.line),
             "column": c.location.map(|l| l.column),
         })).collect::<Vec<_>>(),
-        "findings": report.findings.iter().map(|f| {
-            let mut value = serde_json::to_value(f).expect("a finding serializes");
-            value["file"] = json!(file_of(report, f).map(|p| p.display().to_string()));
-            value["line"] = json!(f.location.map(|l| l.line));
-            value["column"] = json!(f.location.map(|l| l.column));
-            value
-        }).collect::<Vec<_>>(),
+        "findings": report.findings.iter().map(|f| finding_json(report, f)).collect::<Vec<_>>(),
         "summary": {
             "errors": report.count(Severity::Error),
             "warnings": report.count(Severity::Warning),
@@ -326,61 +274,26 @@ pub fn json_document(report: &Report) -> Value {
     })
 }
 
-/// A SARIF 2.1.0 log with one run; results point into the file or spec checked, and
-/// name their object as a logical location.
-pub fn sarif_document(report: &Report) -> Value {
-    let rules: Vec<Value> = CHECKS
-        .iter()
-        .map(|check| {
-            json!({
-                "id": check.id,
-                "shortDescription": {"text": check.summary},
-                "help": {"text": format!("{} (docs/upgrading.md, `{}`)", check.summary, check.id)},
-            })
-        })
-        .collect();
-    let results: Vec<Value> = report
-        .findings
-        .iter()
-        .map(|f| {
-            let mut location = json!({});
-            if let Some(file) = file_of(report, f) {
-                location["physicalLocation"] =
-                    json!({"artifactLocation": {"uri": file.display().to_string()}});
-                if let Some(at) = f.location {
-                    location["physicalLocation"]["region"] =
-                        json!({"startLine": at.line, "startColumn": at.column});
-                }
-            }
-            if let Some(object) = &f.object {
-                location["logicalLocations"] = json!([{"fullyQualifiedName": object.to_string()}]);
-            }
-            let mut result = json!({
-                "ruleId": f.id,
-                "level": match f.severity {
-                    Severity::Error => "error",
-                    Severity::Warning => "warning",
-                    Severity::Note => "note",
-                },
-                "message": {"text": full_message(f)},
-            });
-            if location.as_object().is_some_and(|l| !l.is_empty()) {
-                result["locations"] = json!([location]);
-            }
-            result
-        })
-        .collect();
+/// One finding of the JSON document, its fields in their documented order.
+fn finding_json(report: &Report, finding: &Finding) -> Value {
+    let detail = finding.upgrade();
+    let file = finding.file.as_deref().or_else(|| given_file(report));
     json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "warren",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": results,
-        }],
+        "id": finding.code,
+        "severity": finding.severity.as_str(),
+        "object": finding.object,
+        "key": detail.key,
+        "message": finding.message,
+        "fix": finding.help.as_deref().unwrap_or_default(),
+        "spec_change": detail.spec_change,
+        "managed_by": detail.managed_by,
+        "reported_by_broker": detail.reported_by_broker,
+        "rule": detail.rule,
+        "pointer": finding.pointer.as_ref().map(ToString::to_string),
+        "spec_path": finding.path.as_ref().map(ToString::to_string),
+        "file": file.map(|p| p.display().to_string()),
+        "line": finding.location.map(|l| l.line),
+        "column": finding.location.map(|l| l.column),
     })
 }
 
@@ -453,7 +366,7 @@ pub fn markdown(out: &mut dyn Write, report: &Report) -> io::Result<()> {
     let listed: Vec<&Finding> = report
         .findings
         .iter()
-        .filter(|f| f.id != "upgrade-path" || report.steps.is_empty())
+        .filter(|f| f.code != "upgrade-path" || report.steps.is_empty())
         .collect();
     if !listed.is_empty() {
         let _ = writeln!(
@@ -468,15 +381,15 @@ pub fn markdown(out: &mut dyn Write, report: &Report) -> io::Result<()> {
                 }
                 _ => String::new(),
             };
-            let mut fix = f.fix.clone();
-            if let Some(change) = &f.spec_change {
+            let mut fix = f.help.clone().unwrap_or_default();
+            if let Some(change) = &f.upgrade().spec_change {
                 let _ = write!(fix, " Spec: {change}");
             }
             let _ = writeln!(
                 text,
                 "| {} | `{}` | {} | {} | {} |",
                 f.severity.as_str(),
-                f.id,
+                f.code,
                 cell(&format!("{object}{place}")),
                 cell(&f.message),
                 cell(&fix)

@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
-use super::{Finding, Severity};
-use crate::definitions_file::locate::JsonPointer;
+use super::Detailed;
+use crate::model::finding::{Finding, Severity};
+use crate::model::json_pointer::JsonPointer;
 use crate::model::queue_facts::{operator_policies, queue_facts};
 use crate::model::upgrade_path::{self, Line};
 use crate::model::{
@@ -81,7 +82,7 @@ fn queues(
         {
             found.push(
                 Finding::new("classic-queue-version-1", Severity::Error, why)
-                    .on(object.clone())
+                    .about(object.clone())
                     .key("x-queue-version")
                     .fix("declare the queue again without `x-queue-version` (2 is the only version): a queue's arguments cannot change in place, so move its messages first (a new queue, then a shovel, or `warren apply --migrate`). An in-place upgrade keeps the queue (4.0 converted it to version 2 on disk); an import into a new 4.3 cluster (blue-green) refuses it")
                     .covering(argument_at("x-queue-version")),
@@ -93,7 +94,7 @@ fn queues(
         {
             found.push(
                 Finding::new("queue-master-locator", Severity::Error, why)
-                    .on(object.clone())
+                    .about(object.clone())
                     .key("x-queue-master-locator")
                     .fix(if queue_arguments::find("x-queue-leader-locator")
                         .is_some_and(|known| known.accepted_by(queue_type, from))
@@ -115,7 +116,7 @@ fn queues(
                     Severity::Warning,
                     format!("{why} (the 4.3.0 release notes say 4.3 refuses the argument; RabbitMQ 4.3.6 measured declares it)"),
                 )
-                .on(object.clone())
+                .about(object.clone())
                 .key("x-queue-mode")
                 .fix("leave `x-queue-mode` out when the queue is next declared (a new cluster, a migration): it changes nothing, and a later 4.3 patch may refuse it as the release notes say"),
             );
@@ -131,7 +132,7 @@ fn queues(
                     Severity::Error,
                     format!("RabbitMQ {to} evaluates consumer timeouts for quorum queues only and refuses `x-consumer-timeout` on a {} queue (measured on 4.3.6)", queue_type.as_str()),
                 )
-                .on(object.clone())
+                .about(object.clone())
                 .key("x-consumer-timeout")
                 .fix("declare the queue again without `x-consumer-timeout`, or as a quorum queue if its consumers rely on the timeout (arguments cannot change in place: move its messages first)")
                 .covering(argument_at("x-consumer-timeout")),
@@ -145,7 +146,7 @@ fn queues(
                     Severity::Warning,
                     format!("a non-durable queue that is not exclusive uses the deprecated feature `transient_nonexcl_queues`: the 4.3.0 release notes deny it by default from {}, so declaring or importing the queue would fail (RabbitMQ 4.3.6 measured still permits it); Khepri keeps no transient metadata", TargetVersion::V4_3),
                 )
-                .on(object.clone())
+                .about(object.clone())
                 .fix("make the queue durable (declare it again with `durable: true`), or exclusive to its connection if it is a reply or scratch queue"),
             );
         }
@@ -170,7 +171,7 @@ fn queues(
                         Severity::Warning,
                         format!("the quorum queue has no delivery limit; from 4.0 it gets the default of 20: a message redelivered more than 20 times is {end}{nack}"),
                     )
-                    .on(object.clone())
+                    .about(object.clone())
                     .fix(format!("set the delivery limit you mean by policy (`delivery-limit`) before the upgrade: a number (e.g. 20, or more) works on every line; `-1` (unlimited) only once every node runs 4.x, since 3.x refuses a negative limit, so in that case apply the `-1` policy right after {} (messages redelivered 20 times are dead-lettered in between)", first_step_to_4(from, to))),
                 );
             } else if was.delivery_limit.is_some()
@@ -184,7 +185,7 @@ fn queues(
                         Severity::Warning,
                         format!("the quorum queue has a delivery limit of {limit}; on {to} a consumer's `basic.nack` with requeue no longer counts toward it (only failed deliveries do: `basic.reject`, a lost connection): a consumer that nacks a poison message redelivers it without end"),
                     )
-                    .on(object.clone())
+                    .about(object.clone())
                     .fix("make consumers reject (`basic.reject` with requeue) what they give up on, or dead-letter it themselves (`requeue=false`); a warren retry ladder rejects without requeue and is not affected"),
                 );
             }
@@ -235,7 +236,7 @@ fn policy_keys_of(
             Severity::Error,
             format!("the {what} mirrors classic queues ({}); RabbitMQ {to} removed classic queue mirroring and refuses a {what} with these keys (it does not import); on an in-place upgrade they stop doing anything", keys.join(", ")),
         )
-        .on(object.clone())
+        .about(object.clone())
         .key(mirroring[0])
         .fix(if only_mirroring {
             format!("delete the {what}: it holds only mirroring keys, and a policy with an empty definition is refused. Queues that need replicas become quorum queues (or streams) before 4.0")
@@ -258,7 +259,7 @@ fn policy_keys_of(
                 {
                     found.push(
                         Finding::new("classic-queue-version-1", Severity::Warning, why)
-                            .on(object.clone())
+                            .about(object.clone())
                             .key(key)
                             .fix(format!("remove `queue-version` from the {what}: classic queues are version 2 from 4.0 on (and a new 4.3 queue declared with version 1 is refused)")),
                     );
@@ -271,7 +272,7 @@ fn policy_keys_of(
                         Severity::Error,
                         format!("RabbitMQ {to} denies the deprecated feature `queue_master_locator` by default and refuses a {what} with `queue-master-locator`"),
                     )
-                    .on(object.clone())
+                    .about(object.clone())
                     .key(key)
                     .fix(format!("replace `queue-master-locator` with `queue-leader-locator` in the {what} (`client-local`, or `balanced` for `min-masters` and `random`)"))
                     .covering(key_at(key)),
@@ -281,7 +282,7 @@ fn policy_keys_of(
                 if let Some(why) = known.ignored_on(value, to) {
                     found.push(
                         Finding::new("queue-mode-lazy", Severity::Warning, why)
-                            .on(object.clone())
+                            .about(object.clone())
                             .key(key)
                             .fix(format!(
                                 "remove `queue-mode` from the {what}: it changes nothing"
@@ -298,7 +299,7 @@ fn policy_keys_of(
                 {
                     found.push(
                         Finding::new("consumer-timeout-classic", Severity::Warning, why)
-                            .on(object.clone())
+                            .about(object.clone())
                             .key(key)
                             .fix(format!("if consumers of classic queues or streams rely on the timeout, move those queues to quorum queues; else narrow the {what} to `apply-to: quorum_queues`")),
                     );
@@ -323,7 +324,7 @@ fn exchanges(definitions: &Definitions, to: TargetVersion, found: &mut Vec<Findi
                 Severity::Error,
                 format!("the exchange is a delayed-message exchange (type `{}`): the plugin `rabbitmq_delayed_message_exchange` is archived and has no release for RabbitMQ {to} (its last, 4.2.0, supports 4.2 only; 4.3 removed Mnesia, where it keeps delayed messages), so the type is unknown and the exchange cannot be declared", exchange.kind),
             )
-            .on(ObjectId::in_vhost(ObjectKind::Exchange, &exchange.vhost, &exchange.name))
+            .about(ObjectId::in_vhost(ObjectKind::Exchange, &exchange.vhost, &exchange.name))
             .covering(JsonPointer::default().then("exchanges").then(index).then("type"))
             .fix(if to.has_native_delayed_retry() {
                 "replace it before the upgrade: for retries, a warren retry ladder on the consumer — `retry: { delays: [...] }` (delay queues, any ladder, every version) or, once on 4.3, `retry: { mode: native, delays: [...] }` (the quorum work queue waits itself; linear delays; docs/retry-modes.md); for other delays, a queue with `x-message-ttl` and `x-dead-letter-exchange` per delay publishers need; drain the delayed messages the plugin holds (they are lost with it)"

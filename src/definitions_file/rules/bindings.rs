@@ -4,24 +4,30 @@ use serde_json::Value;
 
 use crate::model::{PREDEFINED_EXCHANGES, TargetVersion};
 
-use super::{Found, Rule, objects, shown};
+use super::{Check, Found, Level, Rule, objects, shown};
 
 pub(super) const BINDING_DESTINATION_TYPE: Rule = Rule {
     id: "binding-destination-type",
     summary: "a binding's `destination_type` is `queue` or `exchange`",
-    check: binding_destination_type,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(binding_destination_type),
 };
 
 pub(super) const BINDING_X_MATCH: Rule = Rule {
     id: "binding-x-match",
     summary: "a binding's `x-match` is `all`, `any`, `all-with-x` or `any-with-x` (4.0 and later)",
-    check: binding_x_match,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(binding_x_match),
 };
 
 pub(super) const BINDING_ENDS_EXIST: Rule = Rule {
     id: "binding-ends-exist",
     summary: "a binding's source and destination exist (4.0 and later refuse a binding to nothing; 3.10 accepts it and creates nothing)",
-    check: binding_ends_exist,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(binding_ends_exist),
 };
 
 fn binding_destination_type(document: &Value, found: &mut Found) {

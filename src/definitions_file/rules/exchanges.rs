@@ -2,12 +2,14 @@
 
 use serde_json::Value;
 
-use super::{Found, Rule, name_of, objects, shown};
+use super::{Check, Found, Level, Rule, name_of, objects, shown};
 
 pub(super) const EXCHANGE_TYPE: Rule = Rule {
     id: "exchange-type",
     summary: "an exchange's type is `direct`, `fanout`, `topic`, `headers` or a plugin's `x-…` type",
-    check: exchange_type,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(exchange_type),
 };
 
 const EXCHANGE_TYPES: [&str; 4] = ["direct", "fanout", "topic", "headers"];

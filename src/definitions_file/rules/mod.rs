@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::kind_of;
 use super::locate::JsonPointer;
 use crate::model::TargetVersion;
+use crate::model::rule::Level;
 
 /// A value that breaks one of the broker's rules.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,14 +40,15 @@ pub struct Broken {
     pub message: String,
 }
 
-/// One rule of the broker's import.
-pub struct Rule {
-    /// A short id, shown in brackets after the error.
-    pub id: &'static str,
-    /// What the broker refuses, in one line (docs and `--help` text).
-    pub summary: &'static str,
-    check: fn(&Value, &mut Found),
-}
+/// One rule of the broker's import, in the shape of every rule registry of warren's
+/// ([`crate::model::rule::Rule`]): its id is shown in brackets after the error, its
+/// summary says what the broker refuses (docs and `--help` text), and its level is
+/// `deny`: the broker refuses what breaks it.
+pub type Rule = crate::model::rule::Rule<Check>;
+
+/// How a rule of the import is checked, over a whole document.
+#[derive(Debug, Clone, Copy)]
+pub struct Check(fn(&Value, &mut Found));
 
 /// Every rule, in the order they are checked.
 pub const RULES: &[Rule] = &[
@@ -80,7 +82,7 @@ pub fn check(document: &Value, target: TargetVersion) -> Vec<Broken> {
         broken: Vec::new(),
     };
     for rule in RULES {
-        (rule.check)(document, &mut found);
+        (rule.check.0)(document, &mut found);
     }
     found.broken
 }

@@ -5,24 +5,30 @@ use serde_json::Value;
 use crate::model::{OPERATOR_POLICY_COMPONENT, VHOST_LIMITS_COMPONENT};
 
 use super::policies::check_policy_keys;
-use super::{Found, Rule, is_regex, name_of, objects, parameters, shown};
+use super::{Check, Found, Level, Rule, is_regex, name_of, objects, parameters, shown};
 
 pub(super) const OPERATOR_POLICY: Rule = Rule {
     id: "operator-policy",
     summary: "an operator policy has a `pattern`, a `definition` and a `priority`, and sets only keys operator policies may set on the version",
-    check: operator_policy,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(operator_policy),
 };
 
 pub(super) const PARAMETER_COMPONENT: Rule = Rule {
     id: "parameter-component",
     summary: "a runtime parameter's component is one the broker registers (`vhost-limits`, `operator_policy`, federation's and shovel's); never `policy`",
-    check: parameter_component,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(parameter_component),
 };
 
 pub(super) const VHOST_LIMITS: Rule = Rule {
     id: "vhost-limits",
     summary: "vhost limits are only `max-connections` and `max-queues`, each a whole number",
-    check: vhost_limits,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(vhost_limits),
 };
 
 fn operator_policy(document: &Value, found: &mut Found) {

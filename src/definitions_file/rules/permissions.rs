@@ -2,12 +2,14 @@
 
 use serde_json::Value;
 
-use super::{Found, Rule, is_regex, objects};
+use super::{Check, Found, Level, Rule, is_regex, objects};
 
 pub(super) const PERMISSION_REGEX: Rule = Rule {
     id: "permission-regex",
     summary: "a permission's `configure`, `write` and `read` (and a topic permission's `write` and `read`) are regular expressions no longer than the version accepts",
-    check: permission_regex,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(permission_regex),
 };
 
 fn permission_regex(document: &Value, found: &mut Found) {

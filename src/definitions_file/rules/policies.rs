@@ -4,18 +4,22 @@ use serde_json::Value;
 
 use crate::model::policy_keys;
 
-use super::{Found, JsonPointer, Rule, is_regex, kind_of, name_of, objects, shown};
+use super::{Check, Found, JsonPointer, Level, Rule, is_regex, kind_of, name_of, objects, shown};
 
 pub(super) const POLICY_SHAPE: Rule = Rule {
     id: "policy",
     summary: "a policy has a `pattern` that is a regular expression no longer than the version accepts, a numeric `priority`, an `apply-to` the version knows and a non-empty `definition`",
-    check: policy_shape,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(policy_shape),
 };
 
 pub(super) const POLICY_KEYS_KNOWN: Rule = Rule {
     id: "policy-key",
     summary: "every key of a policy's definition is one the version knows, with a value of its type",
-    check: policy_keys_known,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(policy_keys_known),
 };
 
 /// A policy's checks shared by user and operator policies: the pattern and the

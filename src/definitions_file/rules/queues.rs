@@ -4,30 +4,38 @@ use serde_json::Value;
 
 use crate::model::{QueueType, TargetVersion, queue_arguments};
 
-use super::{Fields, Found, JsonPointer, Rule, arguments, name_of, objects, shown};
+use super::{Check, Fields, Found, JsonPointer, Level, Rule, arguments, name_of, objects, shown};
 
 pub(super) const QUEUE_ARGUMENT_VALUE: Rule = Rule {
     id: "queue-argument-value",
     summary: "a queue argument the broker knows has a value of its type and range (e.g. `x-max-priority` 0–255, `x-expires` ≥ 1, no `null`)",
-    check: queue_argument_value,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(queue_argument_value),
 };
 
 pub(super) const QUEUE_ARGUMENT_FOR_TYPE: Rule = Rule {
     id: "queue-argument-for-type",
     summary: "a queue argument is one its queue type takes (e.g. no `x-max-priority` on a quorum queue)",
-    check: queue_argument_for_type,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(queue_argument_for_type),
 };
 
 pub(super) const QUEUE_ARGUMENT_ON_VERSION: Rule = Rule {
     id: "queue-argument-on-version",
     summary: "a queue argument is not one the version removed (4.3: `x-queue-version: 1`)",
-    check: queue_argument_on_version,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(queue_argument_on_version),
 };
 
 pub(super) const DEAD_LETTER_ROUTING_KEY_WITHOUT_EXCHANGE: Rule = Rule {
     id: "dead-letter-routing-key-without-exchange",
     summary: "a queue with `x-dead-letter-routing-key` also has `x-dead-letter-exchange`",
-    check: dead_letter_routing_key_without_exchange,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(dead_letter_routing_key_without_exchange),
 };
 
 /// The queues the broker declares (it skips `amq.` names), with their type.

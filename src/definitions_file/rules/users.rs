@@ -3,30 +3,38 @@
 use base64::Engine;
 use serde_json::Value;
 
-use super::{Found, Rule, kind_of, name_of, objects, shown};
+use super::{Check, Found, Level, Rule, kind_of, name_of, objects, shown};
 
 pub(super) const PASSWORD_HASH_BASE64: Rule = Rule {
     id: "password-hash-base64",
     summary: "a user's `password_hash` is base64 (or empty, for a user without a password)",
-    check: password_hash_base64,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(password_hash_base64),
 };
 
 pub(super) const USER_TAGS: Rule = Rule {
     id: "user-tags",
     summary: "a user has `tags` (a list or a comma-separated string)",
-    check: user_tags,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(user_tags),
 };
 
 pub(super) const USER_PASSWORD: Rule = Rule {
     id: "user-password",
     summary: "a user gives `password` or `password_hash`, not both, and `administrator` (old exports) is true or false",
-    check: user_password,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(user_password),
 };
 
 pub(super) const USER_LIMIT: Rule = Rule {
     id: "user-limit",
     summary: "a user's limits are only `max-connections` and `max-channels`, each a whole number",
-    check: user_limit,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(user_limit),
 };
 
 fn password_hash_base64(document: &Value, found: &mut Found) {

@@ -4,24 +4,30 @@ use serde_json::Value;
 
 use crate::model::TargetVersion;
 
-use super::{Found, Rule, kind_of, name_of, objects, shown};
+use super::{Check, Found, Level, Rule, kind_of, name_of, objects, shown};
 
 pub(super) const VHOST_FIELDS: Rule = Rule {
     id: "vhost",
     summary: "a vhost's `metadata` is an object, its tags a list or a comma-separated string, its `tracing` true or false",
-    check: vhost_fields,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(vhost_fields),
 };
 
 pub(super) const VHOST_EXISTS: Rule = Rule {
     id: "vhost-exists",
     summary: "an object's vhost is declared in the file (or is `/`, which every broker starts with)",
-    check: vhost_exists,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(vhost_exists),
 };
 
 pub(super) const VHOST_DEFAULT_QUEUE_TYPE: Rule = Rule {
     id: "vhost-default-queue-type",
     summary: "a vhost's default queue type is `classic`, `quorum` or `stream`",
-    check: vhost_default_queue_type,
+    level: Some(Level::Deny),
+    explanation: None,
+    check: Check(vhost_default_queue_type),
 };
 
 fn vhost_fields(document: &Value, found: &mut Found) {

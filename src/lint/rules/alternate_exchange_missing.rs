@@ -1,17 +1,22 @@
 //! An exchange's alternate exchange does not exist.
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
 use crate::model::effective::CompiledPolicies;
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind, PREDEFINED_EXCHANGES};
 
 pub const RULE: Rule = Rule {
     id: "alternate-exchange-missing",
-    level: Level::Deny,
     summary: "an exchange's alternate exchange does not exist: messages it cannot route are dropped",
-    explanation: "An alternate exchange (the `alternate-exchange` argument, or the key of a policy that applies to the exchange) receives the messages the exchange cannot route, so that none is lost. When it does not exist, the broker accepts the setting and drops those messages silently, as if no alternate exchange were set. Create the exchange or fix the name. (warren's generated topology never names a missing exchange; this rule finds it in exchanges written in a spec's `exchanges:` or imported, and in definitions files.)",
-    bad: r#"{"vhosts": [{"name": "v"}], "exchanges": [{"name": "orders", "vhost": "v", "type": "topic", "durable": true, "auto_delete": false, "internal": false, "arguments": {"alternate-exchange": "orders.unroutd"}}, {"name": "orders.unrouted", "vhost": "v", "type": "fanout", "durable": true, "auto_delete": false, "internal": false, "arguments": {}}]}"#,
-    good: r#"{"vhosts": [{"name": "v"}], "exchanges": [{"name": "orders", "vhost": "v", "type": "topic", "durable": true, "auto_delete": false, "internal": false, "arguments": {"alternate-exchange": "orders.unrouted"}}, {"name": "orders.unrouted", "vhost": "v", "type": "fanout", "durable": true, "auto_delete": false, "internal": false, "arguments": {}}]}"#,
-    check,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "An alternate exchange (the `alternate-exchange` argument, or the key of a policy that applies to the exchange) receives the messages the exchange cannot route, so that none is lost. When it does not exist, the broker accepts the setting and drops those messages silently, as if no alternate exchange were set. Create the exchange or fix the name. (warren's generated topology never names a missing exchange; this rule finds it in exchanges written in a spec's `exchanges:` or imported, and in definitions files.)",
+    ),
+    check: Check {
+        bad: r#"{"vhosts": [{"name": "v"}], "exchanges": [{"name": "orders", "vhost": "v", "type": "topic", "durable": true, "auto_delete": false, "internal": false, "arguments": {"alternate-exchange": "orders.unroutd"}}, {"name": "orders.unrouted", "vhost": "v", "type": "fanout", "durable": true, "auto_delete": false, "internal": false, "arguments": {}}]}"#,
+        good: r#"{"vhosts": [{"name": "v"}], "exchanges": [{"name": "orders", "vhost": "v", "type": "topic", "durable": true, "auto_delete": false, "internal": false, "arguments": {"alternate-exchange": "orders.unrouted"}}, {"name": "orders.unrouted", "vhost": "v", "type": "fanout", "durable": true, "auto_delete": false, "internal": false, "arguments": {}}]}"#,
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -51,7 +56,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         exchange.name, exchange.name
                     ),
                 )
-                .help("create the exchange, or fix the name"),
+                .fix("create the exchange, or fix the name"),
             );
         }
     }

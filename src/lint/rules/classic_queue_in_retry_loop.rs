@@ -1,16 +1,21 @@
 //! Classic (single-node) queues carrying retries.
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::QueueType;
 
 pub const RULE: Rule = Rule {
     id: "classic-queue-in-retry-loop",
-    level: Level::Warn,
     summary: "a retry loop uses classic queues, which live on one node",
-    explanation: "Messages waiting for a retry are by definition messages that could not be processed yet: losing them with a node is losing work. Classic queues are not replicated (mirroring was removed in RabbitMQ 4.0); quorum queues are. Use quorum queues for work queues, delay tiers and parking queues.",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { type: classic, retry: { delays: [30s] } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { type: quorum, retry: { delays: [30s] } }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Messages waiting for a retry are by definition messages that could not be processed yet: losing them with a node is losing work. Classic queues are not replicated (mirroring was removed in RabbitMQ 4.0); quorum queues are. Use quorum queues for work queues, delay tiers and parking queues.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { type: classic, retry: { delays: [30s] } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { type: quorum, retry: { delays: [30s] } }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -34,7 +39,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         graph.names(&classic).replace(" → ", ", ")
                     ),
                 )
-                .help("use quorum queues (`type: quorum`) for retry loops"),
+                .fix("use quorum queues (`type: quorum`) for retry loops"),
             )
         })
         .collect()

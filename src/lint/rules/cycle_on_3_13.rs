@@ -1,16 +1,21 @@
 //! Multi-hop dead-letter cycles on RabbitMQ 3.13.
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::version::TargetVersion;
 
 pub const RULE: Rule = Rule {
     id: "cycle-on-3-13",
-    level: Level::Warn,
     summary: "RabbitMQ 3.13.0–3.13.2 drop messages in dead-letter cycles even after a rejection",
-    explanation: "A bug in RabbitMQ 3.13.0 to 3.13.2 makes cycle detection drop messages in retry loops even when a consumer rejected them. With a 3.13 target, make sure the brokers run 3.13.3 or later (with the `message_containers_deaths_v2` feature flag enabled).",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s] } }\n",
-    good: "version: 1\nlint: { allow: [cycle-on-3-13] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s] } }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "A bug in RabbitMQ 3.13.0 to 3.13.2 makes cycle detection drop messages in retry loops even when a consumer rejected them. With a 3.13 target, make sure the brokers run 3.13.3 or later (with the `message_containers_deaths_v2` feature flag enabled).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s] } }\n",
+        good: "version: 1\nlint: { allow: [cycle-on-3-13] }\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s] } }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -30,7 +35,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     graph.names(&cycle)
                 ),
             )
-            .help("run 3.13.3 or later with the message_containers_deaths_v2 feature flag enabled, then allow this rule")
+            .fix("run 3.13.3 or later with the message_containers_deaths_v2 feature flag enabled, then allow this rule")
         })
         .collect()
 }

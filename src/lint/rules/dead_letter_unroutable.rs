@@ -1,16 +1,21 @@
 //! A queue's dead letters reach its dead-letter exchange but no queue.
 
 use super::graph::queue_id;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "dead-letter-unroutable",
-    level: Level::Deny,
     summary: "a queue's dead-letter routing key matches no binding: its dead letters are dropped",
-    explanation: "Dead-lettering publishes without `mandatory`: a dead letter that the dead-letter exchange routes to no queue is gone, with no error anywhere. Bind a queue for the dead-letter routing key, fix the key, or give the dead-letter exchange an `alternate-exchange` that catches what it cannot route.",
-    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      parked: {}\n      work:\n        arguments: { x-dead-letter-exchange: dlx, x-dead-letter-routing-key: parked }\n    bindings:\n      - { source: dlx, destination: parked, routing_key: parking }\n",
-    good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      parked: {}\n      work:\n        arguments: { x-dead-letter-exchange: dlx, x-dead-letter-routing-key: parking }\n    bindings:\n      - { source: dlx, destination: parked, routing_key: parking }\n",
-    check,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "Dead-lettering publishes without `mandatory`: a dead letter that the dead-letter exchange routes to no queue is gone, with no error anywhere. Bind a queue for the dead-letter routing key, fix the key, or give the dead-letter exchange an `alternate-exchange` that catches what it cannot route.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      parked: {}\n      work:\n        arguments: { x-dead-letter-exchange: dlx, x-dead-letter-routing-key: parked }\n    bindings:\n      - { source: dlx, destination: parked, routing_key: parking }\n",
+        good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: direct }\n    queues:\n      parked: {}\n      work:\n        arguments: { x-dead-letter-exchange: dlx, x-dead-letter-routing-key: parking }\n    bindings:\n      - { source: dlx, destination: parked, routing_key: parking }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -35,7 +40,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     if exchange.is_empty() { "(default)" } else { &exchange }
                 ),
             )
-            .help("bind a queue for that key, fix the key, or add an alternate exchange to the dead-letter exchange"),
+            .fix("bind a queue for that key, fix the key, or add an alternate exchange to the dead-letter exchange"),
         );
     }
     findings

@@ -3,18 +3,23 @@
 use serde_json::Value;
 
 use super::graph::queue_id;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::queue_facts::QueueFacts;
 use crate::spec::QueueType;
 
 pub const RULE: Rule = Rule {
     id: "delayed-retry-default-delivery-limit",
-    level: Level::Warn,
     summary: "a quorum queue delays redeliveries (RabbitMQ 4.3) but sets no delivery limit, so the broker's default of 20 decides the retries",
-    explanation: "A quorum queue with delayed retry (`x-delayed-retry-type` or a `delayed-retry-type` policy) waits before each redelivery of a failed message, and dead-letters it at its delivery limit. Without a limit of its own the broker's default of 20 applies: a poison message is retried 20 times, each wait growing up to the maximum, before it is parked or dropped, which is rarely what the ladder means. Set `delivery-limit` (or `x-delivery-limit`) to the number of retries; warren's `mode: native` sets it to `max_retries`.",
-    bad: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "jobs", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "quorum", "x-delayed-retry-type": "all", "x-delayed-retry-min": 1000, "x-delayed-retry-max": 3000}}]}"#,
-    good: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "jobs", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "quorum", "x-delayed-retry-type": "all", "x-delayed-retry-min": 1000, "x-delayed-retry-max": 3000, "x-delivery-limit": 3}}]}"#,
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "A quorum queue with delayed retry (`x-delayed-retry-type` or a `delayed-retry-type` policy) waits before each redelivery of a failed message, and dead-letters it at its delivery limit. Without a limit of its own the broker's default of 20 applies: a poison message is retried 20 times, each wait growing up to the maximum, before it is parked or dropped, which is rarely what the ladder means. Set `delivery-limit` (or `x-delivery-limit`) to the number of retries; warren's `mode: native` sets it to `max_retries`.",
+    ),
+    check: Check {
+        bad: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "jobs", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "quorum", "x-delayed-retry-type": "all", "x-delayed-retry-min": 1000, "x-delayed-retry-max": 3000}}]}"#,
+        good: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "jobs", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "quorum", "x-delayed-retry-type": "all", "x-delayed-retry-min": 1000, "x-delayed-retry-max": 3000, "x-delivery-limit": 3}}]}"#,
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -34,7 +39,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     fact.queue.name
                 ),
             )
-            .help("set `delivery-limit` (a policy) or `x-delivery-limit` to the number of retries you mean")
+            .fix("set `delivery-limit` (a policy) or `x-delivery-limit` to the number of retries you mean")
         })
         .collect()
 }

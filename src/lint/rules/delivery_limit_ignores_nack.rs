@@ -4,18 +4,23 @@ use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use super::graph::queue_id;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::queue_facts::QueueFacts;
 use crate::spec::{QueueType, RetryMode};
 
 pub const RULE: Rule = Rule {
     id: "delivery-limit-ignores-nack",
-    level: Level::Warn,
     summary: "a quorum queue relies on a delivery limit that a `basic.nack` with requeue never reaches (RabbitMQ 4.3)",
-    explanation: "From RabbitMQ 4.3 a quorum queue counts only *failed* deliveries toward its delivery limit: `basic.reject` with requeue=true. A `basic.nack` with requeue=true *returns* the message, which does not count, so a poison message that a consumer keeps nacking is redelivered without end (measured on 4.3.6: a limit of 2, nine deliveries and never dead-lettered; 3.10 and 4.0 dead-letter it after three). The limit still guards against consumers that reject. Make every consumer of the queue requeue with `basic.reject`, never `basic.nack` (`warren compile --contract` says so per consumer), or take the explicit limit away if nothing relies on it.",
-    bad: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: quorum, arguments: { x-delivery-limit: 5 } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: quorum }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "From RabbitMQ 4.3 a quorum queue counts only *failed* deliveries toward its delivery limit: `basic.reject` with requeue=true. A `basic.nack` with requeue=true *returns* the message, which does not count, so a poison message that a consumer keeps nacking is redelivered without end (measured on 4.3.6: a limit of 2, nine deliveries and never dead-lettered; 3.10 and 4.0 dead-letter it after three). The limit still guards against consumers that reject. Make every consumer of the queue requeue with `basic.reject`, never `basic.nack` (`warren compile --contract` says so per consumer), or take the explicit limit away if nothing relies on it.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: quorum, arguments: { x-delivery-limit: 5 } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: quorum }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -57,7 +62,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     fact.queue.name
                 ),
             )
-            .help("requeue with `basic.reject` (requeue=true), which counts toward the limit; never `basic.nack`")
+            .fix("requeue with `basic.reject` (requeue=true), which counts toward the limit; never `basic.nack`")
         })
         .collect()
 }

@@ -1,15 +1,20 @@
 //! A quorum queue's delivery limit dead-letters into its own retry loop.
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "delivery-limit-into-own-loop",
-    level: Level::Deny,
     summary: "a quorum queue's delivery limit dead-letters into its own retry loop, where the broker drops the message",
-    explanation: "A quorum queue dead-letters a message that was redelivered more times than its delivery limit (20 by default from RabbitMQ 4.0). When its dead-letter exchange leads into its own retry loop, that message expires in a delay queue and comes back with no rejection in between, and the broker's cycle detection drops it. Set the work queue's delivery limit to unlimited (-1; warren does this for the queues it generates), and have consumers reject failed messages instead of requeueing them.",
-    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { type: quorum, arguments: { x-dead-letter-exchange: to-delay, x-delivery-limit: 5 } }\n      delay: { type: quorum, arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n",
-    good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { type: quorum, arguments: { x-dead-letter-exchange: to-delay } }\n      delay: { type: quorum, arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n    policies:\n      unlimited: { pattern: '^work$', apply_to: queues, definition: { delivery-limit: -1 } }\n",
-    check,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "A quorum queue dead-letters a message that was redelivered more times than its delivery limit (20 by default from RabbitMQ 4.0). When its dead-letter exchange leads into its own retry loop, that message expires in a delay queue and comes back with no rejection in between, and the broker's cycle detection drops it. Set the work queue's delivery limit to unlimited (-1; warren does this for the queues it generates), and have consumers reject failed messages instead of requeueing them.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { type: quorum, arguments: { x-dead-letter-exchange: to-delay, x-delivery-limit: 5 } }\n      delay: { type: quorum, arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n",
+        good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { type: quorum, arguments: { x-dead-letter-exchange: to-delay } }\n      delay: { type: quorum, arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n    policies:\n      unlimited: { pattern: '^work$', apply_to: queues, definition: { delivery-limit: -1 } }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -44,7 +49,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             graph.names(&cycle)
                         ),
                     )
-                    .help("set `delivery-limit: -1` for this queue (a policy), and reject failed messages instead of requeueing them"),
+                    .fix("set `delivery-limit: -1` for this queue (a policy), and reject failed messages instead of requeueing them"),
                 );
             }
         }

@@ -2,7 +2,8 @@
 
 use indexmap::IndexMap;
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::SpecPath;
 
 /// A week: longer delays are almost always a unit mistake.
@@ -10,32 +11,44 @@ const SENSIBLE_MAX_MS: u64 = 7 * 24 * 3_600_000;
 
 pub const NOT_INCREASING: Rule = Rule {
     id: "ladder-delays-not-increasing",
-    level: Level::Warn,
     summary: "a retry ladder's delays do not increase",
-    explanation: "Each tier of a ladder should wait longer than the one before, so that a longer outage downstream gets fewer, later retries. A delay equal to or shorter than the previous one is usually a typo (`5s` for `5m`).",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 5s, 30m] } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 5m, 30m] } }\n",
-    check: check_not_increasing,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Each tier of a ladder should wait longer than the one before, so that a longer outage downstream gets fewer, later retries. A delay equal to or shorter than the previous one is usually a typo (`5s` for `5m`).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 5s, 30m] } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 5m, 30m] } }\n",
+        run: check_not_increasing,
+    },
 };
 
 pub const ZERO_DELAY: Rule = Rule {
     id: "ladder-delay-zero",
-    level: Level::Deny,
     summary: "a retry tier has a delay of zero: it retries at once, like a requeue",
-    explanation: "A delay of 0 expires messages as soon as they reach the tier, so the retry comes straight back and hammers the failing service, which is what delayed retries exist to prevent.",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [0s, 5m] } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 5m] } }\n",
-    check: check_zero,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "A delay of 0 expires messages as soon as they reach the tier, so the retry comes straight back and hammers the failing service, which is what delayed retries exist to prevent.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [0s, 5m] } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 5m] } }\n",
+        run: check_zero,
+    },
 };
 
 pub const TOO_LONG: Rule = Rule {
     id: "ladder-delay-too-long",
-    level: Level::Warn,
     summary: "a retry tier waits longer than a week",
-    explanation: "Messages waiting more than a week in a delay queue are usually a unit mistake (`30d` for `30m`), and long waits keep messages in the broker's storage. Park such messages and replay them by hand instead.",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 30d] } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 30m] } }\n",
-    check: check_too_long,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Messages waiting more than a week in a delay queue are usually a unit mistake (`30d` for `30m`), and long waits keep messages in the broker's storage. Park such messages and replay them by hand instead.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 30d] } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30s, 30m] } }\n",
+        run: check_too_long,
+    },
 };
 
 /// One tier of one consumer's ladder, with where its delay is written.
@@ -117,11 +130,11 @@ impl<'c> ByPlace<'c> {
         self.found
             .into_iter()
             .map(|(at, (message, affects))| {
-                let finding = Finding::at(at.clone(), message).help(help);
+                let finding = Finding::in_spec(at.clone(), message).fix(help);
                 // A consumer's own delay needs no list: the place names the consumer.
                 match affects.as_slice() {
                     [(_, consumer)] if at.starts_with(consumer) => finding,
-                    _ => finding.affecting(affects),
+                    _ => finding.affecting_each(affects),
                 }
             })
             .collect()

@@ -4,17 +4,22 @@ use std::borrow::Cow;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind};
 
 pub const RULE: Rule = Rule {
     id: "name-differs-only-by-case",
-    level: Level::Warn,
     summary: "two queues or two exchanges in a vhost differ only by letter case",
-    explanation: "RabbitMQ names are case-sensitive, so `Orders` and `orders` are two different queues: publishers and consumers that disagree on case silently talk to different objects. Pick one spelling.",
-    bad: "version: 1\nvhosts:\n  v:\n    queues:\n      Orders: {}\n      orders: {}\n",
-    good: "version: 1\nvhosts:\n  v:\n    queues:\n      orders: {}\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "RabbitMQ names are case-sensitive, so `Orders` and `orders` are two different queues: publishers and consumers that disagree on case silently talk to different objects. Pick one spelling.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    queues:\n      Orders: {}\n      orders: {}\n",
+        good: "version: 1\nvhosts:\n  v:\n    queues:\n      orders: {}\n",
+        run: check,
+    },
 };
 
 /// The name in lower case, borrowed when it is lower case already (most names are).
@@ -75,7 +80,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     ObjectId::in_vhost(kind, vhost, name),
                     format!("`{name}` and `{first}` differ only by letter case"),
                 )
-                .help("use one spelling"),
+                .fix("use one spelling"),
             ),
             _ => {
                 seen.insert(key, name);

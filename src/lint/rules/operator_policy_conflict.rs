@@ -3,18 +3,23 @@
 
 use super::graph::queue_id;
 use crate::lint::facts::QueueFacts;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::role_hazards::{self, QueueRole, QueueRoles};
 use crate::model::settings;
 
 pub const RULE: Rule = Rule {
     id: "operator-policy-conflict",
-    level: Level::Warn,
     summary: "an operator policy breaks what a queue of a retry loop is for (TTL, expiry, length, delivery limit)",
-    explanation: "Operator policies are merged into every matching queue's settings and, for limits, the lower value wins even over queue arguments. An operator `message-ttl` shortens delay tiers and makes parked messages expire; an `expires` deletes a parking queue with its messages; a `max-length` with `drop-head` drops retries or parked messages; a lower `delivery-limit` parks a native-retry message early. Exclude retry queues from the operator policy's pattern. (Queue expiry on delay queues is the separate rule `delay-queue-expires`, a TTL below a queue's own `x-message-ttl` the rule `policy-ttl-shortens-queue`.) In a spec, each queue's role comes from its consumer; in a definitions file, a queue with a TTL and a dead-letter exchange is a delay tier and another queue of a dead-letter cycle a work queue (a parking queue is not recognised there).",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30m] } }\n    operator_policies:\n      guard: { pattern: '.*', definition: { message-ttl: 600000 } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30m] } }\n    operator_policies:\n      guard: { pattern: '^cache\\.', definition: { message-ttl: 600000 } }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Operator policies are merged into every matching queue's settings and, for limits, the lower value wins even over queue arguments. An operator `message-ttl` shortens delay tiers and makes parked messages expire; an `expires` deletes a parking queue with its messages; a `max-length` with `drop-head` drops retries or parked messages; a lower `delivery-limit` parks a native-retry message early. Exclude retry queues from the operator policy's pattern. (Queue expiry on delay queues is the separate rule `delay-queue-expires`, a TTL below a queue's own `x-message-ttl` the rule `policy-ttl-shortens-queue`.) In a spec, each queue's role comes from its consumer; in a definitions file, a queue with a TTL and a dead-letter exchange is a delay tier and another queue of a dead-letter cycle a work queue (a parking queue is not recognised there).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30m] } }\n    operator_policies:\n      guard: { pattern: '.*', definition: { message-ttl: 600000 } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      s:\n        exchange: { type: fanout }\n        consumers:\n          c: { retry: { delays: [30m] } }\n    operator_policies:\n      guard: { pattern: '^cache\\.', definition: { message-ttl: 600000 } }\n",
+        run: check,
+    },
 };
 
 /// What each queue of a definitions file is for, as far as its settings tell: a
@@ -87,7 +92,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         hazard.policy, hazard.key, hazard.value, hazard.effect
                     ),
                 )
-                .help(hazard.fix),
+                .fix(hazard.fix),
             );
         }
     }

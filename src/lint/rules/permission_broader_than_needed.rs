@@ -2,18 +2,23 @@
 //! generates the user's permission.
 
 use crate::compile::permissions::GeneratedPermission;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::spec::SpecPath;
 use crate::text::count;
 
 pub const RULE: Rule = Rule {
     id: "permission-broader-than-needed",
-    level: Level::Warn,
     summary: "a written permission grants a user whose permission warren generates more than the topology needs",
-    explanation: "A user named by a consumer's `user` or a service's `publishers` gets exactly the queues and exchanges it uses from warren; a regex written under `users.NAME.permissions.VHOST` is added to that. When the written regex matches names the generated one does not grant (another service's queues, the tiers, any name at all with `.*`), the application can read, publish or declare far beyond its part of the topology. Remove the written field, or narrow it to what the application declares itself (e.g. `configure: '^amq\\.gen-'` for server-named reply queues).",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { user: orders_app, routing_keys: [paid], retry: { delays: [1m] } }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { read: '^orders\\.' }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { user: orders_app, routing_keys: [paid], retry: { delays: [1m] } }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { configure: '^amq\\.gen-' }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "A user named by a consumer's `user` or a service's `publishers` gets exactly the queues and exchanges it uses from warren; a regex written under `users.NAME.permissions.VHOST` is added to that. When the written regex matches names the generated one does not grant (another service's queues, the tiers, any name at all with `.*`), the application can read, publish or declare far beyond its part of the topology. Remove the written field, or narrow it to what the application declares itself (e.g. `configure: '^amq\\.gen-'` for server-named reply queues).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { user: orders_app, routing_keys: [paid], retry: { delays: [1m] } }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { read: '^orders\\.' }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { user: orders_app, routing_keys: [paid], retry: { delays: [1m] } }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { configure: '^amq\\.gen-' }\n",
+        run: check,
+    },
 };
 
 /// A name no topology has: a written regex that matches it matches names at large.
@@ -115,13 +120,13 @@ fn beyond(
         .key(vhost)
         .key(field);
     Some(
-        Finding::at(
+        Finding::in_spec(
             path,
             format!(
                 "the written `{field}` of user `{user}` in vhost `{vhost}` (`{written}`) grants {grants}"
             ),
         )
-        .help(format!(
+        .fix(format!(
             "remove `{field}`: warren generates `{needed}` from the topology; or narrow it to what the application declares itself (e.g. `^amq\\.gen-`)"
         )),
     )

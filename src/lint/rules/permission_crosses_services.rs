@@ -2,18 +2,23 @@
 
 use std::collections::BTreeSet;
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind};
 use crate::spec::source_map::Segment;
 
 pub const RULE: Rule = Rule {
     id: "permission-crosses-services",
-    level: Level::Warn,
     summary: "a user's write permission covers the queues of more than one service",
-    explanation: "Write permission on a queue lets a user bind it and, through the default exchange, publish into it directly. A service's user that can write to another service's work or retry queues can inject or reroute that service's messages. Narrow the `write` regex to the user's own exchanges (warren's consumers need write access only to their own retry exchange).",
-    bad: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { routing_keys: [paid] }\n      payments:\n        consumers:\n          charge: { routing_keys: [ordered] }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { configure: '^$', write: '.*', read: '^orders\\.' }\n",
-    good: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { routing_keys: [paid] }\n      payments:\n        consumers:\n          charge: { routing_keys: [ordered] }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { configure: '^$', write: '^orders\\.ship\\.retry$', read: '^orders\\.' }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Write permission on a queue lets a user bind it and, through the default exchange, publish into it directly. A service's user that can write to another service's work or retry queues can inject or reroute that service's messages. Narrow the `write` regex to the user's own exchanges (warren's consumers need write access only to their own retry exchange).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { routing_keys: [paid] }\n      payments:\n        consumers:\n          charge: { routing_keys: [ordered] }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { configure: '^$', write: '.*', read: '^orders\\.' }\n",
+        good: "version: 1\nvhosts:\n  v:\n    services:\n      orders:\n        consumers:\n          ship: { routing_keys: [paid] }\n      payments:\n        consumers:\n          charge: { routing_keys: [ordered] }\nusers:\n  orders_app:\n    password: { env: ORDERS_PASSWORD }\n    permissions:\n      v: { configure: '^$', write: '^orders\\.ship\\.retry$', read: '^orders\\.' }\n",
+        run: check,
+    },
 };
 
 /// The service a generated queue belongs to, from its spec path.
@@ -62,7 +67,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             .join(", ")
                     ),
                 )
-                .help("narrow the `write` regex to the user's own exchanges and retry exchanges"),
+                .fix("narrow the `write` regex to the user's own exchanges and retry exchanges"),
             );
         }
     }

@@ -3,16 +3,21 @@
 use std::collections::BTreeSet;
 
 use super::graph::queue_id;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "policy-priority-tie",
-    level: Level::Warn,
     summary: "two policies with the same priority match the same queue: the broker picks one, and which is not knowable",
-    explanation: "Only one policy applies to a queue: the matching one with the highest priority. When several share the highest priority, the broker takes the first in the order its parameter store lists them (neither by name nor by age), so its choice can differ between vhosts, nodes and restarts; `warren plan` refuses such a tie on a queue the spec manages. Give them different priorities, or patterns that do not overlap, or merge them into one policy.",
-    bad: "version: 1\nvhosts:\n  v:\n    queues:\n      orders.audit: {}\n    policies:\n      cap: { pattern: '^orders\\.', definition: { max-length: 1000 } }\n      ttl: { pattern: 'audit$', definition: { message-ttl: 60000 } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    queues:\n      orders.audit: {}\n    policies:\n      cap-and-ttl: { pattern: '^orders\\.', definition: { max-length: 1000, message-ttl: 60000 } }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Only one policy applies to a queue: the matching one with the highest priority. When several share the highest priority, the broker takes the first in the order its parameter store lists them (neither by name nor by age), so its choice can differ between vhosts, nodes and restarts; `warren plan` refuses such a tie on a queue the spec manages. Give them different priorities, or patterns that do not overlap, or merge them into one policy.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    queues:\n      orders.audit: {}\n    policies:\n      cap: { pattern: '^orders\\.', definition: { max-length: 1000 } }\n      ttl: { pattern: 'audit$', definition: { message-ttl: 60000 } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    queues:\n      orders.audit: {}\n    policies:\n      cap-and-ttl: { pattern: '^orders\\.', definition: { max-length: 1000, message-ttl: 60000 } }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -36,7 +41,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         fact.queue.name
                     ),
                 )
-                .help("give the policies different priorities, make their patterns disjoint, or merge them"),
+                .fix("give the policies different priorities, make their patterns disjoint, or merge them"),
             );
         }
     }

@@ -1,16 +1,21 @@
 //! A higher-priority policy without dead-lettering shadows the one that sets it.
 
 use super::graph::queue_id;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "policy-shadows-dead-lettering",
-    level: Level::Deny,
     summary: "a higher-priority policy replaces the one that gives a queue its dead-letter exchange",
-    explanation: "Only one policy applies to a queue. When a queue gets its dead-letter exchange from a policy, any policy with a higher priority that matches it (say, one that only sets `max-length`) replaces it entirely, and the queue stops dead-lettering: rejected and expired messages are dropped. Merge the keys into one policy, or put routing that never changes in queue arguments (warren does this for the queues it generates).",
-    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: fanout }\n    queues:\n      work: {}\n      dead: {}\n    bindings:\n      - { source: dlx, destination: dead }\n    policies:\n      dead-lettering: { pattern: '^work$', priority: 1, definition: { dead-letter-exchange: dlx } }\n      cap: { pattern: '.*', priority: 5, definition: { max-length: 100000 } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: fanout }\n    queues:\n      work: {}\n      dead: {}\n    bindings:\n      - { source: dlx, destination: dead }\n    policies:\n      dead-lettering: { pattern: '^work$', priority: 5, definition: { dead-letter-exchange: dlx, max-length: 100000 } }\n      cap: { pattern: '^other', priority: 1, definition: { max-length: 100000 } }\n",
-    check,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "Only one policy applies to a queue. When a queue gets its dead-letter exchange from a policy, any policy with a higher priority that matches it (say, one that only sets `max-length`) replaces it entirely, and the queue stops dead-lettering: rejected and expired messages are dropped. Merge the keys into one policy, or put routing that never changes in queue arguments (warren does this for the queues it generates).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: fanout }\n    queues:\n      work: {}\n      dead: {}\n    bindings:\n      - { source: dlx, destination: dead }\n    policies:\n      dead-lettering: { pattern: '^work$', priority: 1, definition: { dead-letter-exchange: dlx } }\n      cap: { pattern: '.*', priority: 5, definition: { max-length: 100000 } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      dlx: { type: fanout }\n    queues:\n      work: {}\n      dead: {}\n    bindings:\n      - { source: dlx, destination: dead }\n    policies:\n      dead-lettering: { pattern: '^work$', priority: 5, definition: { dead-letter-exchange: dlx, max-length: 100000 } }\n      cap: { pattern: '^other', priority: 1, definition: { max-length: 100000 } }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -35,7 +40,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         winner.name, winner.priority, shadowed.name, shadowed.priority, fact.queue.name
                     ),
                 )
-                .help(format!("merge the keys of `{}` into one policy, or set the dead-letter exchange as a queue argument", shadowed.name)),
+                .fix(format!("merge the keys of `{}` into one policy, or set the dead-letter exchange as a queue argument", shadowed.name)),
             );
         }
     }

@@ -1,16 +1,21 @@
 //! A policy's message TTL silently shortens a queue's own TTL.
 
 use super::graph::queue_id;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "policy-ttl-shortens-queue",
-    level: Level::Warn,
     summary: "a policy sets a lower message TTL than a queue's own `x-message-ttl`: the lower one wins",
-    explanation: "When both a queue argument and a policy (or operator policy) set `message-ttl`, the broker uses the lower value. A broad policy with a short TTL therefore silently shortens every delay tier it matches. Narrow the policy's pattern.",
-    bad: "version: 1\nvhosts:\n  v:\n    queues:\n      delay.30m: { arguments: { x-message-ttl: 1800000 } }\n    policies:\n      short: { pattern: '.*', definition: { message-ttl: 60000 } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    queues:\n      delay.30m: { arguments: { x-message-ttl: 1800000 } }\n    policies:\n      short: { pattern: '^cache\\.', definition: { message-ttl: 60000 } }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "When both a queue argument and a policy (or operator policy) set `message-ttl`, the broker uses the lower value. A broad policy with a short TTL therefore silently shortens every delay tier it matches. Narrow the policy's pattern.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    queues:\n      delay.30m: { arguments: { x-message-ttl: 1800000 } }\n    policies:\n      short: { pattern: '.*', definition: { message-ttl: 60000 } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    queues:\n      delay.30m: { arguments: { x-message-ttl: 1800000 } }\n    policies:\n      short: { pattern: '^cache\\.', definition: { message-ttl: 60000 } }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -39,7 +44,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         fact.queue.name
                     ),
                 )
-                .help("narrow the policy's pattern so it does not match this queue"),
+                .fix("narrow the policy's pattern so it does not match this queue"),
             )
         })
         .collect()

@@ -4,20 +4,25 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::compile::naming;
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
 use crate::model::effective::applies_to;
+use crate::model::finding::Finding;
 use crate::model::pattern::PatternMatcher;
 use crate::model::record::{Record, records};
 use crate::model::{ObjectId, ObjectKind, QueueType};
 
 pub const RULE: Rule = Rule {
     id: "queue-captured-by-retry-tier",
-    level: Level::Deny,
     summary: "a queue that is no delay queue has a name warren's retry policy selects: it gets the tier's TTL and its messages expire",
-    explanation: "warren's generated retry policies select the delay queues of a ladder tier by the ending of their names (`^.*\\.retry\\.1$`, see docs/topology.md), so that their patterns do not grow with the number of consumers. Any other queue of the vhost whose name has that ending gets the tier's policy too: its messages expire after the tier's delay, and are dead-lettered or dropped. A spec cannot declare such a queue (compilation fails) and `warren plan` refuses to apply while one exists; this rule finds them in a definitions file: a queue a policy `warren.retry.…` selects that the spec owning the policy does not manage (when the file holds ownership records), or, without records, that dead-letters nowhere as a delay queue does. From RabbitMQ 4.0 on, the policy `warren.parking` lifts the delivery limit of quorum parking queues the same way, by the ending `.parking`: another quorum queue with that ending would never dead-letter a message its consumers requeue. Rename the queue so that its name does not end in `.retry.<n>`, `.retry-<ladder>.<n>`, `.retry.own.<n>` or (a quorum queue, from 4.0) `.parking`.",
-    bad: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "s.c.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "s.c"}}, {"name": "audit.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}], "policies": [{"name": "warren.retry.defaults.1", "vhost": "v", "pattern": "^.*\\.retry\\.1$", "apply-to": "queues", "definition": {"message-ttl": 30000}, "priority": 100}]}"#,
-    good: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "s.c.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "s.c"}}, {"name": "audit.retries", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}], "policies": [{"name": "warren.retry.defaults.1", "vhost": "v", "pattern": "^.*\\.retry\\.1$", "apply-to": "queues", "definition": {"message-ttl": 30000}, "priority": 100}]}"#,
-    check,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "warren's generated retry policies select the delay queues of a ladder tier by the ending of their names (`^.*\\.retry\\.1$`, see docs/topology.md), so that their patterns do not grow with the number of consumers. Any other queue of the vhost whose name has that ending gets the tier's policy too: its messages expire after the tier's delay, and are dead-lettered or dropped. A spec cannot declare such a queue (compilation fails) and `warren plan` refuses to apply while one exists; this rule finds them in a definitions file: a queue a policy `warren.retry.…` selects that the spec owning the policy does not manage (when the file holds ownership records), or, without records, that dead-letters nowhere as a delay queue does. From RabbitMQ 4.0 on, the policy `warren.parking` lifts the delivery limit of quorum parking queues the same way, by the ending `.parking`: another quorum queue with that ending would never dead-letter a message its consumers requeue. Rename the queue so that its name does not end in `.retry.<n>`, `.retry-<ladder>.<n>`, `.retry.own.<n>` or (a quorum queue, from 4.0) `.parking`.",
+    ),
+    check: Check {
+        bad: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "s.c.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "s.c"}}, {"name": "audit.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}], "policies": [{"name": "warren.retry.defaults.1", "vhost": "v", "pattern": "^.*\\.retry\\.1$", "apply-to": "queues", "definition": {"message-ttl": 30000}, "priority": 100}]}"#,
+        good: r#"{"vhosts": [{"name": "v"}], "queues": [{"name": "s.c.retry.1", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "s.c"}}, {"name": "audit.retries", "vhost": "v", "durable": true, "auto_delete": false, "arguments": {"x-queue-type": "classic"}}], "policies": [{"name": "warren.retry.defaults.1", "vhost": "v", "pattern": "^.*\\.retry\\.1$", "apply-to": "queues", "definition": {"message-ttl": 30000}, "priority": 100}]}"#,
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -115,7 +120,7 @@ fn check(context: &Context) -> Vec<Finding> {
                         queue.name, policy.name
                     ),
                 )
-                .help(format!("rename the queue so that its name does not end in `{ending}`")),
+                .fix(format!("rename the queue so that its name does not end in `{ending}`")),
             );
         }
     }

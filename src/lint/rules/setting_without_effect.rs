@@ -2,17 +2,22 @@
 
 use serde_json::Value;
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 use crate::model::{ObjectId, ObjectKind, Policy, policy_keys, queue_arguments};
 
 pub const RULE: Rule = Rule {
     id: "setting-without-effect",
-    level: Level::Warn,
     summary: "a queue argument or policy key that the target version accepts and ignores",
-    explanation: "Some settings outlive what they did: the broker still accepts them and does nothing. `x-queue-mode`/`queue-mode: lazy` since 3.12 (every classic queue keeps its messages on disk); `queue-version: 1` and `x-queue-version: 1` from 4.0 (every classic queue is stored as version 2; 4.3 refuses the argument); `consumer-timeout` for classic queues and streams from 4.3 (only quorum queues evaluate it); the `x-delayed-retry-*` arguments before 4.3. A reader of the topology believes the setting works. Remove it, or replace it with what does the job on the target (`warren upgrade-check` says what, per version).",
-    bad: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: classic, arguments: { x-queue-mode: lazy } }\n",
-    good: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: classic }\n",
-    check,
+    level: Some(Level::Warn),
+    explanation: Some(
+        "Some settings outlive what they did: the broker still accepts them and does nothing. `x-queue-mode`/`queue-mode: lazy` since 3.12 (every classic queue keeps its messages on disk); `queue-version: 1` and `x-queue-version: 1` from 4.0 (every classic queue is stored as version 2; 4.3 refuses the argument); `consumer-timeout` for classic queues and streams from 4.3 (only quorum queues evaluate it); the `x-delayed-retry-*` arguments before 4.3. A reader of the topology believes the setting works. Remove it, or replace it with what does the job on the target (`warren upgrade-check` says what, per version).",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: classic, arguments: { x-queue-mode: lazy } }\n",
+        good: "version: 1\nvhosts:\n  v:\n    queues:\n      jobs: { type: classic }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -26,7 +31,7 @@ fn check(context: &Context) -> Vec<Finding> {
                 let id = ObjectId::in_vhost(ObjectKind::Queue, &queue.vhost, &queue.name);
                 findings.push(
                     Finding::on(id, format!("queue `{}`: {why}", queue.name))
-                        .help(format!("remove `{key}` from the queue's arguments")),
+                        .fix(format!("remove `{key}` from the queue's arguments")),
                 );
             }
         }
@@ -52,7 +57,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     ObjectId::in_vhost(kind, &policy.vhost, &policy.name),
                     format!("{noun} `{}`: {why}", policy.name),
                 )
-                .help(format!("remove `{key}` from the {noun}'s definition"));
+                .fix(format!("remove `{key}` from the {noun}'s definition"));
                 findings.push(finding);
             }
         }

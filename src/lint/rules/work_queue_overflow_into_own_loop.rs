@@ -1,15 +1,20 @@
 //! A work queue with a drop-head length limit feeds its own retry loop.
 
-use crate::lint::{Context, Finding, Level, Rule};
+use crate::lint::{Check, Context, Level, Rule};
+use crate::model::finding::Finding;
 
 pub const RULE: Rule = Rule {
     id: "work-queue-overflow-into-own-loop",
-    level: Level::Deny,
     summary: "a work queue's length limit dead-letters into its own retry loop, where the broker drops the message",
-    explanation: "A queue with `max-length` and the default `drop-head` overflow dead-letters its oldest message when full. When that queue feeds its own retry loop, the message expires in a delay queue and comes back with no rejection in between, and the broker drops it. Use `overflow: reject-publish` on work queues, or no length limit.",
-    bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { arguments: { x-dead-letter-exchange: to-delay, x-max-length: 10000 } }\n      delay: { arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n",
-    good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { arguments: { x-dead-letter-exchange: to-delay, x-max-length: 10000, x-overflow: reject-publish } }\n      delay: { arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n",
-    check,
+    level: Some(Level::Deny),
+    explanation: Some(
+        "A queue with `max-length` and the default `drop-head` overflow dead-letters its oldest message when full. When that queue feeds its own retry loop, the message expires in a delay queue and comes back with no rejection in between, and the broker drops it. Use `overflow: reject-publish` on work queues, or no length limit.",
+    ),
+    check: Check {
+        bad: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { arguments: { x-dead-letter-exchange: to-delay, x-max-length: 10000 } }\n      delay: { arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n",
+        good: "version: 1\nvhosts:\n  v:\n    exchanges:\n      to-work: { type: fanout }\n      to-delay: { type: fanout }\n    queues:\n      work: { arguments: { x-dead-letter-exchange: to-delay, x-max-length: 10000, x-overflow: reject-publish } }\n      delay: { arguments: { x-message-ttl: 30000, x-dead-letter-exchange: to-work } }\n    bindings:\n      - { source: to-delay, destination: delay }\n      - { source: to-work, destination: work }\n",
+        run: check,
+    },
 };
 
 fn check(context: &Context) -> Vec<Finding> {
@@ -29,7 +34,7 @@ fn check(context: &Context) -> Vec<Finding> {
                             graph.names(&cycle)
                         ),
                     )
-                    .help("use `overflow: reject-publish` on this queue, or remove its length limit"),
+                    .fix("use `overflow: reject-publish` on this queue, or remove its length limit"),
                 );
             }
         }
