@@ -2,8 +2,11 @@
 //! (`Client::amqp_connection`): for the emptiness checks at deletion (`guard`) and
 //! the apply locks (`lock`), which the management API cannot do.
 
+use std::pin::Pin;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::{FutureExt, Stream, StreamExt};
 use lapin::{Connection, ConnectionProperties};
 use reqwest::Url;
 
@@ -71,6 +74,47 @@ pub(super) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 pub(super) async fn close(connection: &lapin::Connection, reason: &str) {
     let closing = connection.close(200, reason.into());
     let _ = tokio::time::timeout(CLOSE_WAIT, closing).await;
+}
+
+/// Why a connection closed, as its client said when it happened: kept so that a lost
+/// lock can say whether this process heard nothing from the broker for too long (the
+/// client closes the connection after four half-heartbeats of silence) or the broker
+/// closed it (a frozen or starved process that sent no heartbeat, `warren unlock`, a
+/// node stopping).
+pub(super) struct CloseReason {
+    /// The connection's events since it opened (a few: the client sends one per
+    /// error, block or flow change). Read only when asked: the client marks a failed
+    /// connection's channels closed only after it has queued the error here, so a
+    /// channel seen closed finds its reason already waiting.
+    events: Mutex<Pin<Box<dyn Stream<Item = lapin::Event> + Send>>>,
+    /// The first error found.
+    found: OnceLock<String>,
+}
+
+impl CloseReason {
+    /// Starts listening to `connection`'s events. Must be called right after
+    /// connecting: the client tells an error only to listeners that exist when it
+    /// happens.
+    pub(super) fn watch(connection: &Connection) -> CloseReason {
+        CloseReason {
+            events: Mutex::new(Box::pin(connection.events_listener())),
+            found: OnceLock::new(),
+        }
+    }
+
+    /// The first error the connection reported so far, if any.
+    pub(super) fn get(&self) -> Option<&str> {
+        if self.found.get().is_none() {
+            let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            while let Some(Some(event)) = events.next().now_or_never() {
+                if let lapin::Event::Error(error) = event {
+                    let _ = self.found.set(error.to_string());
+                    break;
+                }
+            }
+        }
+        self.found.get().map(String::as_str)
+    }
 }
 
 /// Closes `channel`, waiting at most [`CLOSE_WAIT`] for the broker's answer: a

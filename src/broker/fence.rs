@@ -32,7 +32,7 @@ use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 
 use super::BrokerError;
-use super::amqp::LOCK_HEARTBEAT_SECS;
+use super::amqp::{CloseReason, LOCK_HEARTBEAT_SECS};
 
 /// How fast the broker must confirm a lock for the answer to count: a heartbeat and a
 /// half. The broker frees a silent holder's locks only after about three heartbeats
@@ -57,14 +57,25 @@ pub(crate) struct Fence {
     /// One confirmation at a time (requests of a channel are answered in order; the
     /// writes that wait meanwhile each ask afterwards).
     asking: tokio::sync::Mutex<()>,
+    /// Why the lock connection closed, once it has: said with the lost locks.
+    closed_because: CloseReason,
 }
 
 impl Fence {
-    pub(super) fn new(channel: Channel, queue: String) -> Fence {
+    pub(super) fn new(channel: Channel, queue: String, closed_because: CloseReason) -> Fence {
         Fence {
             channel,
             queue,
             asking: tokio::sync::Mutex::new(()),
+            closed_because,
+        }
+    }
+
+    /// "the lock connection is closed", with the client's reason when it gave one.
+    fn closed(&self) -> String {
+        match self.closed_because.get() {
+            Some(reason) => format!("the lock connection is closed: {reason}"),
+            None => "the lock connection is closed".into(),
         }
     }
 
@@ -80,7 +91,7 @@ impl Fence {
         let mut why = String::new();
         for _ in 0..SLOW_ANSWERS {
             if !self.channel.status().connected() {
-                return Err(lost("the lock connection is closed".into()));
+                return Err(lost(self.closed()));
             }
             let asked = Instant::now();
             let passive = QueueDeclareOptions {
@@ -105,9 +116,10 @@ impl Fence {
                     );
                 }
                 Ok(Err(error)) => {
-                    return Err(lost(format!(
-                        "the broker did not confirm the lock ({error})"
-                    )));
+                    return Err(lost(match self.closed_because.get() {
+                        Some(_) => self.closed(),
+                        None => format!("the broker did not confirm the lock ({error})"),
+                    }));
                 }
             }
         }

@@ -20,7 +20,7 @@ use lapin::{Connection, ConnectionProperties};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::amqp::{self, ConnectFailure, LOCK_HEARTBEAT_SECS, NoAmqp, reply_of};
+use super::amqp::{self, CloseReason, ConnectFailure, LOCK_HEARTBEAT_SECS, NoAmqp, reply_of};
 use super::fence::Fence;
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
@@ -148,6 +148,7 @@ impl Client {
         names.dedup();
         self.ensure_lock_vhost().await?;
         let connection = self.lock_connection(holder).await?;
+        let closed_because = CloseReason::watch(&connection);
         let unavailable = |reason: String| BrokerError::LockInterrupted {
             reason: reason.into(),
         };
@@ -218,7 +219,7 @@ impl Client {
                 return Err(unavailable(error.to_string()));
             }
         };
-        let fence = Arc::new(Fence::new(confirming, first.queue()));
+        let fence = Arc::new(Fence::new(confirming, first.queue(), closed_because));
         self.fence_writes(Some(Arc::clone(&fence)));
         Ok(BrokerLock {
             connection,

@@ -171,6 +171,13 @@ fn freeze_and_take_over(
         "{}",
         first.stderr
     );
+    // A closed lock connection is said with the client's reason: the broker closed it
+    // (no heartbeat from the frozen process) or the thawed process found it silent.
+    assert!(
+        !first.stderr.contains("the lock connection is closed)"),
+        "the lost locks say why the lock connection closed: {}",
+        first.stderr
+    );
     assert_eq!(
         holds(node, vhost),
         after_second,
