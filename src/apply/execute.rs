@@ -10,12 +10,12 @@
 //! removals run to their end, and the import goes on until the new versions and the
 //! bindings into them are made.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::Options;
 use super::error::{ApplyError, ApplyReport, LOCKS_LOST, describe};
 use super::migrate;
-use super::phases::{PhaseChanges, PhaseKind, binds_into_queue, phases, write_of};
+use super::phases::{PhaseChanges, PhaseKind, phases, queue_bound_into, write_of};
 use super::progress::{ChangeOutcome, Event, Phase, Progress};
 use crate::broker::{
     BrokerError, BrokerLock, Client, ImportStep, ObjectWrite, WriteOutcome, WriteStop,
@@ -270,8 +270,18 @@ fn report_outcomes<'a>(
     let mut failure = None;
     let mut removed = Vec::new();
     let mut failed_or_unsent = 0;
+    // The place of each queue of the phase, by vhost and name, for the bindings it carries.
+    let places: HashMap<(Option<&str>, &str), usize> = phase
+        .changes
+        .iter()
+        .enumerate()
+        .filter(|(_, change)| change.id.kind == ObjectKind::Queue)
+        .map(|(place, change)| ((change.id.vhost.as_deref(), change.id.name.as_str()), place))
+        .collect();
     for binding in &phase.carried {
-        match carried_out(binding, &phase.changes, &outcomes) {
+        let queue = queue_bound_into(binding)
+            .and_then(|queue| places.get(&(binding.id.vhost.as_deref(), queue)));
+        match carried_out(binding, queue.map(|place| &outcomes[*place])) {
             Some(true) => report.done.push(describe(binding)),
             Some(false) => report.not_done.push(describe(binding)),
             None => report.unconfirmed.push(describe(binding)),
@@ -317,15 +327,11 @@ fn report_outcomes<'a>(
 }
 
 /// Whether the deletion of a binding into a queue the plan deletes (carried by that
-/// queue's deletion) was made: yes when the queue was deleted, or when it was refused
-/// and the binding, removed for its check, could not be declared again; `None` when
-/// the queue's deletion was not confirmed.
-fn carried_out(binding: &Change, queues: &[&Change], outcomes: &[WriteOutcome]) -> Option<bool> {
-    let Some((_, outcome)) = queues
-        .iter()
-        .zip(outcomes)
-        .find(|(queue, _)| binds_into_queue(binding, &queue.id))
-    else {
+/// queue's deletion, whose `outcome` is given) was made: yes when the queue was
+/// deleted, or when it was refused and the binding, removed for its check, could not
+/// be declared again; `None` when the queue's deletion was not confirmed.
+fn carried_out(binding: &Change, outcome: Option<&WriteOutcome>) -> Option<bool> {
+    let Some(outcome) = outcome else {
         return Some(false);
     };
     match outcome {
@@ -491,7 +497,7 @@ async fn run_phase(
             let writes: Vec<ObjectWrite> = phase
                 .changes
                 .iter()
-                .map(|c| write_of(c, options.allow_data_loss))
+                .map(|c| write_of(c, options.allow_data_loss, &plan.feeds))
                 .collect();
             let stop = match phase.kind {
                 PhaseKind::RemoveReplaced => WriteStop::NEVER,

@@ -2,6 +2,8 @@
 //! are made in, decided from the plan alone (no broker), so that it can be read and
 //! tested on its own. [`super::execute`] carries the phases out.
 
+use std::collections::HashSet;
+
 use crate::broker::ObjectWrite;
 use crate::diff::{Action, Change};
 use crate::model::ObjectKind;
@@ -116,12 +118,15 @@ pub(super) fn phases(plan: &Plan, migrating: bool) -> Vec<PhaseChanges<'_>> {
         .collect();
     deletes.sort_by_key(|c| delete_order.iter().position(|k| *k == c.id.kind));
     let deleted_queues = of(Action::Delete, &[Queue]);
+    let deleted_names: HashSet<(Option<&str>, &str)> = deleted_queues
+        .iter()
+        .map(|queue| (queue.id.vhost.as_deref(), queue.id.name.as_str()))
+        .collect();
     let (carried, unbound): (Vec<&Change>, Vec<&Change>) = of(Action::Delete, &[Binding])
         .into_iter()
         .partition(|binding| {
-            deleted_queues
-                .iter()
-                .any(|queue| binds_into_queue(binding, &queue.id))
+            queue_bound_into(binding)
+                .is_some_and(|queue| deleted_names.contains(&(binding.id.vhost.as_deref(), queue)))
         });
     vec![
         PhaseChanges::of(
@@ -203,22 +208,34 @@ fn superseded_by(change: &Change, creates: &[&Change]) -> bool {
     creates.iter().any(|other| same(keys, other))
 }
 
-/// Whether `binding` (a binding's change) is a binding into `queue`, by its state
-/// before the change.
-pub(super) fn binds_into_queue(binding: &Change, queue: &crate::model::ObjectId) -> bool {
-    let Some(before) = binding.before.as_ref() else {
-        return false;
-    };
-    binding.id.kind == ObjectKind::Binding
-        && binding.id.vhost == queue.vhost
-        && before["destination_type"] == "queue"
-        && before["destination"].as_str() == Some(queue.name.as_str())
+/// The queue `binding` (a binding's change) binds into, by its state before the
+/// change; `None` for a binding into an exchange.
+pub(super) fn queue_bound_into(binding: &Change) -> Option<&str> {
+    let before = binding.before.as_ref()?;
+    if binding.id.kind != ObjectKind::Binding || before["destination_type"] != "queue" {
+        return None;
+    }
+    before["destination"].as_str()
 }
 
 /// The write that carries out an update or delete, or a replace's removal; a queue
-/// is removed only if the broker finds it empty, unless data loss is accepted.
-pub(super) fn write_of(change: &Change, allow_data_loss: bool) -> ObjectWrite<'_> {
+/// is removed only if the broker finds it empty, unless data loss is accepted, and
+/// after the queues of `feeds` that dead-letter into it.
+pub(super) fn write_of<'a>(
+    change: &'a Change,
+    allow_data_loss: bool,
+    feeds: &'a [strand::Feed],
+) -> ObjectWrite<'a> {
     let removing = matches!(change.action, Action::Delete | Action::Replace);
+    let fed_by = if removing && change.id.kind == ObjectKind::Queue {
+        feeds
+            .iter()
+            .filter(|feed| feed.into == change.id && feed.from != change.id)
+            .map(|feed| &feed.from)
+            .collect()
+    } else {
+        Vec::new()
+    };
     ObjectWrite {
         id: &change.id,
         before: change.before.as_ref(),
@@ -229,6 +246,7 @@ pub(super) fn write_of(change: &Change, allow_data_loss: bool) -> ObjectWrite<'_
         },
         handle: change.handle.as_deref(),
         if_empty: removing && !allow_data_loss,
+        fed_by,
     }
 }
 

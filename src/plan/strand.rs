@@ -11,7 +11,7 @@
 //! a dead letter, [`crate::model::routing`]). The same routes between two queues the
 //! plan removes ([`Feed`]) decide the order apply deletes them in.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -218,23 +218,53 @@ fn with_bindings_after(live: &Definitions, changes: &[Change]) -> Definitions {
 /// its tiers feed each other) is broken by the queue that feeds on its own: one with a
 /// message TTL or limit moves messages by itself, so it goes first; among the rest,
 /// the order given.
+///
+/// Each step takes the first queue, in the order given, that no queue still left
+/// dead-letters into. Linear in the queues and feeds (apart from the sorted sets'
+/// logarithm and a scan at each cycle): a step that looked at every queue left and
+/// every feed for each made removing 1,000 consumers (5,000 queues, 5,000 feeds) spend
+/// 50 s here.
 pub fn delete_order<'a>(queues: &[&'a Change], feeds: &[Feed]) -> Vec<&'a Change> {
-    let mut left: Vec<&'a Change> = queues.to_vec();
-    let mut order = Vec::with_capacity(left.len());
-    while !left.is_empty() {
-        // The first queue no queue still left dead-letters into: its feeders went
-        // before it.
-        let fed_by_left = |change: &Change| {
-            feeds.iter().any(|f| {
-                f.into == change.id && f.from != change.id && left.iter().any(|l| l.id == f.from)
-            })
+    let place: HashMap<&ObjectId, usize> = queues
+        .iter()
+        .enumerate()
+        .map(|(place, change)| (&change.id, place))
+        .collect();
+    // Each queue's distinct feeders among `queues`, and the queues each one feeds.
+    let edges: BTreeSet<(usize, usize)> = feeds
+        .iter()
+        .filter(|feed| feed.from != feed.into)
+        .filter_map(|feed| Some((*place.get(&feed.from)?, *place.get(&feed.into)?)))
+        .collect();
+    let mut feeders_left = vec![0usize; queues.len()];
+    let mut fed: Vec<Vec<usize>> = vec![Vec::new(); queues.len()];
+    for &(from, into) in &edges {
+        feeders_left[into] += 1;
+        fed[from].push(into);
+    }
+    let mut left: BTreeSet<usize> = (0..queues.len()).collect();
+    let mut unfed: BTreeSet<usize> = (0..queues.len())
+        .filter(|&place| feeders_left[place] == 0)
+        .collect();
+    let mut order = Vec::with_capacity(queues.len());
+    while let Some(&first_left) = left.first() {
+        let next = match unfed.first() {
+            Some(&next) => next,
+            None => left
+                .iter()
+                .copied()
+                .find(|&place| moves_by_itself(queues[place]))
+                .unwrap_or(first_left),
         };
-        let next = left
-            .iter()
-            .position(|c| !fed_by_left(c))
-            .or_else(|| left.iter().position(|c| moves_by_itself(c)))
-            .unwrap_or(0);
-        order.push(left.remove(next));
+        left.remove(&next);
+        unfed.remove(&next);
+        for &into in &fed[next] {
+            feeders_left[into] -= 1;
+            if feeders_left[into] == 0 && left.contains(&into) {
+                unfed.insert(into);
+            }
+        }
+        order.push(queues[next]);
     }
     order
 }

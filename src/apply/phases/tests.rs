@@ -467,13 +467,13 @@ fn a_removal_is_guarded_unless_data_loss_is_accepted_an_update_never_is() {
     let deleted = change(Action::Delete, Queue, "old");
     let updated = change(Action::Update, Policy, "ha");
     for removal in [&replaced, &deleted] {
-        let guarded = write_of(removal, false);
+        let guarded = write_of(removal, false, &[]);
         assert!(guarded.if_empty, "{:?}", removal.action);
         assert_eq!(guarded.after, None, "a removal sends no new value");
         assert_eq!(guarded.before, removal.before.as_ref());
-        assert!(!write_of(removal, true).if_empty);
+        assert!(!write_of(removal, true, &[]).if_empty);
     }
-    let update = write_of(&updated, false);
+    let update = write_of(&updated, false, &[]);
     assert!(!update.if_empty);
     assert_eq!(update.after, updated.after.as_ref());
 }
@@ -535,4 +535,29 @@ fn a_route_or_a_policy_the_import_takes_over_goes_right_after_it() {
         phases_holding(&laid_out, "Delete Policy tier-1"),
         [Phase::DeleteOthers]
     );
+}
+
+#[test]
+fn a_queue_removal_names_the_queues_that_feed_it_and_nothing_else_does() {
+    let work = change(Action::Delete, Queue, "work");
+    let tier = change(Action::Delete, Queue, "work.retry.30s");
+    let policy = change(Action::Delete, Policy, "work");
+    let feeds = [
+        strand::Feed {
+            from: tier.id.clone(),
+            into: work.id.clone(),
+        },
+        strand::Feed {
+            from: work.id.clone(),
+            into: tier.id.clone(),
+        },
+        // A queue that dead-letters into itself waits for nobody.
+        strand::Feed {
+            from: work.id.clone(),
+            into: work.id.clone(),
+        },
+    ];
+    assert_eq!(write_of(&work, false, &feeds).fed_by, [&tier.id]);
+    assert_eq!(write_of(&tier, false, &feeds).fed_by, [&work.id]);
+    assert!(write_of(&policy, false, &feeds).fed_by.is_empty());
 }

@@ -4,13 +4,16 @@
 //! bindings declared again when the queue stays, and a check lost with its connection
 //! asked again where that settles it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection};
 
-use super::{GuardedQueue, NOT_FOUND, channel, failed_as, refused};
+use super::{Deletion, GuardedQueue, NOT_FOUND, channel, failed_as, refused};
 use crate::broker::amqp::{AmqpUse, reply_of};
 use crate::broker::error::{RedactedText, removed_binding};
 use crate::broker::{BrokerError, Client, QueueBinding};
@@ -22,14 +25,98 @@ const PRECONDITION_FAILED: u16 = 406;
 /// What the deletion of a queue sends, as errors name it.
 const DELETE: &str = "queue.delete";
 
+/// How many queues of one vhost are being deleted at once, at most. Each deletion is a
+/// few round trips (its lock confirmation, the removal of the bindings into it, the
+/// broker's check and the delete), most of them waiting on the broker: one at a time,
+/// removing a topology took several times as long as creating it.
+const DELETES_IN_FLIGHT: usize = 8;
+
+/// The AMQP connection one vhost's deletions share, and the channels they take turns
+/// on: one channel per deletion in flight (a refusal or a missing queue closes the
+/// channel, never the connection).
+struct Checks {
+    /// The connection, with how many times it was opened again: a deletion that lost
+    /// it opens it again only if no other deletion has done so since.
+    connection: tokio::sync::RwLock<(u64, Connection)>,
+    /// Channels of the current connection free for the next deletion.
+    idle: Mutex<Vec<(u64, Channel)>>,
+}
+
+impl Checks {
+    fn new(connection: Connection) -> Checks {
+        Checks {
+            connection: tokio::sync::RwLock::new((0, connection)),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A channel for `queue`'s deletion, and the connection's generation it is of.
+    async fn channel(&self, queue: &GuardedQueue<'_>) -> (u64, Result<Channel, BrokerError>) {
+        let held = self.connection.read().await;
+        let reusable = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            idle.retain(|(generation, channel)| {
+                *generation == held.0 && channel.status().connected()
+            });
+            idle.pop()
+        };
+        match reusable {
+            Some((generation, channel)) => (generation, Ok(channel)),
+            None => (held.0, channel(&held.1, queue, DELETE).await),
+        }
+    }
+
+    /// Gives `channel` back for the next deletion, if it is still open.
+    fn give_back(&self, generation: u64, channel: Channel) {
+        if channel.status().connected() {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            idle.push((generation, channel));
+        }
+    }
+
+    /// Whether the connection of `generation` is still the one in use, and open.
+    async fn connected(&self, generation: u64) -> bool {
+        let held = self.connection.read().await;
+        held.0 == generation && held.1.status().connected()
+    }
+
+    /// Replaces the connection of `generation`, lost, with the one `open` makes; a
+    /// connection another deletion opened since is kept. `false` when none opens.
+    async fn reopen(
+        &self,
+        generation: u64,
+        open: impl std::future::Future<Output = Result<Connection, BrokerError>>,
+    ) -> bool {
+        let mut held = self.connection.write().await;
+        if held.0 != generation {
+            return true;
+        }
+        match open.await {
+            Ok(fresh) => {
+                *held = (generation + 1, fresh);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    async fn close(self) {
+        let (_, connection) = self.connection.into_inner();
+        crate::broker::amqp::close(&connection, "warren is done").await;
+    }
+}
+
 impl Client {
-    /// Deletes each queue if the broker finds it empty and unused at that moment, one
-    /// at a time; the result of each, in order, or `None` for a queue not tried
-    /// because `stop` asked for a stop before it, or because an earlier queue was not
-    /// deleted: a refusal stops the deletions there, so that no queue goes while a
-    /// queue that dead-letters into it stays with its messages (the caller orders
-    /// them feeders first). A queue that is already gone counts as deleted.
-    /// `answered` is told of each queue once it is tried.
+    /// Deletes each queue if the broker finds it empty and unused at that moment; the
+    /// result of each, in order, or `None` for a queue not tried because `stop` asked
+    /// for a stop before it, or because a queue was not deleted: a refusal starts no
+    /// further deletion (those already under way finish and say how they ended). A
+    /// queue starts only once the queues it goes after ([`Deletion::after`], those
+    /// that feed it) are deleted, so that no queue goes while a queue that
+    /// dead-letters into it stays with its messages; up to [`DELETES_IN_FLIGHT`]
+    /// queues of a vhost are deleted at once, the vhosts one after another. A queue
+    /// that is already gone counts as deleted. `answered` is told of each queue once
+    /// it is tried.
     ///
     /// Before a queue's check, the bindings into it are removed (read once per vhost
     /// from the broker): from then on no publish through an exchange, and no dead
@@ -39,15 +126,18 @@ impl Client {
     /// the deletion, those bindings are declared again.
     pub async fn delete_queues_if_empty(
         &self,
-        queues: &[GuardedQueue<'_>],
+        queues: &[Deletion<'_>],
         stop: &dyn Fn() -> bool,
         answered: &mut dyn FnMut(usize),
     ) -> Vec<Option<Result<(), BrokerError>>> {
         let mut results: Vec<Option<Result<(), BrokerError>>> =
             queues.iter().map(|_| None).collect();
         let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (index, queue) in queues.iter().enumerate() {
-            by_vhost.entry(queue.vhost).or_default().push(index);
+        for (index, deletion) in queues.iter().enumerate() {
+            by_vhost
+                .entry(deletion.queue.vhost)
+                .or_default()
+                .push(index);
         }
         for (vhost, indices) in by_vhost {
             if stop() {
@@ -62,8 +152,8 @@ impl Client {
                     break;
                 }
             };
-            let mut connection = match self.checks_connection(vhost).await {
-                Ok(connection) => connection,
+            let checks = match self.checks_connection(vhost).await {
+                Ok(connection) => Checks::new(connection),
                 Err(error) => {
                     results[first] = Some(Err(error));
                     answered(1);
@@ -71,10 +161,10 @@ impl Client {
                 }
             };
             let tried = self
-                .delete_in_vhost(&mut connection, queues, &indices, &routes, stop, answered)
+                .delete_in_vhost(&checks, queues, &indices, &routes, stop, answered)
                 .await;
-            crate::broker::amqp::close(&connection, "warren is done").await;
-            let refused = tried.last().is_some_and(|(_, result)| result.is_err());
+            checks.close().await;
+            let refused = tried.iter().any(|(_, result)| result.is_err());
             for (index, result) in tried {
                 results[index] = Some(result);
             }
@@ -96,103 +186,108 @@ impl Client {
         .await
     }
 
-    /// The deletions of one vhost's queues (`indices` of `queues`), in order, over
-    /// `connection`: the result of each queue tried, up to the first that failed.
-    ///
-    /// A connection lost under a queue's check is opened again once for that queue,
-    /// and the queue checked again from the start, wherever what was lost can be
-    /// settled by asking anew (see [`settled_by_asking_again`]). The writers' short
-    /// heartbeat (`amqp::WRITER_HEARTBEAT_SECS`) is for the broker's side, so that a
-    /// frozen warren loses its writers before its locks; the client checks the same
-    /// heartbeat on the broker, and a loaded broker can miss it (seen on a 4.3 node
-    /// deleting 3,000 queues beside two CPU-bound processes: the apply failed after
-    /// 2,870). The new connection writes nothing before the lock is confirmed again.
+    /// The deletions of one vhost's queues (`indices` of `queues`, in order) over
+    /// `checks`, each started once the queues it goes after are deleted, up to
+    /// [`DELETES_IN_FLIGHT`] at once; none started after a failure or a stop. The
+    /// result of each queue tried, in order.
     async fn delete_in_vhost(
         &self,
-        connection: &mut Connection,
-        queues: &[GuardedQueue<'_>],
+        checks: &Checks,
+        queues: &[Deletion<'_>],
         indices: &[usize],
         routes: &BTreeMap<String, Vec<QueueBinding>>,
         stop: &dyn Fn() -> bool,
         answered: &mut dyn FnMut(usize),
     ) -> Vec<(usize, Result<(), BrokerError>)> {
+        let mut deleted: HashMap<usize, bool> = HashMap::new();
+        let mut started = vec![false; indices.len()];
+        let mut in_flight = FuturesUnordered::new();
         let mut tried = Vec::new();
-        // One channel serves every check until the broker closes it (a refusal or a
-        // missing queue closes the channel, never the connection).
-        let mut open: Option<Channel> = None;
-        for &index in indices {
-            if stop() {
-                break;
-            }
-            let queue = &queues[index];
-            // Nothing of this queue's deletion starts once the locks are lost: its
-            // connection may be gone with them (see `fence`), which is not a refusal.
-            let result = match self.fenced(false).await {
-                Ok(()) => self.delete_over(connection, &mut open, queue, routes).await,
-                Err(lost) => Err(lost),
-            };
-            let result = match result {
-                Err(error)
-                    if !connection.status().connected()
-                        && settled_by_asking_again(queue, &error) =>
-                {
-                    self.ask_again(connection, &mut open, queue, routes, error)
-                        .await
+        let mut halted = false;
+        loop {
+            for (place, &index) in indices.iter().enumerate() {
+                if halted || in_flight.len() >= DELETES_IN_FLIGHT {
+                    break;
                 }
-                result => result,
+                let fed = queues[index].after.iter();
+                if started[place] || !fed.clone().all(|f| deleted.get(f) == Some(&true)) {
+                    continue;
+                }
+                if stop() {
+                    halted = true;
+                    break;
+                }
+                started[place] = true;
+                let queue = &queues[index].queue;
+                in_flight
+                    .push(async move { (index, self.delete_one(checks, queue, routes).await) });
+            }
+            let Some((index, result)) = in_flight.next().await else {
+                break;
             };
-            let failed = result.is_err();
+            halted |= result.is_err();
+            deleted.insert(index, result.is_ok());
             tried.push((index, result));
             answered(1);
-            if failed {
-                break;
-            }
         }
-        if let Some(channel) = open {
-            crate::broker::amqp::close_channel(&channel).await;
-        }
+        tried.sort_by_key(|(index, _)| *index);
         tried
     }
 
-    /// A queue's check made again on a new connection after `lost` lost the first;
-    /// `lost` stands when no new connection opens or the lock is no longer held (the
-    /// first check's outcome is then as unknown as `lost` says).
-    async fn ask_again(
+    /// One queue's deletion over `checks`, started only while the broker confirms the
+    /// locks (nothing of it starts once they are lost: its connection may be gone with
+    /// them, see `fence`, which is not a refusal).
+    ///
+    /// A connection lost under the check is opened again once for the queue, and the
+    /// queue checked again from the start, wherever what was lost can be settled by
+    /// asking anew (see [`settled_by_asking_again`]). The writers' short heartbeat
+    /// (`amqp::WRITER_HEARTBEAT_SECS`) is for the broker's side, so that a frozen
+    /// warren loses its writers before its locks; the client checks the same
+    /// heartbeat on the broker, and a loaded broker can miss it (seen on a 4.3 node
+    /// deleting 3,000 queues beside two CPU-bound processes: the apply failed after
+    /// 2,870). The new connection writes nothing before the lock is confirmed again.
+    async fn delete_one(
         &self,
-        connection: &mut Connection,
-        open: &mut Option<Channel>,
+        checks: &Checks,
         queue: &GuardedQueue<'_>,
         routes: &BTreeMap<String, Vec<QueueBinding>>,
-        lost: BrokerError,
     ) -> Result<(), BrokerError> {
-        let Ok(fresh) = self.checks_connection(queue.vhost).await else {
-            return Err(lost);
-        };
-        *connection = fresh;
-        *open = None;
-        if self.fenced(false).await.is_err() {
-            return Err(lost);
+        self.fenced(false).await?;
+        let (generation, result) = self.delete_over(checks, queue, routes).await;
+        match result {
+            Err(error)
+                if settled_by_asking_again(queue, &error)
+                    && !checks.connected(generation).await =>
+            {
+                let reopened = checks
+                    .reopen(generation, self.checks_connection(queue.vhost))
+                    .await;
+                if !reopened || self.fenced(false).await.is_err() {
+                    return Err(error);
+                }
+                self.delete_over(checks, queue, routes).await.1
+            }
+            result => result,
         }
-        self.delete_over(connection, open, queue, routes).await
     }
 
-    /// One queue's check and deletion over `connection`, on the channel left `open` by
-    /// the queue before it when there is one (it is left open for the next).
+    /// One queue's check and deletion on a channel of `checks` (given back for the
+    /// next queue), with the generation of the connection it went over.
     async fn delete_over(
         &self,
-        connection: &Connection,
-        open: &mut Option<Channel>,
+        checks: &Checks,
         queue: &GuardedQueue<'_>,
         routes: &BTreeMap<String, Vec<QueueBinding>>,
-    ) -> Result<(), BrokerError> {
-        let channel = match open.take() {
-            Some(channel) if channel.status().connected() => channel,
-            _ => channel(connection, queue, DELETE).await?,
+    ) -> (u64, Result<(), BrokerError>) {
+        let (generation, channel) = checks.channel(queue).await;
+        let channel = match channel {
+            Ok(channel) => channel,
+            Err(error) => return (generation, Err(error)),
         };
         let into = routes.get(queue.name).map_or(&[][..], Vec::as_slice);
         let result = self.delete_unrouted(&channel, queue, into).await;
-        *open = Some(channel);
-        result
+        checks.give_back(generation, channel);
+        (generation, result)
     }
 
     /// Removes the bindings `into` the queue, then deletes it if the broker finds it

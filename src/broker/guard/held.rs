@@ -16,6 +16,24 @@ use crate::broker::amqp::{AmqpUse, reply_of};
 use crate::broker::{BrokerError, Client, segment};
 use crate::model::{Permission, QueueType};
 
+/// Above this many queues of one vhost to count, their statistics are read with one
+/// listing of the vhost's queues instead of a request each: removing 1,000 consumers
+/// (5,000 queues) spent 50 of its 59 s in those requests on RabbitMQ 3.10, one after
+/// another, and a listing of those columns takes a fraction of a second.
+const ONE_LISTING_ABOVE: usize = 32;
+
+/// How many channels count one vhost's queues at once.
+const COUNTS_IN_FLIGHT: usize = 8;
+
+/// `queues`' places, by vhost.
+fn by_vhost(queues: &[(String, String)]) -> BTreeMap<&str, Vec<usize>> {
+    let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (index, (vhost, _)) in queues.iter().enumerate() {
+        by_vhost.entry(vhost.as_str()).or_default().push(index);
+    }
+    by_vhost
+}
+
 /// What counting a queue sends, as errors name it.
 const COUNT: &str = "queue.declare (passive, to count its messages)";
 
@@ -54,11 +72,7 @@ impl Client {
         queues: &[(String, String)],
     ) -> Result<Vec<Option<QueueHeld>>, BrokerError> {
         let mut held: Vec<Option<QueueHeld>> = vec![None; queues.len()];
-        let mut by_vhost: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (index, (vhost, _)) in queues.iter().enumerate() {
-            by_vhost.entry(vhost.as_str()).or_default().push(index);
-        }
-        for (vhost, indices) in by_vhost {
+        for (vhost, indices) in by_vhost(queues) {
             let connection = self
                 .amqp_connection(
                     vhost,
@@ -66,33 +80,83 @@ impl Client {
                     AmqpUse::Reads,
                 )
                 .await?;
-            let counted = async {
-                let mut open: Option<Channel> = None;
-                for &index in &indices {
-                    let queue = GuardedQueue {
-                        vhost,
-                        name: &queues[index].1,
-                        queue_type: QueueType::Classic,
-                    };
-                    let channel = match open.take() {
-                        Some(channel) if channel.status().connected() => channel,
-                        _ => self::channel(&connection, &queue, COUNT).await?,
-                    };
-                    held[index] = declare_passive(&channel, &queue).await?;
-                    open = Some(channel);
+            // A few channels, each counting its share of the queues one after another:
+            // the answers are round trips, and one channel waits out each in turn.
+            let share = indices.len().div_ceil(COUNTS_IN_FLIGHT).max(1);
+            let counting = indices.chunks(share).map(|part| {
+                let connection = &connection;
+                async move {
+                    let mut counted = Vec::with_capacity(part.len());
+                    let mut open: Option<Channel> = None;
+                    for &index in part {
+                        let queue = GuardedQueue {
+                            vhost,
+                            name: &queues[index].1,
+                            queue_type: QueueType::Classic,
+                        };
+                        let channel = match open.take() {
+                            Some(channel) if channel.status().connected() => channel,
+                            _ => self::channel(connection, &queue, COUNT).await?,
+                        };
+                        counted.push((index, declare_passive(&channel, &queue).await?));
+                        open = Some(channel);
+                    }
+                    Ok::<_, BrokerError>(counted)
                 }
-                Ok::<_, BrokerError>(())
+            });
+            let counted: Result<Vec<_>, BrokerError> = futures::future::join_all(counting)
+                .await
+                .into_iter()
+                .collect();
+            if let Ok(parts) = &counted {
+                for &(index, queue) in parts.iter().flatten() {
+                    held[index] = queue;
+                }
             }
-            .await;
             crate::broker::amqp::close(&connection, "warren is done").await;
             counted?;
         }
-        for (index, (vhost, name)) in queues.iter().enumerate() {
-            if let Some(queue) = held[index].as_mut() {
-                (queue.unacknowledged, queue.delayed) = self.held_back(vhost, name).await?;
+        for (vhost, indices) in by_vhost(queues) {
+            let listed = if indices.len() > ONE_LISTING_ABOVE {
+                Some(self.held_back_in(vhost).await?)
+            } else {
+                None
+            };
+            for index in indices {
+                let name = &queues[index].1;
+                let Some(queue) = held[index].as_mut() else {
+                    continue;
+                };
+                (queue.unacknowledged, queue.delayed) = match &listed {
+                    Some(listed) => listed.get(name.as_str()).copied().unwrap_or_default(),
+                    None => self.held_back(vhost, name).await?,
+                };
             }
         }
         Ok(held)
+    }
+
+    /// [`Client::held_back`] for every queue of `vhost`, by name, from one listing.
+    async fn held_back_in(&self, vhost: &str) -> Result<BTreeMap<String, (u64, u64)>, BrokerError> {
+        let path = format!(
+            "/api/queues/{}?columns=name,messages_unacknowledged,messages_delayed",
+            segment(vhost)
+        );
+        let listed = self.get(&path).await?.unwrap_or_default();
+        let count = |queue: &serde_json::Value, key: &str| queue[key].as_u64().unwrap_or(0);
+        Ok(listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|queue| {
+                let name = queue["name"].as_str()?;
+                let counts = (
+                    count(queue, "messages_unacknowledged"),
+                    count(queue, "messages_delayed"),
+                );
+                Some((name.to_string(), counts))
+            })
+            .collect())
     }
 
     /// The statistics' counts of a queue's unacknowledged messages and of those it holds

@@ -48,6 +48,17 @@ pub struct GuardedQueue<'a> {
     pub queue_type: QueueType,
 }
 
+/// A queue to delete if empty ([`crate::broker::Client::delete_queues_if_empty`]),
+/// and the queues of the same deletions it goes after.
+#[derive(Debug, Clone, Copy)]
+pub struct Deletion<'a> {
+    /// The queue.
+    pub queue: GuardedQueue<'a>,
+    /// The places, in the same list of deletions, of the queues that dead-letter into
+    /// it and come before it: it is deleted only once each of them is.
+    pub after: &'a [usize],
+}
+
 async fn channel(
     connection: &Connection,
     queue: &GuardedQueue<'_>,

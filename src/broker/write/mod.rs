@@ -52,7 +52,7 @@ impl WriteStop<'static> {
 }
 
 /// One object to update in place or remove.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ObjectWrite<'a> {
     /// The object.
     pub id: &'a ObjectId,
@@ -65,6 +65,10 @@ pub struct ObjectWrite<'a> {
     /// For a queue removal: delete it only if the broker finds it empty and unused
     /// at that moment (see `broker::guard`).
     pub if_empty: bool,
+    /// For a queue removal: the queues that dead-letter into it. Those the same call
+    /// removes are deleted first, and this one only once they are gone: a queue never
+    /// goes while one that feeds it may stay with its messages.
+    pub fed_by: Vec<&'a ObjectId>,
 }
 
 /// What became of one object handed to

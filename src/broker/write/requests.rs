@@ -4,21 +4,22 @@
 //! emptiness check at deletion (`broker::guard`).
 
 use std::cell::Cell;
+use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
 use super::{ObjectWrite, WriteOutcome, WriteStop};
-use crate::broker::{Client, GuardedQueue, segment};
-use crate::model::{ObjectKind, QueueType};
+use crate::broker::{Client, Deletion, GuardedQueue, segment};
+use crate::model::{ObjectId, ObjectKind, QueueType};
 
 /// One HTTP request: method, path and body.
 type Request = (&'static str, String, Option<Value>);
 
 impl Client {
     /// Updates and removes objects, a bounded number of requests at a time; queue
-    /// removals marked `if_empty` go last, one by one, through the broker's emptiness
-    /// check ([`Client::delete_queues_if_empty`]), once everything else (bindings
-    /// into them, in particular) is done. A stop `stop` asks for is heard before each
+    /// removals marked `if_empty` go last, through the broker's emptiness check
+    /// ([`Client::delete_queues_if_empty`]: each after the queues that feed it), once
+    /// everything else (bindings into them, in particular) is done. A stop `stop` asks for is heard before each
     /// write's first request (see [`WriteStop`]). The outcome of each write, in order;
     /// `answered` is told of each write the broker has answered for (all its requests).
     pub async fn write_objects(
@@ -113,7 +114,31 @@ impl Client {
             }
             return outcomes;
         }
-        let checked: Vec<GuardedQueue> = queues.iter().map(|(_, q)| *q).collect();
+        // Each queue after the queues of this call that feed it (by their place here).
+        let place: HashMap<&ObjectId, usize> = queues
+            .iter()
+            .enumerate()
+            .map(|(place, (index, _))| (writes[*index].id, place))
+            .collect();
+        // Only those before it: a queue and the tier it feeds feed each other, and the
+        // order (`plan::strand::delete_order`) says which goes first.
+        let after: Vec<Vec<usize>> = queues
+            .iter()
+            .enumerate()
+            .map(|(own, (index, _))| {
+                let feeders = writes[*index].fed_by.iter();
+                let places = feeders.filter_map(|feeder| place.get(feeder).copied());
+                places.filter(|place| *place < own).collect()
+            })
+            .collect();
+        let checked: Vec<Deletion> = queues
+            .iter()
+            .zip(&after)
+            .map(|((_, queue), after)| Deletion {
+                queue: *queue,
+                after,
+            })
+            .collect();
         let deleted = self
             .delete_queues_if_empty(&checked, stop.asked, answered)
             .await;

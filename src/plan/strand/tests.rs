@@ -156,3 +156,61 @@ fn a_tier_whose_route_the_plan_moves_to_a_queue_that_stays_strands_nothing() {
     let (strands, _) = find_in(&live, &changes);
     assert!(strands.is_empty(), "{strands:?}");
 }
+
+/// The order as first written: each step looks at every queue left and every feed.
+/// Quadratic and more, but plainly the rule; [`delete_order`] must give the same.
+fn delete_order_by_the_rule<'a>(queues: &[&'a Change], feeds: &[Feed]) -> Vec<&'a Change> {
+    let mut left: Vec<&'a Change> = queues.to_vec();
+    let mut order = Vec::new();
+    while !left.is_empty() {
+        let fed_by_left = |change: &Change| {
+            feeds.iter().any(|f| {
+                f.into == change.id && f.from != change.id && left.iter().any(|l| l.id == f.from)
+            })
+        };
+        let next = left
+            .iter()
+            .position(|c| !fed_by_left(c))
+            .or_else(|| left.iter().position(|c| moves_by_itself(c)))
+            .unwrap_or(0);
+        order.push(left.remove(next));
+    }
+    order
+}
+
+#[test]
+fn the_delete_order_is_the_rules_on_random_graphs_with_cycles() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    for trial in 0..300 {
+        let count = rng.random_range(1..40);
+        let changes: Vec<Change> = (0..count)
+            .map(|n| {
+                // Some queues move messages by themselves (a TTL), some do not.
+                let arguments = if rng.random_bool(0.3) {
+                    json!({"x-message-ttl": 1000})
+                } else {
+                    json!({})
+                };
+                let before = Some(json!({ "arguments": arguments }));
+                Change::new(Action::Delete, queue(&format!("q{n}")), before, None)
+            })
+            .collect();
+        let refs: Vec<&Change> = changes.iter().collect();
+        // Random feeds, duplicates, self-feeds and feeds from queues not deleted among them.
+        let feeds: Vec<Feed> = (0..rng.random_range(0..count * 3))
+            .map(|_| Feed {
+                from: queue(&format!("q{}", rng.random_range(0..count + 3))),
+                into: queue(&format!("q{}", rng.random_range(0..count))),
+            })
+            .collect();
+        let names = |order: Vec<&Change>| -> Vec<String> {
+            order.iter().map(|c| c.id.name.clone()).collect()
+        };
+        assert_eq!(
+            names(delete_order(&refs, &feeds)),
+            names(delete_order_by_the_rule(&refs, &feeds)),
+            "trial {trial}: {feeds:?}"
+        );
+    }
+}
