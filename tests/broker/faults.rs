@@ -380,14 +380,15 @@ fn a_broker_killed_at_the_first_write_reports_nothing_made(version: Version) {
 
 /// The deletion checks' AMQP connection goes silent after three deletes (a proxy
 /// passes nothing more of the broker's on it, heartbeats included, while warren's
-/// requests still reach the broker): the fourth delete is done by the broker and its
-/// answer never arrives, and the client gives the connection up after two missed
-/// heartbeats, as it does when a loaded broker is slow to send them.
+/// requests still reach the broker): the deletes then under way are done by the broker
+/// and their answers never arrive, and the client gives the connection up after two
+/// missed heartbeats, as it does when a loaded broker is slow to send them.
 ///
-/// - Classic queues: warren opens a new connection, asks again (the queue is gone: its
-///   delete carried `if-empty`, so nothing was lost with it) and finishes the job.
-/// - Quorum queues: the lost answer would have counted the messages deleted with the
-///   queue, so that delete stays "not confirmed" (exit 3, the report checked against
+/// - Classic queues: warren opens a new connection, asks again (the queues are gone:
+///   their deletes carried `if-empty`, so nothing was lost with them) and finishes the
+///   job.
+/// - Quorum queues: a lost answer would have counted the messages deleted with the
+///   queue, so those deletes stay "not confirmed" (exit 3, the report checked against
 ///   the broker), and the next apply finishes the job.
 fn a_deletion_check_connection_lost_under_load_is_opened_again(version: Version) {
     let node = Node::shared(version);
@@ -428,17 +429,24 @@ fn a_deletion_check_connection_lost_under_load_is_opened_again(version: Version)
                     .map(|line| named_queue(line))
                     .collect::<Vec<_>>()
             });
-            // The broker deletes in the plan's order; the fourth is the one unheard of.
-            assert_eq!(
-                (done.len(), unconfirmed.len(), not_done.len()),
-                (3, 1, 3),
+            // Several deletions are under way at once (docs/reliability.md): the three
+            // answered are done, each whose delete the silent connection carried is not
+            // confirmed (and was done: the requests reached the broker), and none starts
+            // after that failure. A deletion that had not sent its delete yet asks again
+            // on a new connection, so it may be done too.
+            assert!(
+                done.len() >= 3
+                    && !unconfirmed.is_empty()
+                    && done.len() + unconfirmed.len() + not_done.len() == 7,
                 "{version}: {}",
                 output.stdout
             );
-            assert!(
-                !held.contains(&unconfirmed[0]),
-                "{version}: the broker did the delete whose answer was lost"
-            );
+            for queue in &unconfirmed {
+                assert!(
+                    !held.contains(queue),
+                    "{version}: the broker did the delete of {queue}, whose answer was lost"
+                );
+            }
             for queue in &done {
                 assert!(!held.contains(queue), "{version}: {queue} reported deleted");
             }
