@@ -204,8 +204,14 @@ impl Client {
         let mut in_flight = FuturesUnordered::new();
         let mut tried = Vec::new();
         let mut halted = false;
+        // Every place before this one is started: each round looks from here on, so
+        // that thousands of queues are not scanned again after each answer.
+        let mut first_unstarted = 0;
         loop {
-            for (place, &index) in indices.iter().enumerate() {
+            while started.get(first_unstarted) == Some(&true) {
+                first_unstarted += 1;
+            }
+            for (place, &index) in indices.iter().enumerate().skip(first_unstarted) {
                 if halted || in_flight.len() >= DELETES_IN_FLIGHT {
                     break;
                 }

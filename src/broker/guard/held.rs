@@ -72,7 +72,9 @@ impl Client {
         queues: &[(String, String)],
     ) -> Result<Vec<Option<QueueHeld>>, BrokerError> {
         let mut held: Vec<Option<QueueHeld>> = vec![None; queues.len()];
-        for (vhost, indices) in by_vhost(queues) {
+        let by_vhost = by_vhost(queues);
+        for (vhost, indices) in &by_vhost {
+            let vhost = *vhost;
             let connection = self
                 .amqp_connection(
                     vhost,
@@ -116,7 +118,7 @@ impl Client {
             crate::broker::amqp::close(&connection, "warren is done").await;
             counted?;
         }
-        for (vhost, indices) in by_vhost(queues) {
+        for (vhost, indices) in by_vhost {
             let listed = if indices.len() > ONE_LISTING_ABOVE {
                 Some(self.held_back_in(vhost).await?)
             } else {
