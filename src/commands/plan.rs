@@ -19,6 +19,7 @@ use crate::render;
 use crate::render::markdown::render_markdown;
 use crate::render::plan::{Style, redacted_json, render_text};
 use crate::spec::SpecFile;
+use crate::topology;
 
 /// The flags of `warren plan`.
 #[derive(Debug, clap::Args)]
@@ -167,7 +168,7 @@ pub fn plan(
         .print(&plan, stdout)
         .map_err(CommandError::unwritten)?;
     if let Some(output) = &args.output {
-        let digest = plan::file::write(output, &plan)
+        let digest = plan::file::write(output, &topology::as_saved(&plan))
             .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
         // The digest goes where the plan is read (a pull request shows the text or the
         // Markdown), so that the apply can be pinned to the plan that was reviewed.

@@ -1,11 +1,16 @@
-//! The format marker of a saved plan (`"format": "warren-plan/2"`, docs/plan-format.md):
+//! The format marker of a saved plan (`"format": "warren-plan/3"`, docs/plan-format.md):
 //! here, at the leaf, because two layers read it: `plan/` writes and reads plan files,
 //! and `spec/` tells a saved plan given where a spec is expected from a spec before
 //! parsing it as YAML.
 
 /// Identifies a plan document. Version 2 carries the desired state, so that apply can
-/// recompute the changes instead of trusting them.
-pub const PLAN_FORMAT: &str = "warren-plan/2";
+/// recompute the changes instead of trusting them; version 3 may leave the unchanged
+/// exchanges, queues and bindings out of it, counted and digested (`unchanged`).
+pub const PLAN_FORMAT: &str = "warren-plan/3";
+
+/// The version before [`PLAN_FORMAT`], still read: a version 2 plan is a version 3
+/// plan with nothing left out.
+pub const READ_TOO: &str = "warren-plan/2";
 
 /// Whether `format` marks a plan document of any version (`warren-plan/1`,
 /// `warren-plan/2` …): the family of [`PLAN_FORMAT`], its text up to the version.
@@ -76,7 +81,7 @@ mod tests {
         assert_eq!(saved_plan_format(r#"{"format": "warren-apply/1"}"#), None);
         // A plan cut short is still a plan.
         assert_eq!(
-            saved_plan_format("{\n  \"format\": \"warren-plan/2\",\n  \"spec\": \"sh").as_deref(),
+            saved_plan_format("{\n  \"format\": \"warren-plan/3\",\n  \"spec\": \"sh").as_deref(),
             Some(PLAN_FORMAT)
         );
         assert_eq!(

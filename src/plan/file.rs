@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::{PLAN_FORMAT, Plan};
-use crate::model::plan_format::is_plan_format;
+use crate::model::plan_format::{READ_TOO, is_plan_format};
 use crate::model::redact::holds_hidden_secrets;
 use crate::spec::environment::Choice;
 
@@ -149,10 +149,10 @@ fn parse(path: &Path, text: &str) -> Result<Option<Plan>, String> {
         Err(_) => return Ok(None),
     };
     match value["format"].as_str() {
-        Some(PLAN_FORMAT) => {}
+        Some(PLAN_FORMAT | READ_TOO) => {}
         Some(other) if is_plan_format(other) => {
             return Err(format!(
-                "{} is a `{other}` plan, which this warren cannot read (it reads `{PLAN_FORMAT}`); make the plan again with `warren plan SPEC -o FILE`",
+                "{} is a `{other}` plan, which this warren cannot read (it reads `{PLAN_FORMAT}` and `{READ_TOO}`); make the plan again with `warren plan SPEC -o FILE`",
                 path.display()
             ));
         }

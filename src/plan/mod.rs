@@ -12,6 +12,7 @@ mod capture;
 mod depends;
 mod drift;
 pub mod file;
+mod fold;
 mod migration;
 pub mod pass_on;
 mod recheck;
@@ -23,6 +24,7 @@ pub use basis::Basis;
 pub use capture::{Captured, Overlap};
 pub use depends::Dependency;
 pub use drift::{Drift, PolicyRef, RoleHazard, SettingDrift, Tie};
+pub use fold::Unchanged;
 pub use migration::{Migration, Stage, is_migration_object};
 pub use pass_on::PassOn;
 pub use recheck::{Mismatch, recheck, replan};
@@ -72,8 +74,12 @@ pub struct Plan {
     pub prune_unmanaged: bool,
     /// Every object the spec manages once the plan is applied, in normal form: apply
     /// recomputes the changes from it and the live broker and refuses unless they equal
-    /// [`Plan::changes`].
+    /// [`Plan::changes`]. In a saved plan, without the objects in [`Plan::unchanged`].
     pub desired: Vec<DesiredObject>,
+    /// In a saved plan, the unchanged exchanges, queues and bindings left out of
+    /// [`Plan::desired`], counted and digested per vhost and kind ([`fold`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<Unchanged>,
     /// The changes, grouped by vhost and kind.
     pub changes: Vec<Change>,
     /// Objects that exist exactly as the spec declares them but are in no record: the
@@ -85,6 +91,10 @@ pub struct Plan {
     /// plans that predate the check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependencies: Option<Vec<Dependency>>,
+    /// In a saved plan, the dependencies of the objects in [`Plan::unchanged`], left
+    /// out of [`Plan::dependencies`] and counted and digested the same way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged_dependencies: Vec<Unchanged>,
     /// Managed queues and exchanges that policies (or operator policies) of the same
     /// highest priority all match: the broker applies one of them and which one is not
     /// knowable, so the plan cannot be applied.
@@ -142,6 +152,10 @@ pub struct Plan {
     /// never saved: a saved plan is recomputed from the broker at apply.
     #[serde(skip)]
     pub basis: Option<Basis>,
+    /// The vhosts and kinds whose unchanged objects a saved plan may leave out
+    /// ([`fold`]); never saved.
+    #[serde(skip)]
+    pub foldable: BTreeSet<(String, ObjectKind)>,
 }
 
 /// One desired object.
@@ -492,6 +506,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         (&ownership.others, inputs.spec),
         inputs.roles,
     );
+    let foldable = fold::foldable(&ownership.managed, &live, &desired, &changed);
     let migrations = migration::find(&desired, &migration_objects, &changes, target);
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
@@ -513,9 +528,11 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
             .into_iter()
             .map(|(id, value)| DesiredObject { id, value })
             .collect(),
+        unchanged: Vec::new(),
         changes,
         adopted,
         dependencies: Some(applied.dependencies),
+        unchanged_dependencies: Vec::new(),
         ties: applied.ties,
         drift: applied.drift,
         hazards: applied.hazards,
@@ -534,6 +551,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         unknown_passwords: inputs.passwords.unknown.clone(),
         summary: Summary::default(),
         basis: None,
+        foldable,
     };
     plan.summarize();
     plan
@@ -573,9 +591,11 @@ impl Plan {
             broker_id: None,
             prune_unmanaged: false,
             desired,
+            unchanged: vec![],
             changes,
             adopted: vec![],
             dependencies: None,
+            unchanged_dependencies: vec![],
             ties: vec![],
             drift: vec![],
             hazards: vec![],
@@ -590,6 +610,7 @@ impl Plan {
             unknown_passwords: Default::default(),
             summary: Summary::default(),
             basis: None,
+            foldable: BTreeSet::new(),
         };
         plan.summarize();
         plan

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 
 use super::{Inputs, Plan, broker_id, build};
 use crate::diff::Change;
-use crate::model::Definitions;
 use crate::model::password::Passwords;
 use crate::model::record::{DamagedRecord, check_own, records};
+use crate::model::{Definitions, ObjectId};
 
 /// Why a saved plan does not apply to the broker as it is now.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -54,6 +54,16 @@ pub fn replan(
     live: &Definitions,
     protected_user: Option<String>,
 ) -> Result<Plan, Mismatch> {
+    remade(saved, live, protected_user).map(|(plan, _)| plan)
+}
+
+/// [`replan`], with the objects the saved plan folded ([`Plan::unchanged`]) and found
+/// again.
+fn remade(
+    saved: &Plan,
+    live: &Definitions,
+    protected_user: Option<String>,
+) -> Result<(Plan, BTreeSet<ObjectId>), Mismatch> {
     let now = broker_id(live);
     if let Some(planned) = &saved.broker_id
         && now.as_ref() != Some(planned)
@@ -65,12 +75,13 @@ pub fn replan(
     }
     let records = records(&live.global_parameters)?;
     check_own(&records, &saved.spec)?;
+    let found = saved.desired_found_in(records.get(&saved.spec), live)?;
     let mut plan = build(Inputs {
         spec: &saved.spec,
         environment: saved.environment.as_deref(),
         target_version: saved.target_version.clone(),
         broker_version: saved.broker_version.clone(),
-        desired: saved.desired_objects(),
+        desired: found.desired,
         passwords: &Passwords::default(),
         live,
         records,
@@ -82,7 +93,7 @@ pub fn replan(
     // plan's: they still hold, because apply refuses a plan whose dependencies (the
     // policy and operator policy that win on each managed queue) changed since.
     plan.hazards = saved.hazards.clone();
-    Ok(plan)
+    Ok((plan, found.folded))
 }
 
 /// Computes `saved` again against `live` (its vhosts and the global parameters). The
@@ -93,7 +104,7 @@ pub fn recheck(
     live: &Definitions,
     protected_user: Option<String>,
 ) -> Result<Plan, Mismatch> {
-    let mut fresh = replan(saved, live, protected_user)?;
+    let (mut fresh, folded) = remade(saved, live, protected_user)?;
     if let Some(conflict) = fresh.conflicts.first() {
         return Err(Mismatch::Changes(format!(
             "{} is now managed by spec `{}`",
@@ -137,10 +148,11 @@ pub fn recheck(
         }
         return Err(Mismatch::Changes(parts.join("; ")));
     }
-    if let (Some(planned), Some(now)) = (&saved.dependencies, &fresh.dependencies)
-        && let Some(difference) = super::depends::first_difference(planned, now)
-    {
-        return Err(Mismatch::Changes(difference));
+    if let (Some(planned), Some(now)) = (&saved.dependencies, &fresh.dependencies) {
+        let now = saved.listed_dependencies(&folded, now)?;
+        if let Some(difference) = super::depends::first_difference(planned, &now) {
+            return Err(Mismatch::Changes(difference));
+        }
     }
     for change in &mut fresh.changes {
         change.messages = saved

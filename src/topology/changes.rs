@@ -39,7 +39,7 @@ impl ChangeMark {
 }
 
 /// The picture of a plan's changes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Picture {
     /// The changed nodes and their direct neighbours.
     pub topology: Topology,
@@ -165,6 +165,44 @@ fn binding_edge(
             && edge.to == to
             && matches!(&edge.kind, EdgeKind::Binding { routing_key, .. } if routing_key == key)
     })
+}
+
+/// The desired exchanges and queues drawn in `picture`, and the desired bindings
+/// between two of them.
+pub(super) fn context(plan: &Plan, picture: &Picture) -> BTreeSet<ObjectId> {
+    let drawn: BTreeSet<ObjectId> = picture
+        .topology
+        .nodes
+        .iter()
+        .map(|node| {
+            let kind = match node.kind {
+                super::NodeKind::Queue(_) => ObjectKind::Queue,
+                super::NodeKind::Exchange(_) => ObjectKind::Exchange,
+            };
+            ObjectId::in_vhost(kind, &node.vhost, &node.name)
+        })
+        .collect();
+    let between_drawn = |id: &ObjectId, value: &Value| {
+        let vhost = id.vhost.as_deref().unwrap_or_default();
+        let end = |kind, name: &Value| {
+            name.as_str()
+                .is_some_and(|name| drawn.contains(&ObjectId::in_vhost(kind, vhost, name)))
+        };
+        let destination_kind = if value["destination_type"] == "exchange" {
+            ObjectKind::Exchange
+        } else {
+            ObjectKind::Queue
+        };
+        end(ObjectKind::Exchange, &value["source"]) && end(destination_kind, &value["destination"])
+    };
+    let bindings = plan
+        .desired
+        .iter()
+        .filter(|d| d.id.kind == ObjectKind::Binding && between_drawn(&d.id, &d.value))
+        .map(|d| d.id.clone());
+    let mut context = drawn.clone();
+    context.extend(bindings);
+    context
 }
 
 /// The exchanges, queues, bindings and policies of the plan's desired state, and of

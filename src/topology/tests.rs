@@ -126,3 +126,106 @@ fn an_alternate_exchange_from_a_policy_is_drawn() {
     );
     assert_eq!(edge(&topology, "events", "unrouted"), &EdgeKind::Alternate);
 }
+
+/// A saved plan leaves out most unchanged objects ([`as_saved`]), but never one its
+/// picture is drawn from: `show` of the file draws what `plan` drew, at any cap, and
+/// the file still applies to the broker it was made against.
+#[test]
+fn a_saved_plan_draws_the_picture_the_plan_drew() {
+    use crate::model::objects::objects;
+    use crate::model::{Definitions, GlobalParameter};
+    use crate::plan::{Plan, against_definitions, recheck, spec_name};
+
+    let mut folded_any = false;
+    for example in [
+        "shop.yaml",
+        "ladder.yaml",
+        "multi-consumer.yaml",
+        "single-loop.yaml",
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples")
+            .join(example);
+        let file = crate::spec::load(&path, Default::default()).unwrap();
+        let target = TargetVersion::DEFAULT;
+        let compiled = compile::compile(
+            &file,
+            &Options {
+                target,
+                secrets: None,
+            },
+        )
+        .unwrap_or_else(|d| panic!("{example}: {d:#?}"));
+        let spec = spec_name(&file);
+        let with_record = |mut live: Definitions, extra: Option<ObjectIdOf>| {
+            let mut owned: Vec<serde_json::Value> = objects(&compiled.definitions)
+                .keys()
+                .chain(extra.as_ref())
+                .map(|id| serde_json::json!([id.kind, id.vhost, id.name]))
+                .collect();
+            owned.sort_by_key(|v| v.to_string());
+            live.global_parameters.push(GlobalParameter {
+                name: format!("warren.{spec}"),
+                value: serde_json::json!({"format": 1, "spec": spec, "serial": 4, "objects": owned}),
+            });
+            live
+        };
+        type ObjectIdOf = crate::model::ObjectId;
+        let base = compiled.definitions.clone();
+        let mut scenarios: Vec<(&str, Definitions)> = Vec::new();
+        let mut policy = base.clone();
+        if let Some(first) = policy.policies.first_mut() {
+            first
+                .definition
+                .insert("max-length".into(), serde_json::json!(7));
+            scenarios.push(("a policy updated", with_record(policy, None)));
+        }
+        let mut binding = base.clone();
+        binding.bindings.remove(0);
+        scenarios.push(("a binding created", with_record(binding, None)));
+        let mut queue = base.clone();
+        queue.queues[0].durable = !queue.queues[0].durable;
+        scenarios.push(("a queue replaced", with_record(queue, None)));
+        let mut exchange = base.clone();
+        exchange.exchanges.pop();
+        scenarios.push(("an exchange created", with_record(exchange, None)));
+        let mut gone = base.clone();
+        let mut old = gone.queues[0].clone();
+        old.name = "zz.old".into();
+        let old_id = crate::model::ObjectId::in_vhost(
+            crate::model::ObjectKind::Queue,
+            &old.vhost,
+            &old.name,
+        );
+        gone.queues.push(old);
+        scenarios.push(("a queue deleted", with_record(gone, Some(old_id))));
+
+        for (scenario, live) in scenarios {
+            let plan = against_definitions(&file, &live, target, false)
+                .unwrap()
+                .plan;
+            assert!(plan.has_changes(), "{example}, {scenario}");
+            let text = serde_json::to_string(&as_saved(&plan)).unwrap();
+            let read: Plan = serde_json::from_str(&text).unwrap();
+            folded_any |= !read.unchanged.is_empty();
+            for cap in [1, 4, 30, usize::MAX] {
+                assert_eq!(
+                    changes(&read, cap),
+                    changes(&plan, cap),
+                    "{example}, {scenario}, cap {cap}"
+                );
+            }
+            let fresh = recheck(&read, &live, None)
+                .unwrap_or_else(|stale| panic!("{example}, {scenario}: {stale}"));
+            assert_eq!(
+                serde_json::to_value(&fresh.changes).unwrap(),
+                serde_json::to_value(&plan.changes).unwrap(),
+                "{example}, {scenario}"
+            );
+        }
+    }
+    assert!(
+        folded_any,
+        "no example had an unchanged object to leave out"
+    );
+}

@@ -547,7 +547,8 @@ per_version!(
     stale_plans_are_refused,
     another_specs_objects_are_not_taken_over,
     connection_problems_are_one_line_errors,
-    runtime_parameters_keep_their_credentials_out_of_plans;
+    runtime_parameters_keep_their_credentials_out_of_plans,
+    a_saved_plan_counts_what_it_leaves_unchanged;
     also_on_4_0:
         examples_apply_and_then_plan_no_changes,
         a_delay_change_is_one_policy_update_and_leaves_queues_alone,
@@ -669,4 +670,119 @@ fn runtime_parameters_keep_their_credentials_out_of_plans(version: Version) {
     assert!(json.stdout.contains("federator:***@"), "{}", json.stdout);
     run(&["apply", spec.arg(), "--auto-approve"]).expect(0);
     run(&["plan", spec.arg()]).expect(0);
+}
+
+/// A saved plan lists its changes and what its picture draws, and counts the rest
+/// (`unchanged`): it still applies, and an object it counted that is gone by the
+/// apply makes it stale before anything is written. A `warren-plan/2` plan, which
+/// lists everything, still applies.
+fn a_saved_plan_counts_what_it_leaves_unchanged(version: Version) {
+    let node = Node::shared(version);
+    let vhost = node.unused_vhost("saved");
+    let name = format!("saved-{vhost}");
+    let before = ladder_spec(&name, &vhost, "30s", true);
+    let spec = Spec::new(&before);
+    node.apply(spec.arg()).expect(0);
+    let after = format!("{before}          mail:\n            routing_keys: [\"notify.mail.#\"]\n");
+    spec.write(&after);
+    let dir = tempfile::tempdir().unwrap();
+    let plan_file = dir.path().join("plan.json");
+    let save = |file: &std::path::Path| {
+        node.cli(&[
+            "plan",
+            "--detailed-exitcode",
+            spec.arg(),
+            "-o",
+            file.to_str().unwrap(),
+        ])
+        .expect(2);
+        let text = std::fs::read_to_string(file).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let saved = save(&plan_file);
+    let printed = plan_json(
+        &node
+            .cli(&["plan", spec.arg(), "--format", "json"])
+            .expect(0),
+    );
+    assert_eq!(saved["format"], "warren-plan/3");
+    let counted: u64 = saved["unchanged"]
+        .as_array()
+        .unwrap_or_else(|| panic!("nothing counted: {saved:#}"))
+        .iter()
+        .map(|group| group["count"].as_u64().unwrap())
+        .sum();
+    let listed = saved["desired"].as_array().unwrap().len() as u64;
+    assert_eq!(
+        listed + counted,
+        printed["desired"].as_array().unwrap().len() as u64,
+        "every desired object is listed or counted"
+    );
+    assert!(counted > 0 && listed > 0, "{saved:#}");
+
+    // Somebody deletes a queue the plan counted: the plan is stale, nothing is made.
+    let listed_ids: Vec<&str> = saved["desired"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["id"]["kind"] == "queue")
+        .map(|d| d["id"]["name"].as_str().unwrap())
+        .collect();
+    let queues = node.get(&format!("/api/queues/{}?columns=name", pct(&vhost)));
+    let counted_queue = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap().to_string())
+        .find(|q| !listed_ids.contains(&q.as_str()))
+        .expect("a queue the plan counted");
+    node.delete(&format!(
+        "/api/queues/{}/{}",
+        pct(&vhost),
+        pct(&counted_queue)
+    ));
+    let stale = node.cli(&["apply", plan_file.to_str().unwrap()]).expect(4);
+    assert!(
+        stale.stderr.contains("changed since this plan was made")
+            && stale.stderr.contains(&format!(
+                "queues in vhost `{vhost}` that the plan leaves unchanged were changed since it was made"
+            ))
+            && stale.stderr.contains("some are gone"),
+        "{}",
+        stale.stderr
+    );
+    let mail_made = node
+        .get(&format!("/api/queues/{}?columns=name", pct(&vhost)))
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|q| q["name"].as_str().unwrap().contains("mail"));
+    assert!(!mail_made, "a stale plan made nothing");
+
+    // The queue is back (the old spec applied again); a plan written as version 2
+    // lists everything, and still applies.
+    spec.write(&before);
+    node.apply(spec.arg()).expect(0);
+    spec.write(&after);
+    let mut saved = save(&plan_file);
+    let printed = plan_json(
+        &node
+            .cli(&["plan", spec.arg(), "--format", "json"])
+            .expect(0),
+    );
+    saved["format"] = json!("warren-plan/2");
+    let object = saved.as_object_mut().unwrap();
+    object.remove("unchanged");
+    object.remove("unchanged_dependencies");
+    object.insert("desired".into(), printed["desired"].clone());
+    object.insert("dependencies".into(), printed["dependencies"].clone());
+    std::fs::write(&plan_file, serde_json::to_string(&saved).unwrap()).unwrap();
+    node.cli(&["apply", plan_file.to_str().unwrap()]).expect(0);
+    node.plan(spec.arg()).expect(0);
+
+    // And a version 3 plan with objects counted applies as well.
+    spec.write(&before);
+    save(&plan_file);
+    node.cli(&["apply", plan_file.to_str().unwrap()]).expect(0);
+    node.plan(spec.arg()).expect(0);
 }

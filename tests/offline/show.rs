@@ -255,7 +255,7 @@ fn a_saved_plan_given_for_a_spec_names_show_and_apply() {
         let stderr = error_in(dir, &args);
         assert!(
             stderr.contains(
-                "error[saved-plan]: plan.json is a saved plan (`warren-plan/2`), not a spec"
+                "error[saved-plan]: plan.json is a saved plan (`warren-plan/3`), not a spec"
             ) && stderr.contains("`warren show plan.json` prints it"),
             "{args:?}: {stderr}"
         );
@@ -339,7 +339,7 @@ fn a_saved_plan_given_for_definitions_is_named_as_a_plan() {
         let out = error_in(dir, &args);
         assert!(
             out.contains(
-                "plan.json:1:1: this is a saved warren plan (`warren-plan/2`), not a RabbitMQ definitions file; `warren show FILE` prints it"
+                "plan.json:1:1: this is a saved warren plan (`warren-plan/3`), not a RabbitMQ definitions file; `warren show FILE` prints it"
             ),
             "{args:?}: {out}"
         );
