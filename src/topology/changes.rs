@@ -3,7 +3,7 @@
 //! reviewer sees where the change sits. Built from the plan alone (its desired state
 //! and the live values of what it deletes), so a saved plan draws the same picture.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -62,13 +62,25 @@ pub(super) fn picture(
     target: TargetVersion,
     cap: usize,
 ) -> Picture {
+    // Nodes and edges found by key, not by a scan each: a plan from empty, or a
+    // policy that reaches every tier queue, looks up tens of thousands of them.
+    let mut nodes_by_key: HashMap<(bool, &str, &str), usize> = HashMap::new();
+    for (at, node) in topology.nodes.iter().enumerate() {
+        let is_queue = matches!(node.kind, super::NodeKind::Queue(_));
+        nodes_by_key
+            .entry((is_queue, node.vhost.as_str(), node.name.as_str()))
+            .or_insert(at);
+    }
     let find = |is_queue: bool, vhost: &str, name: &str| {
-        topology.nodes.iter().position(|node| {
-            node.vhost == vhost
-                && node.name == name
-                && matches!(node.kind, super::NodeKind::Queue(_)) == is_queue
-        })
+        nodes_by_key.get(&(is_queue, vhost, name)).copied()
     };
+    let mut edges_by_ends: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+    for (at, edge) in topology.edges.iter().enumerate() {
+        edges_by_ends
+            .entry((edge.from, edge.to))
+            .or_default()
+            .push(at);
+    }
     let mut node_marks: Vec<Option<ChangeMark>> = vec![None; topology.nodes.len()];
     let mut edge_marks: Vec<Option<ChangeMark>> = vec![None; topology.edges.len()];
     // Queues whose policy changes: the winning policy of each queue, once applied.
@@ -85,7 +97,7 @@ pub(super) fn picture(
                 }
             }
             ObjectKind::Binding => {
-                if let Some(at) = binding_edge(&topology, change, &find) {
+                if let Some(at) = binding_edge(&topology, &edges_by_ends, change, &find) {
                     edge_marks[at] = Some(mark);
                 }
             }
@@ -113,15 +125,14 @@ pub(super) fn picture(
             around.insert(edge.to);
         }
     }
-    for node in &around {
-        if !changed.contains(node) {
-            changed.push(*node);
-        }
-    }
+    changed.extend(around);
     changed.sort_unstable();
+    changed.dedup();
     let total = changed.len();
-    let drawn: Vec<usize> = changed.into_iter().take(cap).collect();
-    let mut keep: BTreeSet<usize> = drawn.iter().copied().collect();
+    // Sets, not lists: a saved plan's picture is drawn uncapped, over every queue a
+    // changed policy reaches.
+    let drawn: BTreeSet<usize> = changed.into_iter().take(cap).collect();
+    let mut keep: BTreeSet<usize> = drawn.clone();
     for edge in &topology.edges {
         for (here, there) in [(edge.from, edge.to), (edge.to, edge.from)] {
             if keep.len() < cap && drawn.contains(&here) {
@@ -131,12 +142,11 @@ pub(super) fn picture(
     }
     let subset = topology.subset(&keep);
     let nodes = keep.iter().map(|&old| node_marks[old]).collect();
-    let kept: Vec<usize> = keep.iter().copied().collect();
     let edges = topology
         .edges
         .iter()
         .zip(&edge_marks)
-        .filter(|(edge, _)| kept.contains(&edge.from) && kept.contains(&edge.to))
+        .filter(|(edge, _)| keep.contains(&edge.from) && keep.contains(&edge.to))
         .map(|(_, mark)| *mark)
         .collect();
     Picture {
@@ -151,6 +161,7 @@ pub(super) fn picture(
 /// The edge of a binding change, found by its ends and key in the picture.
 fn binding_edge(
     topology: &Topology,
+    edges_by_ends: &HashMap<(usize, usize), Vec<usize>>,
     change: &Change,
     find: &impl Fn(bool, &str, &str) -> Option<usize>,
 ) -> Option<usize> {
@@ -160,10 +171,8 @@ fn binding_edge(
     let to_queue = value["destination_type"].as_str() != Some("exchange");
     let to = find(to_queue, vhost, value["destination"].as_str()?)?;
     let key = value["routing_key"].as_str().unwrap_or_default();
-    topology.edges.iter().position(|edge| {
-        edge.from == from
-            && edge.to == to
-            && matches!(&edge.kind, EdgeKind::Binding { routing_key, .. } if routing_key == key)
+    edges_by_ends.get(&(from, to))?.iter().copied().find(|&at| {
+        matches!(&topology.edges[at].kind, EdgeKind::Binding { routing_key, .. } if routing_key == key)
     })
 }
 
