@@ -168,7 +168,8 @@ pub fn plan(
         .print(&plan, stdout)
         .map_err(CommandError::unwritten)?;
     if let Some(output) = &args.output {
-        let digest = plan::file::write(output, &topology::as_saved(&plan))
+        let saved = topology::as_saved(&plan, render::markdown::PICTURE_NODES);
+        let digest = plan::file::write(output, &saved)
             .map_err(|err| format!("cannot write {}: {err}", output.display()))?;
         // The digest goes where the plan is read (a pull request shows the text or the
         // Markdown), so that the apply can be pinned to the plan that was reviewed.

@@ -53,6 +53,15 @@ pub struct Picture {
     pub drawn: usize,
 }
 
+/// What a plan changes in a topology: a mark per node and per edge, and the nodes that
+/// change (or hold an edge that does), in the topology's order.
+pub(super) struct Marks {
+    nodes: Vec<Option<ChangeMark>>,
+    edges: Vec<Option<ChangeMark>>,
+    /// The changed nodes and the ends of changed edges.
+    pub changed: Vec<usize>,
+}
+
 /// The picture of `plan`'s changes in `topology` (the graph of
 /// [`definitions_of`]`(plan)`), with at most `cap` nodes.
 pub(super) fn picture(
@@ -62,6 +71,17 @@ pub(super) fn picture(
     target: TargetVersion,
     cap: usize,
 ) -> Picture {
+    let marks = marks(plan, definitions, &topology, target);
+    drawn(topology, marks, cap)
+}
+
+/// The marks of `plan`'s changes in `topology`.
+pub(super) fn marks(
+    plan: &Plan,
+    definitions: &Definitions,
+    topology: &Topology,
+    target: TargetVersion,
+) -> Marks {
     // Nodes and edges found by key, not by a scan each: a plan from empty, or a
     // policy that reaches every tier queue, looks up tens of thousands of them.
     let mut nodes_by_key: HashMap<(bool, &str, &str), usize> = HashMap::new();
@@ -97,7 +117,7 @@ pub(super) fn picture(
                 }
             }
             ObjectKind::Binding => {
-                if let Some(at) = binding_edge(&topology, &edges_by_ends, change, &find) {
+                if let Some(at) = binding_edge(topology, &edges_by_ends, change, &find) {
                     edge_marks[at] = Some(mark);
                 }
             }
@@ -128,6 +148,20 @@ pub(super) fn picture(
     changed.extend(around);
     changed.sort_unstable();
     changed.dedup();
+    Marks {
+        nodes: node_marks,
+        edges: edge_marks,
+        changed,
+    }
+}
+
+/// The picture of the first `cap` changed nodes and their neighbours.
+fn drawn(topology: Topology, marks: Marks, cap: usize) -> Picture {
+    let Marks {
+        nodes: node_marks,
+        edges: edge_marks,
+        changed,
+    } = marks;
     let total = changed.len();
     // Sets, not lists: a saved plan's picture is drawn uncapped, over every queue a
     // changed policy reaches.
@@ -176,13 +210,25 @@ fn binding_edge(
     })
 }
 
-/// The desired exchanges and queues drawn in `picture`, and the desired bindings
-/// between two of them.
-pub(super) fn context(plan: &Plan, picture: &Picture) -> BTreeSet<ObjectId> {
-    let drawn: BTreeSet<ObjectId> = picture
-        .topology
-        .nodes
+/// The desired exchanges and queues the picture of `plan`'s changes with at most `cap`
+/// nodes is drawn from (every node that changes, since the picture counts them, and the
+/// neighbours it draws), and the desired bindings between two of them.
+pub(super) fn context(
+    plan: &Plan,
+    definitions: &Definitions,
+    topology: Topology,
+    target: TargetVersion,
+    cap: usize,
+) -> BTreeSet<ObjectId> {
+    let marks = marks(plan, definitions, &topology, target);
+    let changed: Vec<super::Node> = marks
+        .changed
         .iter()
+        .map(|&at| topology.nodes[at].clone())
+        .collect();
+    let picture = drawn(topology, marks, cap);
+    let drawn: BTreeSet<ObjectId> = (picture.topology.nodes.iter())
+        .chain(&changed)
         .map(|node| {
             let kind = match node.kind {
                 super::NodeKind::Queue(_) => ObjectKind::Queue,

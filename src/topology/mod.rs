@@ -253,24 +253,16 @@ pub fn changes(plan: &crate::plan::Plan, cap: usize) -> Picture {
 
 /// `plan` as `plan -o` saves it: its unchanged exchanges, queues and bindings counted
 /// and digested instead of listed ([`crate::plan::Plan::folded`]), except those the
-/// picture of its changes is drawn from, so that `show` of the file draws the picture
-/// the plan drew.
-pub fn as_saved(plan: &crate::plan::Plan) -> crate::plan::Plan {
-    plan.folded(&changes_context(plan))
-}
-
-/// The exchanges, queues and bindings of `plan`'s desired state that the picture of
-/// its changes is drawn from, whatever the cap: the changed nodes, their neighbours and
-/// the bindings between them.
-fn changes_context(plan: &crate::plan::Plan) -> BTreeSet<crate::model::ObjectId> {
+/// picture of its changes with at most `cap` nodes is drawn from, so that `show` of the
+/// file draws the picture the plan drew.
+pub fn as_saved(plan: &crate::plan::Plan, cap: usize) -> crate::plan::Plan {
     let target: TargetVersion = plan
         .target_version
         .parse()
         .unwrap_or(TargetVersion::DEFAULT);
     let definitions = changes::definitions_of(plan);
     let topology = build::build(&definitions, &Owners::default(), target);
-    let picture = changes::picture(plan, &definitions, topology, target, usize::MAX);
-    changes::context(plan, &picture)
+    plan.folded(&changes::context(plan, &definitions, topology, target, cap))
 }
 
 /// Who an object belongs to and what it does, for one vhost's exchange or queue.

@@ -205,10 +205,12 @@ fn a_saved_plan_draws_the_picture_the_plan_drew() {
                 .unwrap()
                 .plan;
             assert!(plan.has_changes(), "{example}, {scenario}");
-            let text = serde_json::to_string(&as_saved(&plan)).unwrap();
+            // Saved for pictures of at most 4 nodes (a pull request's are 40), so the
+            // examples leave some of their objects out.
+            let text = serde_json::to_string(&as_saved(&plan, 4)).unwrap();
             let read: Plan = serde_json::from_str(&text).unwrap();
             folded_any |= !read.unchanged.is_empty();
-            for cap in [1, 4, 30, usize::MAX] {
+            for cap in [1, 2, 4] {
                 assert_eq!(
                     changes(&read, cap),
                     changes(&plan, cap),
