@@ -173,15 +173,18 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
     );
 }
 
-/// `warren apply SPEC --auto-approve --format json --timeout 10` against `node`
-/// through `tap`.
+/// `warren apply SPEC --auto-approve --format json` against `node` through `tap`, with
+/// the default `--timeout` (60 s): these tests expect every change before the held
+/// request to be reported made, and on a loaded node a request among up to 8 guarded
+/// deletes in flight can outlast a shorter one (it is then, rightly, unconfirmed).
+/// Once the node is killed and the tap cut, every request fails at once.
 fn apply_through(node: &Node, tap: &HttpTap, spec: &Spec) -> Background {
     let mut command = crate::support::warren(&["apply", spec.arg(), "--auto-approve"]);
     command.args([
         "--format",
         "json",
         "--timeout",
-        "10",
+        "60",
         "--url",
         &tap.url(),
         "--user",
