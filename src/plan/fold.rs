@@ -47,6 +47,11 @@ pub struct Unchanged {
     /// `sha256:` and the digest of their ids and normal forms, in id order, with the
     /// keys of every JSON object sorted.
     pub digest: String,
+    /// For dependencies: the policies they name (a dependency without its object), one
+    /// group per vhost, kind and policies, so that a refusal can name the object that
+    /// moved and what applied to it before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<Value>,
 }
 
 /// The group an object of a folded kind belongs to.
@@ -202,35 +207,83 @@ impl Plan {
         if found == self.unchanged_dependencies {
             return Ok(listed);
         }
-        let planned = |vhost: &str, kind| {
-            self.unchanged_dependencies
+        Err(Mismatch::Changes(self.dependency_moved(&found, &out)))
+    }
+
+    /// Why the dependencies of the folded objects found now (`found`, of `now`) are
+    /// not the plan's: the object that now has policies no object of its group had
+    /// when planned, and what applied to it then, when that can be told; the group
+    /// otherwise.
+    fn dependency_moved(&self, found: &[Unchanged], now: &[Dependency]) -> String {
+        let planned = &self.unchanged_dependencies;
+        let same_group = |a: &Unchanged, b: &Unchanged| (&a.vhost, a.kind) == (&b.vhost, b.kind);
+        let new_policies = found.iter().find(|f| {
+            !planned
                 .iter()
-                .find(|u| u.vhost == vhost && u.kind == kind)
-        };
+                .any(|p| same_group(p, f) && p.applied == f.applied)
+        });
+        if let Some(group) = new_policies {
+            let moved = now.iter().find(|d| {
+                group_of(&d.id) == Some((group.vhost.clone(), group.kind))
+                    && Some(applied(d)) == group.applied
+            });
+            // What applied before: the one group of its vhost and kind that lost objects.
+            let shrunk: Vec<&Unchanged> = planned
+                .iter()
+                .filter(|p| same_group(p, group))
+                .filter(|p| {
+                    let now_count = found
+                        .iter()
+                        .find(|f| same_group(f, p) && f.applied == p.applied)
+                        .map_or(0, |f| f.count);
+                    now_count < p.count
+                })
+                .collect();
+            if let (Some(moved), [before]) = (moved, shrunk.as_slice()) {
+                let mut was = serde_json::to_value(moved).expect("dependencies serialize");
+                if let (Some(was), Some(Value::Object(before))) =
+                    (was.as_object_mut(), &before.applied)
+                {
+                    was.retain(|key, _| key == "id");
+                    was.extend(before.clone());
+                }
+                if let Ok(was) = serde_json::from_value::<Dependency>(was)
+                    && let Some(difference) = was.difference(moved)
+                {
+                    return difference;
+                }
+            }
+            if let (Some(moved), []) = (moved, shrunk.as_slice()) {
+                let none = Dependency {
+                    id: moved.id.clone(),
+                    policy: None,
+                    operator_policy: None,
+                    policy_tie: Vec::new(),
+                    operator_policy_tie: Vec::new(),
+                };
+                if let Some(difference) = none.difference(moved) {
+                    return difference;
+                }
+            }
+        }
         let differing = found
             .iter()
-            .find(|u| planned(&u.vhost, u.kind) != Some(*u))
-            .map(|u| (u.vhost.clone(), u.kind))
-            .or_else(|| {
-                let gone = self
-                    .unchanged_dependencies
-                    .iter()
-                    .find(|u| !found.iter().any(|f| f.vhost == u.vhost && f.kind == u.kind));
-                gone.map(|u| (u.vhost.clone(), u.kind))
-            })
+            .chain(planned)
+            .find(|u| !found.contains(u) || !planned.contains(u))
             .expect("summaries that differ differ somewhere");
-        let count = |list: &[Unchanged]| {
+        let count = |list: &[Unchanged]| -> usize {
             list.iter()
-                .find(|u| (u.vhost.as_str(), u.kind) == (differing.0.as_str(), differing.1))
-                .map_or(0, |u| u.count)
+                .filter(|u| same_group(u, differing))
+                .map(|u| u.count)
+                .sum()
         };
-        Err(Mismatch::Changes(format!(
+        format!(
             "the policies that apply to the {} in vhost `{}` that the plan leaves unchanged are not the ones planned ({} with a policy when planned, {} now)",
-            differing.1.plural(),
-            differing.0,
-            count(&self.unchanged_dependencies),
-            count(&found),
-        )))
+            differing.kind.plural(),
+            differing.vhost,
+            count(planned),
+            count(found),
+        )
     }
 }
 
@@ -251,31 +304,55 @@ fn summaries(groups: BTreeMap<Group, Vec<(&ObjectId, &Value)>>) -> Vec<Unchanged
             kind,
             count: objects.len(),
             digest: digest(objects.into_iter()),
+            applied: None,
         })
         .collect()
 }
 
-/// The summaries of `dependencies`, grouped by their object's vhost and kind.
+/// What a dependency names, without its object.
+fn applied(dependency: &Dependency) -> Value {
+    let mut value = serde_json::to_value(dependency).expect("dependencies serialize");
+    if let Some(object) = value.as_object_mut() {
+        object.remove("id");
+    }
+    value
+}
+
+/// The summaries of `dependencies`, grouped by their object's vhost and kind and by the
+/// policies they name.
 fn dependency_summaries(dependencies: &[Dependency]) -> Vec<Unchanged> {
-    let values: Vec<(ObjectId, Value)> = dependencies
-        .iter()
-        .map(|d| {
-            (
-                d.id.clone(),
-                serde_json::to_value(d).expect("dependencies serialize"),
-            )
-        })
-        .collect();
-    let mut groups: BTreeMap<Group, Vec<(&ObjectId, &Value)>> = BTreeMap::new();
-    for (id, value) in &values {
-        if let Some(group) = group_of(id) {
-            groups.entry(group).or_default().push((id, value));
+    let mut groups: BTreeMap<(Group, String), Vec<&Dependency>> = BTreeMap::new();
+    for dependency in dependencies {
+        if let Some(group) = group_of(&dependency.id) {
+            groups
+                .entry((group, applied(dependency).to_string()))
+                .or_default()
+                .push(dependency);
         }
     }
-    for objects in groups.values_mut() {
-        objects.sort_by(|a, b| a.0.cmp(b.0));
-    }
-    summaries(groups)
+    groups
+        .into_values()
+        .map(|mut members| {
+            members.sort_by(|a, b| a.id.cmp(&b.id));
+            let values: Vec<(ObjectId, Value)> = members
+                .iter()
+                .map(|d| {
+                    (
+                        d.id.clone(),
+                        serde_json::to_value(d).expect("dependencies serialize"),
+                    )
+                })
+                .collect();
+            let first = members[0];
+            Unchanged {
+                vhost: first.id.vhost.clone().unwrap_or_default(),
+                kind: first.id.kind,
+                count: members.len(),
+                digest: digest(values.iter().map(|(id, v)| (id, v))),
+                applied: Some(applied(first)),
+            }
+        })
+        .collect()
 }
 
 /// `sha256:` and the digest of `objects` (in the order given).
@@ -506,8 +583,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            why.contains("the policies that apply to the queues in vhost `shop`")
-                && why.contains("(0 with a policy when planned, 1 now)"),
+            why.contains("the policy applied to queue \"a\" in vhost \"shop\" is now `team-b`"),
             "{why}"
         );
     }
