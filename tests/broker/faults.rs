@@ -195,11 +195,6 @@ fn apply_through(node: &Node, tap: &HttpTap, spec: &Spec) -> Background {
     Background::spawn(command)
 }
 
-/// The management port of `node`.
-fn management_port(node: &Node) -> u16 {
-    node.mgmt_url.rsplit(':').next().unwrap().parse().unwrap()
-}
-
 /// The lists of an apply's JSON report, each change as its line.
 fn report_lists(run: &crate::support::Run) -> [Vec<String>; 3] {
     let document: Value = serde_json::from_str(&run.stdout)
@@ -232,7 +227,7 @@ fn a_broker_killed_as_the_record_is_written_keeps_the_report(version: Version) {
             ));
         }
         let tap = HttpTap::start(
-            management_port(&node),
+            node.management_port(),
             "PUT /api/global-parameters/warren.crash ",
         );
         let child = apply_through(&node, &tap, &spec);
@@ -343,7 +338,7 @@ fn a_broker_killed_at_the_first_write_reports_nothing_made(version: Version) {
     let vhost = "crash";
     let count = 300;
     let spec = Spec::new(&queues_spec("crash", vhost, count));
-    let tap = HttpTap::start(management_port(&node), "POST /api/definitions ");
+    let tap = HttpTap::start(node.management_port(), "POST /api/definitions ");
     let child = apply_through(&node, &tap, &spec);
     assert!(
         tap.wait_tripped(Duration::from_secs(300)),
@@ -478,7 +473,7 @@ fn a_queue_the_import_did_not_make_is_made_again(version: Version) {
     let spec = Spec::new(&format!(
         "version: 1\nname: {name}\nvhosts:\n  {vhost}:\n    exchanges:\n      events: {{ type: direct }}\n    queues:\n      kept: {{ type: quorum }}\n      work: {{ type: quorum }}\n    bindings:\n      - {{ source: events, destination: work, routing_key: k }}\n      - {{ source: events, destination: kept, routing_key: k }}\n"
     ));
-    let filter = ImportFilter::start(management_port(node), "work");
+    let filter = ImportFilter::start(node.management_port(), "work");
     let applied = node
         .apply(spec.arg())
         .with(&["--url", &filter.url()])

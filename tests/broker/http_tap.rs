@@ -1,8 +1,9 @@
 //! A TCP proxy in front of a node's management port that holds back the first request
 //! whose bytes contain a given text (`PUT /api/global-parameters/warren.shop`), so that
-//! a test can do something at exactly that moment (kill the node) before the broker
-//! sees the request. Everything before it goes through unchanged; the held request
-//! never reaches the broker, and its connection is cut when the test says so.
+//! a test can do something at exactly that moment (kill the node, publish a message)
+//! before the broker sees the request. Everything before it goes through unchanged;
+//! the held request reaches the broker only when the test releases it ([`HttpTap::release`]),
+//! and never once the test cuts its connection ([`HttpTap::cut`]).
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
@@ -21,6 +22,8 @@ struct State {
     stop: AtomicBool,
     /// Set once a request holding the text arrived (it is held).
     tripped: AtomicBool,
+    /// Set when the test lets the held request go on to the broker.
+    released: AtomicBool,
     /// The held request's two connections (client and broker), to cut when the test
     /// says so.
     held: Mutex<Vec<TcpStream>>,
@@ -36,6 +39,7 @@ impl HttpTap {
         let state = Arc::new(State {
             stop: AtomicBool::new(false),
             tripped: AtomicBool::new(false),
+            released: AtomicBool::new(false),
             held: Mutex::new(Vec::new()),
         });
         let (shared, text) = (state.clone(), text.as_bytes().to_vec());
@@ -71,6 +75,12 @@ impl HttpTap {
         true
     }
 
+    /// Lets the held request go on to the broker, unchanged, and its connection carry
+    /// on as if it had never been held.
+    pub fn release(&self) {
+        self.state.released.store(true, Ordering::SeqCst);
+    }
+
     /// Cuts the connection of the held request (the client sees it reset).
     pub fn cut(&self) {
         for stream in self.state.held.lock().unwrap().drain(..) {
@@ -87,8 +97,8 @@ impl Drop for HttpTap {
 }
 
 /// Carries one client's connection: the broker's bytes back as they come, the
-/// client's on to the broker until a read holds `text` (then nothing more, once:
-/// later connections go through).
+/// client's on to the broker, except that the first read holding `text` (of any
+/// connection) waits until the test releases it or cuts its connection.
 fn relay(client: TcpStream, upstream: u16, text: &[u8], state: &State) {
     let Ok(broker) = TcpStream::connect((Ipv4Addr::LOCALHOST, upstream)) else {
         let _ = client.shutdown(Shutdown::Both);
@@ -114,10 +124,18 @@ fn relay(client: TcpStream, upstream: u16, text: &[u8], state: &State) {
         if holds && !state.tripped.swap(true, Ordering::SeqCst) {
             // Held: neither end hears anything until the test acts (both stay open,
             // so the client does not see a closed connection and try again at once).
-            let mut held = state.held.lock().unwrap();
-            held.push(from_client);
-            held.push(to_broker);
-            return;
+            {
+                let mut held = state.held.lock().unwrap();
+                held.push(from_client.try_clone().unwrap());
+                held.push(to_broker.try_clone().unwrap());
+            }
+            while !state.released.load(Ordering::SeqCst) {
+                if state.stop.load(Ordering::Relaxed) || state.held.lock().unwrap().is_empty() {
+                    // Cut (or the tap is gone): the request never reaches the broker.
+                    return;
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
         }
         if to_broker.write_all(&buffer[..read]).is_err() {
             break;

@@ -841,11 +841,27 @@ impl Node {
     /// management URL and credentials (`--url`, `--user`, `--password`) appended, and
     /// `WARREN_TIMEOUT` at [`REQUEST_TIMEOUT_SECONDS`] unless the test gives `--timeout`.
     pub fn warren(&self, args: &[&str]) -> Command {
+        self.warren_at(&self.mgmt_url, args)
+    }
+
+    /// The port of the management API (the end of [`Node::mgmt_url`]), for a proxy in
+    /// front of it.
+    pub fn management_port(&self) -> u16 {
+        self.mgmt_url
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .expect("a management URL ends with its port")
+    }
+
+    /// [`Node::warren`] with `url` for the management URL: the node's port through a
+    /// proxy (`HttpTap`), with the node's credentials.
+    pub fn warren_at(&self, url: &str, args: &[&str]) -> Command {
         let mut command = support::warren(args);
         command.env("WARREN_TIMEOUT", REQUEST_TIMEOUT_SECONDS.to_string());
         command.args([
             "--url",
-            &self.mgmt_url,
+            url,
             "--user",
             &self.user,
             "--password",

@@ -23,9 +23,10 @@ use serde_json::{Value, json};
 
 use crate::amqp::{self, Client};
 use crate::background::Background;
+use crate::http_tap::HttpTap;
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
-use crate::support::Capture;
+use crate::support::{Capture, Run};
 
 /// The base file of a spec: its name, the ladder, and a queue no change touches.
 fn platform(name: &str, vhost: &str, queue_type: &str) -> String {
@@ -316,17 +317,18 @@ fn a_user_without_vhost_permissions_is_refused_before_any_change(version: Versio
     node.delete(&format!("/api/users/{}", pct(&user)));
 }
 
-/// Queues the race test's apply creates before it deletes anything: enough imports
-/// (1,000 objects each) that a message can be published, and confirmed, after the
-/// apply's check and well before its first deletion.
-const RACE_CREATES: usize = 3_000;
+/// Queues the race test's apply creates before it deletes anything: changes made
+/// before the stop, which its report must name.
+const RACE_CREATES: usize = 50;
 
-/// The race: the consumer's file goes and thousands of queues come; once the apply is
-/// past its check (it is creating), one message is published straight into a delay
-/// tier the check found empty. The broker's check at the tier's deletion refuses it:
-/// the apply stops there (exit 4), before any queue the tier dead-letters into goes,
-/// the tier keeps its message and its route back, and the report names each change
-/// once, as the broker holds it.
+/// The race: the consumer's file goes and `RACE_CREATES` queues come. Past the apply's
+/// check, when it removes the routes into a delay tier the check found empty (a proxy
+/// holds that request back), one message is published straight into the tier, and
+/// only then does the request go on: the message always arrives after the check and
+/// before the deletion, however loaded the machine. The broker's check at the tier's
+/// deletion refuses it: the apply stops there (exit 4), before any queue the tier
+/// dead-letters into goes, the tier keeps its message and its route back, and the
+/// report names each change once, as the broker holds it.
 fn a_message_after_the_check_stops_the_apply_at_its_queue_with_an_exact_report(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("refuse-race");
@@ -340,9 +342,7 @@ fn a_message_after_the_check_stops_the_apply_at_its_queue_with_an_exact_report(v
     }
     spec.write(&next);
     let before = snapshot(node, &vhost);
-    let child = apply_until(node, &spec, "creating: ");
-    fill(node, &vhost, &tiers[0], 1);
-    let run = child.finish_within(Duration::from_secs(300)).expect(4);
+    let run = publish_at_deletion(node, &spec, &before, &vhost, &tiers[0]).expect(4);
     assert!(
         run.stderr
             .contains(&format!("refusing to delete queue {:?}", tiers[0]))
@@ -381,20 +381,46 @@ fn a_message_after_the_check_stops_the_apply_at_its_queue_with_an_exact_report(v
     );
 }
 
-/// Starts `apply SPEC --format json` in the background and waits until its progress
-/// on stderr says `phase` has started (past the check before the first write).
-fn apply_until(node: &Node, spec: &Spec, phase: &str) -> Background {
-    let mut child = Background::spawn(node.apply(spec.arg()).with(&["--format", "json"]).command());
-    let started = std::time::Instant::now();
-    while !child.stderr_so_far().contains(phase) {
-        assert!(
-            child.exited().is_none() && started.elapsed() < Duration::from_secs(300),
-            "the apply never started `{phase}`: {}",
-            child.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child
+/// Runs `apply SPEC --format json` through a proxy that holds back the removal of the
+/// first route into `queue` that `before` holds (the apply removes a queue's routes
+/// just before its deletion, past the check), publishes one message straight into
+/// `queue` (confirmed by the broker) while the request is held, then lets the request
+/// go on; the apply's run.
+fn publish_at_deletion(
+    node: &Node,
+    spec: &Spec,
+    before: &Snapshot,
+    vhost: &str,
+    queue: &str,
+) -> Run {
+    let route = bindings_into(before, queue)
+        .first()
+        .map(|binding| serde_json::from_str::<Value>(binding).unwrap())
+        .unwrap_or_else(|| panic!("no route into {queue}, so no request to hold"));
+    let source = route["source"].as_str().unwrap();
+    let tap = HttpTap::start(
+        node.management_port(),
+        &format!(
+            "DELETE /api/bindings/{}/e/{}/q/{}/",
+            pct(vhost),
+            pct(source),
+            pct(queue)
+        ),
+    );
+    let child = Background::spawn(
+        node.apply(spec.arg())
+            .at(&tap.url())
+            .with(&["--format", "json"])
+            .command(),
+    );
+    assert!(
+        tap.wait_tripped(Duration::from_secs(300)),
+        "the apply never removed the route into {queue} from {source}: {}",
+        child.stderr_so_far()
+    );
+    fill(node, vhost, queue, 1);
+    tap.release();
+    child.finish_within(Duration::from_secs(300))
 }
 
 /// The bindings into `queue` in a snapshot.
@@ -405,17 +431,17 @@ fn bindings_into<'a>(snapshot: &'a Snapshot, queue: &str) -> Vec<&'a String> {
         .collect()
 }
 
-/// Queues the replace race test replaces before the one it publishes into: enough
-/// guarded removals (one by one) that the message arrives after the check and before
-/// that queue's removal.
-const RACE_REPLACES: usize = 600;
+/// Queues the replace race test replaces before the one it publishes into: removed,
+/// then declared again when that one's removal is refused.
+const RACE_REPLACES: usize = 20;
 
 /// The race in a replace: a ladder goes from classic to quorum and `RACE_REPLACES`
-/// classic queues and `zz-late` gain an argument (both are replaces); once the
-/// removals run (past the check), one message is published into `zz-late`, which the
-/// check found empty. The broker refuses its removal: every queue already removed is
-/// declared again as it was, with its bindings, and the broker's definitions and
-/// messages are exactly as before, the message kept. Nothing was made.
+/// classic queues and `zz-late` gain an argument (both are replaces). Past the check,
+/// when the apply removes the route into `zz-late` (a proxy holds that request back),
+/// one message is published straight into `zz-late`, which the check found empty, and
+/// only then does the request go on. The broker refuses its removal: every queue
+/// already removed is declared again as it was, with its bindings, and the broker's
+/// definitions and messages are exactly as before, the message kept. Nothing was made.
 fn a_message_after_the_check_stops_a_replace_and_the_broker_is_as_before(version: Version) {
     let node = Node::shared(version);
     let vhost = node.unused_vhost("refuse-race-replace");
@@ -432,15 +458,17 @@ fn a_message_after_the_check_stops_a_replace_and_the_broker_is_as_before(version
             text.push_str(&format!("      q{n:05}: {{ type: classic{arguments} }}\n"));
         }
         text.push_str(&format!("      zz-late: {{ type: classic{arguments} }}\n"));
+        text.push_str(
+            "    exchanges:\n      late-in: { type: direct }\n    bindings:\n\
+             \x20     - { source: late-in, destination: zz-late, routing_key: late }\n",
+        );
         text
     };
     let spec = Spec::new(&spec_of("classic", ""));
     node.apply(spec.arg()).expect(0);
     spec.write(&spec_of("quorum", ", arguments: { x-max-priority: 5 }"));
     let before = snapshot(node, &vhost);
-    let child = apply_until(node, &spec, "removing replaced: ");
-    fill(node, &vhost, "zz-late", 1);
-    let run = child.finish_within(Duration::from_secs(300)).expect(4);
+    let run = publish_at_deletion(node, &spec, &before, &vhost, "zz-late").expect(4);
     assert!(
         run.stderr.contains("refusing to delete queue \"zz-late\""),
         "{}",

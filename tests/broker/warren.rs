@@ -1,6 +1,7 @@
 //! The words broker tests run warren in: `node.apply(spec)`, `node.plan(spec)`,
 //! `node.plan_json(spec)`, each a [`Warren`] that more flags (`.with(&[..])`) or
-//! environment (`.envs(..)`, `.env_remove(..)`) can be added to before it runs
+//! environment (`.envs(..)`, `.env_remove(..)`) or another management URL (`.at(..)`,
+//! a proxy) can be added to before it runs
 //! (`.run()`, `.expect(code)`) or is handed on as a [`Command`] (`.command()`, for a
 //! run in the background). Any other command line is `node.cli(&[..])`, the same
 //! builder, or `node.warren(&[..])`, the [`Command`] itself.
@@ -15,6 +16,8 @@ use crate::support::{Capture, Run};
 pub struct Warren<'n> {
     node: &'n Node,
     args: Vec<String>,
+    /// The management URL, when not the node's own (a proxy in front of it).
+    url: Option<String>,
     /// Variables set (`Some`) or removed (`None`), in order.
     env: Vec<(String, Option<String>)>,
 }
@@ -47,6 +50,7 @@ impl<'n> Warren<'n> {
         Warren {
             node,
             args: args.iter().map(|a| a.to_string()).collect(),
+            url: None,
             env: Vec::new(),
         }
     }
@@ -54,6 +58,13 @@ impl<'n> Warren<'n> {
     /// With more arguments, after those already given.
     pub fn with(mut self, args: &[&str]) -> Warren<'n> {
         self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Through `url` (a proxy in front of the node's management port) instead of the
+    /// node's own management URL.
+    pub fn at(mut self, url: &str) -> Warren<'n> {
+        self.url = Some(url.to_string());
         self
     }
 
@@ -75,7 +86,8 @@ impl<'n> Warren<'n> {
     /// The command: [`Node::warren`] with the arguments, then the environment.
     pub fn command(&self) -> Command {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        let mut command = self.node.warren(&args);
+        let url = self.url.as_deref().unwrap_or(&self.node.mgmt_url);
+        let mut command = self.node.warren_at(url, &args);
         for (key, value) in &self.env {
             match value {
                 Some(value) => command.env(key, value),
