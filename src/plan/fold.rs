@@ -299,14 +299,24 @@ pub(super) struct Found {
 fn summaries(groups: BTreeMap<Group, Vec<(&ObjectId, &Value)>>) -> Vec<Unchanged> {
     groups
         .into_iter()
-        .map(|((vhost, kind), objects)| Unchanged {
-            vhost,
-            kind,
-            count: objects.len(),
-            digest: digest(objects.into_iter()),
-            applied: None,
-        })
+        .map(|(group, objects)| summary(group, &objects, None))
         .collect()
+}
+
+/// The summary of one group's `objects` (in id order), and for dependencies the
+/// policies they name.
+fn summary(
+    (vhost, kind): Group,
+    objects: &[(&ObjectId, &Value)],
+    applied: Option<Value>,
+) -> Unchanged {
+    Unchanged {
+        vhost,
+        kind,
+        count: objects.len(),
+        digest: digest(objects.iter().copied()),
+        applied,
+    }
 }
 
 /// What a dependency names, without its object.
@@ -331,26 +341,16 @@ fn dependency_summaries(dependencies: &[Dependency]) -> Vec<Unchanged> {
         }
     }
     groups
-        .into_values()
-        .map(|mut members| {
+        .into_iter()
+        .map(|((group, _), mut members)| {
             members.sort_by(|a, b| a.id.cmp(&b.id));
-            let values: Vec<(ObjectId, Value)> = members
+            let values: Vec<Value> = members
                 .iter()
-                .map(|d| {
-                    (
-                        d.id.clone(),
-                        serde_json::to_value(d).expect("dependencies serialize"),
-                    )
-                })
+                .map(|d| serde_json::to_value(d).expect("dependencies serialize"))
                 .collect();
-            let first = members[0];
-            Unchanged {
-                vhost: first.id.vhost.clone().unwrap_or_default(),
-                kind: first.id.kind,
-                count: members.len(),
-                digest: digest(values.iter().map(|(id, v)| (id, v))),
-                applied: Some(applied(first)),
-            }
+            let objects: Vec<(&ObjectId, &Value)> =
+                members.iter().map(|d| &d.id).zip(&values).collect();
+            summary(group, &objects, Some(applied(members[0])))
         })
         .collect()
 }
