@@ -135,15 +135,6 @@ pub fn compile(
     } = args;
     // The contract names queues and exchanges, never a password: it needs no secrets.
     let (_, compiled, target) = load_and_compile(args, !*contract, Effect::Reads, stderr)?;
-    let json = if *contract {
-        serde_json::to_string_pretty(&compiled.contract)
-    } else {
-        // Printed output never shows URI credentials; `export` writes them for the broker.
-        serde_json::to_string_pretty(&redact_uris(&definitions_file::document(
-            &compiled.definitions,
-            target,
-        )))
-    };
     // On standard error, as `export -o -` does: the JSON goes to a pipe or a file, and
     // the reader still learns which broker it is for.
     let what = if *contract {
@@ -155,8 +146,16 @@ pub fn compile(
         stderr,
         "compiled {what} for RabbitMQ {target}; --target-version chooses another"
     );
-    let text = json.map_err(|_| CommandError::already_shown(Failure::Error))?;
-    writeln!(stdout, "{text}").map_err(CommandError::unwritten)?;
+    let written = if *contract {
+        render::json_document(stdout, &compiled.contract)
+    } else {
+        // Printed output never shows URI credentials; `export` writes them for the broker.
+        render::json_document(
+            stdout,
+            &redact_uris(&definitions_file::document(&compiled.definitions, target)),
+        )
+    };
+    written.map_err(CommandError::unwritten)?;
     Ok(Success::Done)
 }
 

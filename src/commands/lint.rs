@@ -102,21 +102,12 @@ pub fn lint(args: &LintArgs, stdout: &mut dyn Write, stderr: &mut dyn ErrorLog) 
         FindingsFormat::Github => {
             render::github::annotations(stdout, &render::lint::reporter(file), &diagnostics)
         }
-        FindingsFormat::Json => writeln!(
+        FindingsFormat::Json => {
+            render::json_document(stdout, &render::lint::json_document(file, &diagnostics))
+        }
+        FindingsFormat::Sarif => render::json_document(
             stdout,
-            "{}",
-            serde_json::to_string_pretty(&render::lint::json_document(file, &diagnostics))
-                .expect("JSON")
-        ),
-        FindingsFormat::Sarif => writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&render::sarif::document(
-                &render::lint::reporter(file),
-                RULES,
-                &diagnostics
-            ))
-            .expect("JSON")
+            &render::sarif::document(&render::lint::reporter(file), RULES, &diagnostics),
         ),
         // Not among lint's formats (`FORMATS`): the parser refuses it.
         FindingsFormat::Markdown => unreachable!("lint writes no markdown"),

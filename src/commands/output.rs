@@ -116,11 +116,7 @@ fn tell(told: Told, stderr: &mut dyn ErrorLog) {
 
 /// Prints a JSON document on stdout.
 fn print(stdout: &mut dyn Write, document: &Value) {
-    let _ = writeln!(
-        stdout,
-        "{}",
-        serde_json::to_string_pretty(document).expect("JSON")
-    );
+    let _ = render::json_document(stdout, document);
 }
 
 #[cfg(test)]

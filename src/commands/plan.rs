@@ -87,11 +87,7 @@ impl Output {
                 let style = Style::new(colors(self.color, &std::io::stdout()));
                 render_text(stdout, plan, style)
             }
-            Format::Json => writeln!(
-                stdout,
-                "{}",
-                serde_json::to_string_pretty(&redacted_json(plan)).expect("JSON")
-            ),
+            Format::Json => render::json_document(stdout, &redacted_json(plan)),
             Format::Markdown => render_markdown(stdout, plan),
         }
     }

@@ -119,20 +119,12 @@ fn print(format: FindingsFormat, report: &Report, stdout: &mut dyn Write) -> std
             &render::upgrade::reporter(report),
             &report.findings,
         ),
-        FindingsFormat::Json => writeln!(
+        FindingsFormat::Json => {
+            render::json_document(stdout, &render::upgrade::json_document(report))
+        }
+        FindingsFormat::Sarif => render::json_document(
             stdout,
-            "{}",
-            serde_json::to_string_pretty(&render::upgrade::json_document(report)).expect("JSON")
-        ),
-        FindingsFormat::Sarif => writeln!(
-            stdout,
-            "{}",
-            serde_json::to_string_pretty(&render::sarif::document(
-                &render::upgrade::reporter(report),
-                CHECKS,
-                &report.findings
-            ))
-            .expect("JSON")
+            &render::sarif::document(&render::upgrade::reporter(report), CHECKS, &report.findings),
         ),
         FindingsFormat::Markdown => render::upgrade::markdown(stdout, report),
     }

@@ -77,11 +77,7 @@ pub fn json(out: &mut dyn Write, resolved: &Resolved) -> io::Result<()> {
         "settings": settings,
         "problems": resolved.problems,
     });
-    writeln!(
-        out,
-        "{}",
-        serde_json::to_string_pretty(&document).expect("JSON")
-    )
+    super::json_document(out, &document)
 }
 
 /// One setting as shown.

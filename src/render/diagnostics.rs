@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::model::shorten;
 use crate::spec::Sources;
-use crate::spec::diagnostic::Diagnostic;
+use crate::spec::diagnostic::{Affected, Diagnostic};
 
 /// Most characters of a source line quoted under a diagnostic: a generated spec can
 /// hold a 1 MB line, and the caret only needs the text around the column.
@@ -20,6 +20,21 @@ const MAX_PATH: usize = 200;
 const WARNINGS_IN_FULL: usize = 3;
 /// Places listed for the warnings of a rule that are not printed in full.
 const PLACES_LISTED: usize = 8;
+/// Most names a diagnostic's `affects` line shows; the rest are counted.
+const MAX_AFFECTED_SHOWN: usize = 5;
+
+/// The `affects` list as text: `` `a`, `b` and 3 more ``.
+pub(super) fn affects_text(affects: &[Affected]) -> String {
+    let shown: Vec<String> = affects
+        .iter()
+        .take(MAX_AFFECTED_SHOWN)
+        .map(|affected| format!("`{}`", affected.name))
+        .collect();
+    match affects.len().saturating_sub(MAX_AFFECTED_SHOWN) {
+        0 => shown.join(", "),
+        rest => format!("{} and {rest} more", shown.join(", ")),
+    }
+}
 
 /// One diagnostic as a JSON object, with the fields every JSON document of warren
 /// gives it (lint's, and the error document of a failed command), in one order;
@@ -232,11 +247,7 @@ fn render_one(
         )?;
     }
     if !diagnostic.affects.is_empty() {
-        writeln!(
-            out,
-            "  = affects: {}",
-            crate::spec::diagnostic::affects_text(&diagnostic.affects)
-        )?;
+        writeln!(out, "  = affects: {}", affects_text(&diagnostic.affects))?;
     }
     if let Some(help) = &diagnostic.help {
         // A help of several lines (an example to copy) keeps its lines under the first.

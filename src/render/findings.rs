@@ -59,7 +59,7 @@ impl Reporter<'_> {
             let _ = write!(
                 message,
                 " (affects {})",
-                crate::spec::diagnostic::affects_text(&finding.affects)
+                super::diagnostics::affects_text(&finding.affects)
             );
         }
         if let Some(help) = &finding.help {

@@ -23,6 +23,17 @@ pub mod stopping;
 pub mod trace;
 pub mod upgrade;
 
+/// Writes `document` as one JSON document, indented, and a newline: every JSON document
+/// warren prints (a plan, a report, a lint or SARIF document, the error document) goes
+/// through here, so all have one shape.
+pub fn json_document(
+    out: &mut dyn std::io::Write,
+    document: &impl serde::Serialize,
+) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(document).map_err(std::io::Error::other)?;
+    writeln!(out, "{text}")
+}
+
 /// Runs `render` into a buffer and writes what it wrote with every character a reader
 /// cannot see escaped: a name can never hide in, or reorder, a plan or a diagnostic.
 /// `colored` says whether `render` colors its output: only then are color sequences

@@ -17,11 +17,7 @@ const NONE: &str = "-";
 
 /// The JSON document (`format`: `warren-status/1`).
 pub fn json(out: &mut dyn Write, report: &Report) -> io::Result<()> {
-    writeln!(
-        out,
-        "{}",
-        serde_json::to_string_pretty(report).expect("a report serializes")
-    )
+    super::json_document(out, report)
 }
 
 /// One table per vhost, then the problems of its consumers.

@@ -7,8 +7,7 @@ use crate::trace::{CopyEnd, Event, MessageCopy, RouteStep, Trace};
 
 /// Writes the trace as JSON (one document).
 pub fn json(out: &mut dyn Write, trace: &Trace) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(trace).map_err(io::Error::other)?;
-    writeln!(out, "{text}")
+    super::json_document(out, trace)
 }
 
 /// Writes the trace as readable steps.

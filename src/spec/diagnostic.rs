@@ -3,8 +3,8 @@
 //! A diagnostic is a [`Finding`] (`model/finding.rs`), the one type every report of
 //! warren's shares: reading and compiling a spec makes them, and `lint` and `validate`
 //! add the findings of the lint rules to them. What is here is what only a spec's
-//! diagnostics need: how the things an inherited setting affects are listed and
-//! merged.
+//! diagnostics need: how the things an inherited setting affects are merged (how they
+//! are listed is `render::diagnostics::affects_text`'s).
 
 pub use crate::model::finding::{Affected, Finding, Severity};
 
@@ -12,22 +12,6 @@ use super::SpecPath;
 
 /// A finding about a spec, as the spec's reader and compiler call it.
 pub type Diagnostic = Finding;
-
-/// Most names a diagnostic's `affects` line shows; the rest are counted.
-pub const MAX_AFFECTED_SHOWN: usize = 5;
-
-/// The `affects` list as text: `` `a`, `b` and 3 more ``.
-pub fn affects_text(affects: &[Affected]) -> String {
-    let shown: Vec<String> = affects
-        .iter()
-        .take(MAX_AFFECTED_SHOWN)
-        .map(|affected| format!("`{}`", affected.name))
-        .collect();
-    match affects.len().saturating_sub(MAX_AFFECTED_SHOWN) {
-        0 => shown.join(", "),
-        rest => format!("{} and {rest} more", shown.join(", ")),
-    }
-}
 
 /// Merges diagnostics that say the same thing at the same place and differ only in
 /// what they affect: an inherited setting is checked once per consumer that inherits

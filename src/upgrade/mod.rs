@@ -148,8 +148,9 @@ pub enum ChangeKind {
     Removed,
 }
 
-/// One object that the spec compiles differently for the target.
-#[derive(Debug, Clone, Serialize)]
+/// One object that the spec compiles differently for the target (in the JSON document
+/// as `render::upgrade` lays it out, so it derives no `Serialize` of its own).
+#[derive(Debug, Clone)]
 pub struct Change {
     /// Added, changed or removed.
     pub change: ChangeKind,
@@ -162,7 +163,6 @@ pub struct Change {
     /// The spec's file that writes it.
     pub file: Option<PathBuf>,
     /// Where in it.
-    #[serde(skip)]
     pub location: Option<Location>,
 }
 
