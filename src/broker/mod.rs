@@ -37,7 +37,7 @@ pub use endpoint::{
 };
 pub use error::{BrokerError, RedactedText, Tag, removed_binding};
 use error::{missing_tag, reason_of};
-pub use guard::{Deletion, GuardedQueue, QueueHeld};
+pub use guard::{DELETES_IN_FLIGHT, Deletion, GuardedQueue, QueueHeld};
 pub use inspect::WaitingDeaths;
 pub use live::{BindingEnds, LiveState, Named};
 pub use lock::{BrokerLock, LockName, holder_name};

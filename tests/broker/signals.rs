@@ -3,10 +3,15 @@
 //! chunks, between two delete requests), releases its locks, exits 1, and its report
 //! says exactly what the broker holds; the next apply converges.
 //!
-//! The sizes are the smallest whose full apply takes clearly longer than the stop
-//! bound on this 2-core machine under load, so that CI stays short: `CREATES` classic
-//! queues are 6 or more imports of 1,000, and `DELETES` queues take one guarded
-//! deletion each.
+//! Each test has a node of its own: its applies are thousands of objects, and on a node
+//! that other tests' large applies shared, one import of a single queue went unanswered
+//! for five minutes (a loaded run, 2026-12-07), failing the apply that was to converge.
+//!
+//! That the apply stops at its next safe point, and not at its end, is read off the
+//! broker, never off a clock: the queues it holds just after the signal bound what the
+//! stopped apply may still make (the import in flight) or delete (the deletions in
+//! flight). `CREATES` classic queues are 6 imports of 1,000, and `DELETES` queues take
+//! one guarded deletion each.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -14,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::background::Background;
-use crate::node::{Node, Version, pct};
+use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 
 /// Queues created by the interrupted apply: six imports of 1,000 or more.
@@ -34,10 +39,12 @@ const NOTICE_BOUND: Duration = Duration::from_secs(5);
 /// How soon after the signal the apply must have exited, at most: a bound for a stop
 /// that does not come, wide enough for one import chunk of 1,000 queues, the report
 /// and the record on a node whose machine is loaded. What shows that the stop does not
-/// run the apply to its end is the control: it must take under half as long as the
-/// next apply takes to make what was left (at least five times as much), measured in
-/// the same minute on the same machine.
+/// run the apply to its end is what the broker holds (see the module's comment).
 const STOP_BOUND: Duration = Duration::from_secs(120);
+
+/// Objects in one import of the creates test: a twentieth of its 6,001 creates is
+/// fewer than the 1,000 an import holds at least.
+const IMPORT: usize = 1_000;
 
 fn queues_spec(spec: &str, vhost: &str, count: usize) -> String {
     let mut text = format!("version: 1\nname: {spec}\nvhosts:\n  {vhost}:\n    queues:\n");
@@ -90,15 +97,25 @@ fn within(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) -> D
     started.elapsed()
 }
 
+/// What a stopped apply left: its run, its JSON document, the queues of the vhost
+/// counted just after the first signal, and how long the stop took.
+struct Stopped {
+    run: crate::support::Run,
+    document: Value,
+    queues_at_signal: usize,
+    took: Duration,
+}
+
 /// Starts `apply SPEC --format json`, waits until `started` says the phase under test
-/// runs, and sends SIGINT (and a second one when `twice`). Checks the notices and the
-/// stop bound; the finished run, its JSON document and how long it took to stop.
+/// runs, sends SIGINT, counts `vhost`'s queues, and sends a second SIGINT when `twice`.
+/// Checks the notices and the stop bound.
 fn interrupt(
     node: &Node,
     spec: &Spec,
+    vhost: &str,
     twice: bool,
     mut started: impl FnMut() -> bool,
-) -> (crate::support::Run, Value, Duration) {
+) -> Stopped {
     let mut child = Background::spawn(node.apply(spec.arg()).with(&["--format", "json"]).command());
     within(
         Duration::from_secs(300),
@@ -110,6 +127,9 @@ fn interrupt(
     );
     let signalled = Instant::now();
     child.signal(libc::SIGINT);
+    // Read after the signal: at least what the stopped apply had made (or had not yet
+    // deleted) when the signal came, so bounds drawn from it only widen.
+    let queues_at_signal = queue_names(node, vhost).len();
     let heard = within(NOTICE_BOUND, "the first notice", || {
         child.stderr_so_far().contains("Signal received: stopping")
     });
@@ -142,11 +162,15 @@ fn interrupt(
         run.stderr
     );
     let document: Value = serde_json::from_str(&run.stdout).expect("one JSON document");
-    (run, document, stopped)
+    Stopped {
+        run,
+        document,
+        queues_at_signal,
+        took: stopped,
+    }
 }
 
-/// The locks are free at once, and the next apply converges, taking more than twice
-/// as long as the stop did.
+/// The locks are free at once, and the next apply converges.
 fn converges(node: &Node, vhost: &str, spec: &Spec, stopped: Duration) {
     assert!(
         lock_queues(node).iter().all(|q| !q.ends_with(vhost)),
@@ -161,21 +185,27 @@ fn converges(node: &Node, vhost: &str, spec: &Spec, stopped: Duration) {
         node.rabbitmq_version(),
         rest.as_millis()
     );
-    assert!(
-        stopped * 2 < rest,
-        "the stop ({stopped:?}) took more than half as long as the rest of the apply ({rest:?})"
+    eprintln!(
+        "{}: the stop took {} ms",
+        node.rabbitmq_version(),
+        stopped.as_millis()
     );
     let plan = node.plan(spec.arg()).expect(0);
     assert!(plan.stdout.contains("No changes."), "{}", plan.stdout);
 }
 
 fn a_signal_stops_creates_after_the_current_chunk(version: Version) {
-    let node = Node::shared(version);
+    let node = &Node::start(version, NodeOptions::default());
     let vhost = node.unused_vhost("signal-creates");
     let name = format!("signal-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, CREATES));
     let first = format!("/api/queues/{}/q00000", pct(&vhost));
-    let (run, document, stopped) = interrupt(node, &spec, true, || node.get_opt(&first).is_some());
+    let Stopped {
+        run,
+        document,
+        queues_at_signal,
+        took,
+    } = interrupt(node, &spec, &vhost, true, || node.get_opt(&first).is_some());
     assert!(
         run.stderr
             .contains("Signal received: stopping after the current chunk: creating "),
@@ -200,13 +230,22 @@ fn a_signal_stops_creates_after_the_current_chunk(version: Version) {
         done.len()
     );
     // Whole imports of 1,000 objects, the first with the vhost.
-    assert_eq!((done.len() + 1) % 1_000, 0, "whole imports: {}", done.len());
-    converges(node, &vhost, &spec, stopped);
+    let made = done.len() + 1;
+    assert_eq!(made % IMPORT, 0, "whole imports: {}", done.len());
+    // No import after the signal: the imports answered before it, and the one in
+    // flight, whose first queues may already show.
+    let answered_before = (queues_at_signal + 1) / IMPORT;
+    assert!(
+        made <= (answered_before + 1) * IMPORT,
+        "{} queues made, {queues_at_signal} when the signal came: an import was sent after it",
+        done.len()
+    );
+    converges(node, &vhost, &spec, took);
     assert_eq!(queue_names(node, &vhost).len(), CREATES);
 }
 
 fn a_signal_stops_deletes_after_the_requests_in_flight(version: Version) {
-    let node = Node::shared(version);
+    let node = &Node::start(version, NodeOptions::default());
     let vhost = node.unused_vhost("signal-deletes");
     let name = format!("signal-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, DELETES));
@@ -215,7 +254,14 @@ fn a_signal_stops_deletes_after_the_requests_in_flight(version: Version) {
         "version: 1\nname: {name}\nvhosts:\n  {vhost}: {{}}\n"
     ));
     let first = format!("/api/queues/{}/q00000", pct(&vhost));
-    let (run, document, stopped) = interrupt(node, &spec, false, || node.get_opt(&first).is_none());
+    let Stopped {
+        run,
+        document,
+        queues_at_signal,
+        took,
+    } = interrupt(node, &spec, &vhost, false, || {
+        node.get_opt(&first).is_none()
+    });
     assert!(
         run.stderr.contains(
             "Signal received: stopping once the requests in flight are answered: deleting "
@@ -234,12 +280,18 @@ fn a_signal_stops_deletes_after_the_requests_in_flight(version: Version) {
         "stopped part way: {} deleted",
         done.len()
     );
-    converges(node, &vhost, &spec, stopped);
+    // No deletion started after the signal: at most those in flight finished.
+    assert!(
+        held.len() + warren::broker::DELETES_IN_FLIGHT >= queues_at_signal,
+        "{} queues left, {queues_at_signal} when the signal came: a deletion started after it",
+        held.len()
+    );
+    converges(node, &vhost, &spec, took);
     assert!(queue_names(node, &vhost).is_empty());
 }
 
 fn a_third_signal_stops_at_once(version: Version) {
-    let node = Node::shared(version);
+    let node = &Node::start(version, NodeOptions::default());
     let vhost = node.unused_vhost("signal-thrice");
     let name = format!("signal-{vhost}");
     let spec = Spec::new(&queues_spec(&name, &vhost, 2_000));

@@ -28,8 +28,9 @@ const DELETE: &str = "queue.delete";
 /// How many queues of one vhost are being deleted at once, at most. Each deletion is a
 /// few round trips (its lock confirmation, the removal of the bindings into it, the
 /// broker's check and the delete), most of them waiting on the broker: one at a time,
-/// removing a topology took several times as long as creating it.
-const DELETES_IN_FLIGHT: usize = 8;
+/// removing a topology took several times as long as creating it. A stopped apply
+/// finishes at most this many deletions after the stop.
+pub const DELETES_IN_FLIGHT: usize = 8;
 
 /// The AMQP connection one vhost's deletions share, and the channels they take turns
 /// on: one channel per deletion in flight (a refusal or a missing queue closes the

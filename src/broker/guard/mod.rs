@@ -30,6 +30,8 @@ use crate::model::QueueType;
 
 mod delayed_retry;
 mod delete;
+
+pub use delete::DELETES_IN_FLIGHT;
 mod held;
 
 pub use held::QueueHeld;
