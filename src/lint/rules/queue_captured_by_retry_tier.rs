@@ -50,6 +50,8 @@ fn check(context: &Context) -> Vec<Finding> {
         })
         .map(|b| (b.vhost.as_str(), b.destination.as_str()))
         .collect();
+    // Each queue's type, read once: it is asked for every retry policy of its vhost.
+    let types: Vec<QueueType> = definitions.queues.iter().map(QueueType::of).collect();
     let mut findings = Vec::new();
     for policy in &definitions.policies {
         let parking = policy.name == naming::policy_name(&naming::parking_group(), 0);
@@ -62,9 +64,9 @@ fn check(context: &Context) -> Vec<Finding> {
         };
         let policy_id = ObjectId::in_vhost(ObjectKind::Policy, &policy.vhost, &policy.name);
         let owner = owned.iter().find(|(_, ids)| ids.contains(&policy_id));
-        for queue in &definitions.queues {
+        for (queue, queue_type) in definitions.queues.iter().zip(&types) {
             if queue.vhost != policy.vhost
-                || !applies_to(&policy.apply_to, QueueType::of(queue))
+                || !applies_to(&policy.apply_to, *queue_type)
                 || !matcher.is_match(&queue.name)
             {
                 continue;
