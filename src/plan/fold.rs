@@ -321,7 +321,11 @@ fn summary(
 
 /// What a dependency names, without its object.
 fn applied(dependency: &Dependency) -> Value {
-    let mut value = serde_json::to_value(dependency).expect("dependencies serialize");
+    without_id(serde_json::to_value(dependency).expect("dependencies serialize"))
+}
+
+/// A serialized dependency without its `id`.
+fn without_id(mut value: Value) -> Value {
     if let Some(object) = value.as_object_mut() {
         object.remove("id");
     }
@@ -329,28 +333,30 @@ fn applied(dependency: &Dependency) -> Value {
 }
 
 /// The summaries of `dependencies`, grouped by their object's vhost and kind and by the
-/// policies they name.
+/// policies they name. Each dependency is serialized once: its value is digested, and
+/// without its id it is its group's key and `applied`.
 fn dependency_summaries(dependencies: &[Dependency]) -> Vec<Unchanged> {
-    let mut groups: BTreeMap<(Group, String), Vec<&Dependency>> = BTreeMap::new();
+    type Members<'a> = (Value, Vec<(&'a ObjectId, Value)>);
+    let mut groups: BTreeMap<(Group, String), Members> = BTreeMap::new();
     for dependency in dependencies {
-        if let Some(group) = group_of(&dependency.id) {
-            groups
-                .entry((group, applied(dependency).to_string()))
-                .or_default()
-                .push(dependency);
-        }
+        let Some(group) = group_of(&dependency.id) else {
+            continue;
+        };
+        let value = serde_json::to_value(dependency).expect("dependencies serialize");
+        let named = without_id(value.clone());
+        groups
+            .entry((group, named.to_string()))
+            .or_insert_with(|| (named, Vec::new()))
+            .1
+            .push((&dependency.id, value));
     }
     groups
         .into_iter()
-        .map(|((group, _), mut members)| {
-            members.sort_by(|a, b| a.id.cmp(&b.id));
-            let values: Vec<Value> = members
-                .iter()
-                .map(|d| serde_json::to_value(d).expect("dependencies serialize"))
-                .collect();
+        .map(|((group, _), (named, mut members))| {
+            members.sort_by(|a, b| a.0.cmp(b.0));
             let objects: Vec<(&ObjectId, &Value)> =
-                members.iter().map(|d| &d.id).zip(&values).collect();
-            summary(group, &objects, Some(applied(members[0])))
+                members.iter().map(|(id, value)| (*id, value)).collect();
+            summary(group, &objects, Some(named))
         })
         .collect()
 }

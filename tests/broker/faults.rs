@@ -179,20 +179,12 @@ fn a_broker_killed_mid_delete_reports_what_the_broker_holds(version: Version) {
 /// deletes in flight can outlast a shorter one (it is then, rightly, unconfirmed).
 /// Once the node is killed and the tap cut, every request fails at once.
 fn apply_through(node: &Node, tap: &HttpTap, spec: &Spec) -> Background {
-    let mut command = crate::support::warren(&["apply", spec.arg(), "--auto-approve"]);
-    command.args([
-        "--format",
-        "json",
-        "--timeout",
-        "60",
-        "--url",
-        &tap.url(),
-        "--user",
-        &node.user,
-        "--password",
-        &node.password,
-    ]);
-    Background::spawn(command)
+    Background::spawn(
+        node.apply(spec.arg())
+            .at(&tap.url())
+            .with(&["--format", "json", "--timeout", "60"])
+            .command(),
+    )
 }
 
 /// The lists of an apply's JSON report, each change as its line.

@@ -30,10 +30,9 @@ use crate::model::QueueType;
 
 mod delayed_retry;
 mod delete;
-
-pub use delete::DELETES_IN_FLIGHT;
 mod held;
 
+pub use delete::DELETES_IN_FLIGHT;
 pub use held::QueueHeld;
 
 /// AMQP reply code the checks expect when a queue does not exist.
