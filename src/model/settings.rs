@@ -138,24 +138,62 @@ fn delivery_limits(a: Option<Setting>, b: Option<Setting>) -> Option<Setting> {
     }
 }
 
+/// A setting's key in a policy's definition and as a queue argument (spelled out, not
+/// formatted: every queue of every lint and trace resolves all of them).
+#[derive(Debug, Clone, Copy)]
+struct Key {
+    policy: &'static str,
+    argument: &'static str,
+}
+
+const MESSAGE_TTL: Key = Key {
+    policy: "message-ttl",
+    argument: "x-message-ttl",
+};
+const EXPIRES: Key = Key {
+    policy: "expires",
+    argument: "x-expires",
+};
+const MAX_LENGTH: Key = Key {
+    policy: "max-length",
+    argument: "x-max-length",
+};
+const MAX_LENGTH_BYTES: Key = Key {
+    policy: "max-length-bytes",
+    argument: "x-max-length-bytes",
+};
+const OVERFLOW: Key = Key {
+    policy: "overflow",
+    argument: "x-overflow",
+};
+const DEAD_LETTER_EXCHANGE: Key = Key {
+    policy: "dead-letter-exchange",
+    argument: "x-dead-letter-exchange",
+};
+const DEAD_LETTER_ROUTING_KEY: Key = Key {
+    policy: "dead-letter-routing-key",
+    argument: "x-dead-letter-routing-key",
+};
+const DELIVERY_LIMIT: Key = Key {
+    policy: "delivery-limit",
+    argument: "x-delivery-limit",
+};
+
 impl Candidates {
-    fn of(queue: &Queue, policy: Option<&Policy>, operator: Option<&Policy>, key: &str) -> Self {
+    fn of(queue: &Queue, policy: Option<&Policy>, operator: Option<&Policy>, key: Key) -> Self {
         let from = |policy: Option<&Policy>, source: fn(String) -> Source| {
             policy.and_then(|p| {
-                p.definition.get(key).map(|value| Setting {
+                p.definition.get(key.policy).map(|value| Setting {
                     value: value.clone(),
                     source: source(p.name.clone()),
                 })
             })
         };
         Candidates {
-            argument: queue
-                .arguments
-                .get(&format!("x-{key}"))
-                .map(|value| Setting {
-                    value: value.clone(),
-                    source: Source::Argument,
-                }),
+            argument: queue.arguments.get(key.argument).map(|value| Setting {
+                value: value.clone(),
+                source: Source::Argument,
+            }),
             policy: from(policy, Source::Policy),
             operator: from(operator, Source::OperatorPolicy),
         }
@@ -171,17 +209,17 @@ pub fn resolve(
     target: TargetVersion,
 ) -> Settings {
     let kind = QueueType::of(queue);
-    let candidates = |key: &str| Candidates::of(queue, policy, operator, key);
-    let lowest_of = |key: &str| {
+    let candidates = |key: Key| Candidates::of(queue, policy, operator, key);
+    let lowest_of = |key: Key| {
         let c = candidates(key);
         lowest([c.argument, c.policy, c.operator])
     };
-    let argument_first = |key: &str| {
+    let argument_first = |key: Key| {
         let c = candidates(key);
         c.argument.or(c.policy)
     };
     let expires = {
-        let c = candidates("expires");
+        let c = candidates(EXPIRES);
         if kind == QueueType::Quorum && !target.has_default_delivery_limit() {
             // Before 4.0 a quorum queue takes the policies' expiry over its argument.
             lowest([c.policy, c.operator]).or(c.argument)
@@ -190,7 +228,7 @@ pub fn resolve(
         }
     };
     let overflow = {
-        let c = candidates("overflow");
+        let c = candidates(OVERFLOW);
         let own = match kind {
             QueueType::Quorum => c.policy.or(c.argument),
             _ => c.argument.or(c.policy),
@@ -199,7 +237,7 @@ pub fn resolve(
     };
     let delivery_limit = (kind == QueueType::Quorum)
         .then(|| {
-            let c = candidates("delivery-limit");
+            let c = candidates(DELIVERY_LIMIT);
             let merged = delivery_limits(c.policy, c.operator);
             match delivery_limits(c.argument, merged) {
                 None if target.has_default_delivery_limit() => Some(Setting {
@@ -211,13 +249,13 @@ pub fn resolve(
         })
         .flatten();
     Settings {
-        message_ttl: lowest_of("message-ttl"),
+        message_ttl: lowest_of(MESSAGE_TTL),
         expires,
-        max_length: lowest_of("max-length"),
-        max_length_bytes: lowest_of("max-length-bytes"),
+        max_length: lowest_of(MAX_LENGTH),
+        max_length_bytes: lowest_of(MAX_LENGTH_BYTES),
         overflow,
-        dead_letter_exchange: argument_first("dead-letter-exchange"),
-        dead_letter_routing_key: argument_first("dead-letter-routing-key"),
+        dead_letter_exchange: argument_first(DEAD_LETTER_EXCHANGE),
+        dead_letter_routing_key: argument_first(DEAD_LETTER_ROUTING_KEY),
         delivery_limit,
     }
 }

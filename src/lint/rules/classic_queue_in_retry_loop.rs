@@ -36,7 +36,7 @@ fn check(context: &Context) -> Vec<Finding> {
                     format!(
                         "the retry loop {} uses classic queues ({}), which are not replicated",
                         graph.names(&cycle),
-                        graph.names(&classic).replace(" → ", ", ")
+                        graph.listed(&classic, ", ")
                     ),
                 )
                 .fix("use quorum queues (`type: quorum`) for retry loops"),

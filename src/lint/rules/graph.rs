@@ -93,13 +93,23 @@ impl<'a> Graph<'a> {
         queue_id(&self.facts[node])
     }
 
-    /// Names of the queues of a cycle, for messages.
+    /// Names of the queues of a cycle, in its order, for messages.
     pub fn names(&self, nodes: &[usize]) -> String {
-        nodes
-            .iter()
-            .map(|n| format!("`{}`", self.facts[*n].queue.name))
-            .collect::<Vec<_>>()
-            .join(" → ")
+        self.listed(nodes, " → ")
+    }
+
+    /// Names of queues, each quoted, between `separator`s.
+    pub fn listed(&self, nodes: &[usize], separator: &str) -> String {
+        let mut text = String::new();
+        for (at, node) in nodes.iter().enumerate() {
+            if at > 0 {
+                text.push_str(separator);
+            }
+            text.push('`');
+            text.push_str(&self.facts[*node].queue.name);
+            text.push('`');
+        }
+        text
     }
 }
 
