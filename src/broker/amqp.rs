@@ -70,6 +70,30 @@ impl AmqpUse {
 /// The socket closes with the process all the same.
 pub(super) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
+/// Waits at most `wait` (the command's `--timeout`) for the broker's answer to one
+/// AMQP request, so that no request can hold a command forever. The client answers a
+/// request whose connection failed with that failure, but not always: an apply frozen
+/// while it took its locks, thawed after the broker had closed its connections, waited
+/// on one for an hour with no socket left open (RabbitMQ 4.0, a loaded machine). An
+/// unanswered request becomes an I/O error, which every caller already reads as a lost
+/// connection: a request that may or may not have been done.
+pub(super) async fn answered<T>(
+    wait: Duration,
+    request: impl std::future::Future<Output = lapin::Result<T>>,
+) -> lapin::Result<T> {
+    match tokio::time::timeout(wait, request).await {
+        Ok(answer) => answer,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "the broker did not answer within {} s (--timeout)",
+                wait.as_secs()
+            ),
+        )
+        .into()),
+    }
+}
+
 /// Closes `connection`, waiting at most [`CLOSE_WAIT`] for the broker's answer.
 pub(super) async fn close(connection: &lapin::Connection, reason: &str) {
     let closing = connection.close(200, reason.into());

@@ -20,7 +20,9 @@ use lapin::{Connection, ConnectionProperties};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::amqp::{self, CloseReason, ConnectFailure, LOCK_HEARTBEAT_SECS, NoAmqp, reply_of};
+use super::amqp::{
+    self, CloseReason, ConnectFailure, LOCK_HEARTBEAT_SECS, NoAmqp, answered, reply_of,
+};
 use super::fence::Fence;
 use super::{BrokerError, Client, segment};
 use crate::model::LOCK_VHOST;
@@ -149,6 +151,7 @@ impl Client {
         self.ensure_lock_vhost().await?;
         let connection = self.lock_connection(holder).await?;
         let closed_because = CloseReason::watch(&connection);
+        let wait_each = self.endpoint.timeout;
         let unavailable = |reason: String| BrokerError::LockInterrupted {
             reason: reason.into(),
         };
@@ -157,8 +160,7 @@ impl Client {
             loop {
                 let open = match channel.take() {
                     Some(open) => open,
-                    None => connection
-                        .create_channel()
+                    None => answered(wait_each, connection.create_channel())
                         .await
                         .map_err(|e| unavailable(e.to_string()))?,
                 };
@@ -166,13 +168,15 @@ impl Client {
                     exclusive: true,
                     ..QueueDeclareOptions::default()
                 };
-                let declared = open
-                    .queue_declare(
+                let declared = answered(
+                    wait_each,
+                    open.queue_declare(
                         name.queue().as_str().into(),
                         options,
                         holder_arguments(holder),
-                    )
-                    .await;
+                    ),
+                )
+                .await;
                 match declared {
                     Ok(_) => {
                         channel = Some(open);
@@ -212,7 +216,7 @@ impl Client {
             return Err(unavailable("no lock was asked for".into()));
         };
         // A channel of its own: a confirmation never waits behind anything else.
-        let confirming = match connection.create_channel().await {
+        let confirming = match answered(wait_each, connection.create_channel()).await {
             Ok(confirming) => confirming,
             Err(error) => {
                 super::amqp::close(&connection, "lock not taken").await;

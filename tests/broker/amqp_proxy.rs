@@ -8,7 +8,11 @@
 //!   passed a number of `queue.delete-ok`s: from then on nothing of the broker's
 //!   reaches that client, heartbeats included, while the client's requests still reach
 //!   the broker. The broker that misses its heartbeats, and the answer to a delete
-//!   that was done and never heard of.
+//!   that was done and never heard of;
+//! - [`AmqpProxy::swallowing_declare_oks`] never passes on a `queue.declare-ok`, and
+//!   everything else (heartbeats included): the broker that is alive and never answers
+//!   one request, as a declare held up by a partition or a metadata store without its
+//!   quorum.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
@@ -21,11 +25,13 @@ use std::time::Duration;
 const CONNECTION_CLOSE_OK: (u16, u16) = (10, 51);
 const CHANNEL_CLOSE_OK: (u16, u16) = (20, 41);
 const QUEUE_DELETE_OK: (u16, u16) = (50, 41);
+const QUEUE_DECLARE_OK: (u16, u16) = (50, 11);
 
 /// What the proxy does to the broker's frames.
 #[derive(Debug, Clone, Copy)]
 enum Fault {
     SwallowCloses,
+    SwallowDeclareOks,
     MuteAfterDeletes(usize),
 }
 
@@ -39,7 +45,7 @@ pub struct AmqpProxy {
 /// What the proxy has done so far.
 #[derive(Default)]
 struct Counts {
-    /// Close-oks kept back.
+    /// Close-oks (or declare-oks) kept back.
     swallowed: AtomicUsize,
     /// Connections gone silent (one at most).
     muted: AtomicUsize,
@@ -49,6 +55,11 @@ impl AmqpProxy {
     /// A proxy to `127.0.0.1:amqp_port` that keeps back every close-ok.
     pub fn swallowing_closes(amqp_port: u16) -> AmqpProxy {
         AmqpProxy::start(amqp_port, Fault::SwallowCloses)
+    }
+
+    /// A proxy to `127.0.0.1:amqp_port` that keeps back every `queue.declare-ok`.
+    pub fn swallowing_declare_oks(amqp_port: u16) -> AmqpProxy {
+        AmqpProxy::start(amqp_port, Fault::SwallowDeclareOks)
     }
 
     /// A proxy to `127.0.0.1:amqp_port` that passes nothing more from the broker on the
@@ -84,7 +95,7 @@ impl AmqpProxy {
         format!("amqp://127.0.0.1:{}/", self.port)
     }
 
-    /// How many close-oks the proxy has kept from its clients.
+    /// How many close-oks (or declare-oks) the proxy has kept from its clients.
     pub fn swallowed(&self) -> usize {
         self.counts.swallowed.load(Ordering::Relaxed)
     }
@@ -150,6 +161,10 @@ fn frames(
             Fault::SwallowCloses
                 if method == Some(CONNECTION_CLOSE_OK) || method == Some(CHANNEL_CLOSE_OK) =>
             {
+                counts.swallowed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Fault::SwallowDeclareOks if method == Some(QUEUE_DECLARE_OK) => {
                 counts.swallowed.fetch_add(1, Ordering::Relaxed);
                 continue;
             }

@@ -14,6 +14,12 @@ use std::thread::{self, JoinHandle};
 
 use crate::support::Run;
 
+/// How long any background `warren` of the tests may take before it counts as stuck:
+/// far longer than the slowest of them on a loaded machine (minutes), so that only a
+/// run that would wait forever reaches it, and fails its test with what it printed
+/// instead of holding up the whole suite (a thawed apply once waited an hour).
+pub const STUCK: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 /// A running `warren` whose output is being collected.
 ///
 /// Dropped before [`Background::finish`] (a failed assertion), it kills the child, so
@@ -88,7 +94,7 @@ impl Background {
         while self.exited().is_none() {
             if std::time::Instant::now() >= deadline {
                 self.kill();
-                let run = self.finish();
+                let run = self.collect();
                 panic!(
                     "warren did not exit within {} s; it printed:\n{}\n{}",
                     limit.as_secs(),
@@ -98,12 +104,17 @@ impl Background {
             }
             thread::sleep(std::time::Duration::from_millis(50));
         }
-        self.finish()
+        self.collect()
     }
 
-    /// Waits for the child to exit and returns what it printed.
+    /// Waits for the child to exit, at most [`STUCK`], and returns what it printed.
     #[track_caller]
-    pub fn finish(mut self) -> Run {
+    pub fn finish(self) -> Run {
+        self.finish_within(STUCK)
+    }
+
+    /// Waits for the child to exit, however long, and returns what it printed.
+    fn collect(mut self) -> Run {
         let status = self.child.wait().expect("wait for warren");
         let stdout = self.stdout.take().expect("not finished yet");
         let stderr = self.stderr.take().expect("not finished yet");

@@ -500,6 +500,40 @@ per_version!(
     also_on_4_0: a_deletion_check_connection_lost_under_load_is_opened_again
 );
 
+/// The broker never answers the apply's lock request (a proxy keeps back every
+/// `queue.declare-ok`, heartbeats still flowing: a broker alive and stuck on one
+/// request). The apply waits its `--timeout` for the answer, no longer, and stops with
+/// exit 1 before its first write: nothing was changed, and its lock went with its
+/// connection. Without a bound on each AMQP request it waited forever (a thawed apply
+/// once waited an hour on a lock request whose connection was gone). The bound is for
+/// an apply that hangs: a 10 s `--timeout`, a plan and a close of 2 s fit well within it.
+#[test]
+fn an_unanswered_lock_request_does_not_hold_the_apply() {
+    let node = Node::shared(Version::V3_10);
+    let vhost = node.unused_vhost("nolock");
+    let proxy = AmqpProxy::swallowing_declare_oks(node.amqp_port);
+    let name = format!("nolock-{vhost}");
+    let spec = Spec::new(&queues_spec(&name, &vhost, 2));
+    let command = node
+        .apply(spec.arg())
+        .with(&["--amqp-url", &proxy.url(), "--timeout", "10"]);
+    let run = Background::spawn(command.command()).finish_within(Duration::from_secs(180));
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("did not answer within 10 s"),
+        "{}",
+        run.stderr
+    );
+    assert!(proxy.swallowed() >= 1, "no declare-ok was kept back");
+    // Nothing was made, and no lock is left behind.
+    assert!(
+        node.get_opt(&format!("/api/vhosts/{}", pct(&vhost)))
+            .is_none(),
+        "the vhost was created"
+    );
+    node.apply(spec.arg()).expect(0);
+}
+
 /// The broker's close-ok never comes, for the apply lock's connection, the delete
 /// guard's channel and its connection (a proxy keeps them back): each apply finishes
 /// all the same, having waited a couple of seconds per close, instead of hanging after

@@ -41,7 +41,7 @@ impl Client {
         let Some(longest) = self.delayed_retry_max(queue).await? else {
             return Ok(());
         };
-        match declare_passive(channel, queue).await? {
+        match declare_passive(channel, queue, self.endpoint.timeout).await? {
             // Gone, or refused on its count or consumers by the check that follows.
             None => return Ok(()),
             Some(held) if held.ready > 0 || held.consumers > 0 => return Ok(()),

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -14,7 +15,7 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Connection};
 
 use super::{Deletion, GuardedQueue, NOT_FOUND, channel, failed_as, refused};
-use crate::broker::amqp::{AmqpUse, reply_of};
+use crate::broker::amqp::{AmqpUse, answered, reply_of};
 use crate::broker::error::{RedactedText, removed_binding};
 use crate::broker::{BrokerError, Client, QueueBinding};
 use crate::model::QueueType;
@@ -41,13 +42,16 @@ struct Checks {
     connection: tokio::sync::RwLock<(u64, Connection)>,
     /// Channels of the current connection free for the next deletion.
     idle: Mutex<Vec<(u64, Channel)>>,
+    /// How long a new channel may take (`--timeout`).
+    wait: Duration,
 }
 
 impl Checks {
-    fn new(connection: Connection) -> Checks {
+    fn new(connection: Connection, wait: Duration) -> Checks {
         Checks {
             connection: tokio::sync::RwLock::new((0, connection)),
             idle: Mutex::new(Vec::new()),
+            wait,
         }
     }
 
@@ -63,7 +67,7 @@ impl Checks {
         };
         match reusable {
             Some((generation, channel)) => (generation, Ok(channel)),
-            None => (held.0, channel(&held.1, queue, DELETE).await),
+            None => (held.0, channel(&held.1, queue, DELETE, self.wait).await),
         }
     }
 
@@ -154,7 +158,7 @@ impl Client {
                 }
             };
             let checks = match self.checks_connection(vhost).await {
-                Ok(connection) => Checks::new(connection),
+                Ok(connection) => Checks::new(connection, self.endpoint.timeout),
                 Err(error) => {
                     results[first] = Some(Err(error));
                     answered(1);
@@ -445,7 +449,8 @@ impl Client {
                     nowait: false,
                 };
                 self.fenced(false).await?;
-                match channel.queue_delete(queue.name.into(), options).await {
+                let deleting = channel.queue_delete(queue.name.into(), options);
+                match answered(self.endpoint.timeout, deleting).await {
                     Ok(_) => Ok(()),
                     Err(error) => match reply_of(&error) {
                         Some((NOT_FOUND, _)) => Ok(()),
@@ -470,10 +475,8 @@ impl Client {
             passive: true,
             ..QueueDeclareOptions::default()
         };
-        let state = match channel
-            .queue_declare(queue.name.into(), passive, FieldTable::default())
-            .await
-        {
+        let counting = channel.queue_declare(queue.name.into(), passive, FieldTable::default());
+        let state = match answered(self.endpoint.timeout, counting).await {
             Ok(state) => state,
             Err(error) => {
                 return match reply_of(&error) {
@@ -501,10 +504,8 @@ impl Client {
             ));
         }
         self.fenced(false).await?;
-        match channel
-            .queue_delete(queue.name.into(), QueueDeleteOptions::default())
-            .await
-        {
+        let deleting = channel.queue_delete(queue.name.into(), QueueDeleteOptions::default());
+        match answered(self.endpoint.timeout, deleting).await {
             Ok(0) => Ok(()),
             Ok(lost) => Err(BrokerError::LostInWindow {
                 vhost: queue.vhost.to_string(),

@@ -6,13 +6,14 @@
 //! ([`declare_passive`]).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use lapin::Channel;
 use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 
 use super::{GuardedQueue, NOT_FOUND, channel, failed_as};
-use crate::broker::amqp::{AmqpUse, reply_of};
+use crate::broker::amqp::{AmqpUse, answered, reply_of};
 use crate::broker::{BrokerError, Client, segment};
 use crate::model::{Permission, QueueType};
 
@@ -73,6 +74,7 @@ impl Client {
     ) -> Result<Vec<Option<QueueHeld>>, BrokerError> {
         let mut held: Vec<Option<QueueHeld>> = vec![None; queues.len()];
         let by_vhost = by_vhost(queues);
+        let wait = self.endpoint.timeout;
         for (vhost, indices) in &by_vhost {
             let vhost = *vhost;
             let connection = self
@@ -98,9 +100,9 @@ impl Client {
                         };
                         let channel = match open.take() {
                             Some(channel) if channel.status().connected() => channel,
-                            _ => self::channel(connection, &queue, COUNT).await?,
+                            _ => self::channel(connection, &queue, COUNT, wait).await?,
                         };
-                        counted.push((index, declare_passive(&channel, &queue).await?));
+                        counted.push((index, declare_passive(&channel, &queue, wait).await?));
                         open = Some(channel);
                     }
                     Ok::<_, BrokerError>(counted)
@@ -197,14 +199,17 @@ impl Client {
 pub(super) async fn declare_passive(
     channel: &Channel,
     queue: &GuardedQueue<'_>,
+    wait: Duration,
 ) -> Result<Option<QueueHeld>, BrokerError> {
     let passive = QueueDeclareOptions {
         passive: true,
         ..QueueDeclareOptions::default()
     };
-    match channel
-        .queue_declare(queue.name.into(), passive, FieldTable::default())
-        .await
+    match answered(
+        wait,
+        channel.queue_declare(queue.name.into(), passive, FieldTable::default()),
+    )
+    .await
     {
         Ok(state) => Ok(Some(QueueHeld {
             ready: state.message_count(),

@@ -22,10 +22,12 @@
 //! (RabbitMQ 4.3) in `delayed_retry.rs`, and the exact counts an apply reads before its
 //! first write in `held.rs`.
 
+use std::time::Duration;
+
 use lapin::{Channel, Connection};
 
 use super::BrokerError;
-use super::amqp::reply_of;
+use super::amqp::{answered, reply_of};
 use crate::model::QueueType;
 
 mod delayed_retry;
@@ -60,13 +62,14 @@ pub struct Deletion<'a> {
     pub after: &'a [usize],
 }
 
+/// A new channel for `queue`'s check, waiting at most `wait` for it.
 async fn channel(
     connection: &Connection,
     queue: &GuardedQueue<'_>,
     what: &str,
+    wait: Duration,
 ) -> Result<Channel, BrokerError> {
-    connection
-        .create_channel()
+    answered(wait, connection.create_channel())
         .await
         .map_err(|error| failed_as(what, queue, &error))
 }
