@@ -10,8 +10,8 @@
 //! That the apply stops at its next safe point, and not at its end, is read off the
 //! broker, never off a clock: the queues it holds just after the signal bound what the
 //! stopped apply may still make (the import in flight) or delete (the deletions in
-//! flight). `CREATES` classic queues are 6 imports of 1,000, and `DELETES` queues take
-//! one guarded deletion each.
+//! flight). `CREATES` classic queues are 4 imports of 3,000 and one of the last queue,
+//! and `DELETES` queues take one guarded deletion each.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -22,8 +22,10 @@ use crate::background::Background;
 use crate::node::{Node, NodeOptions, Version, pct};
 use crate::spec::Spec;
 
-/// Queues created by the interrupted apply: six imports of 1,000 or more.
-const CREATES: usize = 6_000;
+/// Queues created by the interrupted apply: several imports of the fewest objects an
+/// import holds (`IMPORT_CHUNK_MIN_OBJECTS`, 3,000), so that a stop after the first
+/// leaves most of them unmade.
+const CREATES: usize = 12_000;
 
 /// Queues deleted by the interrupted apply, one guarded deletion each: the stop comes
 /// within a second of the signal, and the deletes left take many seconds. 3,000 made
@@ -37,14 +39,16 @@ const DELETES: usize = 1_500;
 const NOTICE_BOUND: Duration = Duration::from_secs(5);
 
 /// How soon after the signal the apply must have exited, at most: a bound for a stop
-/// that does not come, wide enough for one import chunk of 1,000 queues, the report
+/// that does not come, wide enough for one import chunk of 3,000 queues, the report
 /// and the record on a node whose machine is loaded. What shows that the stop does not
 /// run the apply to its end is what the broker holds (see the module's comment).
 const STOP_BOUND: Duration = Duration::from_secs(120);
 
-/// Objects in one import of the creates test: a twentieth of its 6,001 creates is
-/// fewer than the 1,000 an import holds at least.
-const IMPORT: usize = 1_000;
+/// Objects in one import of the creates test (its queues and the vhost), as warren
+/// cuts them.
+fn import() -> usize {
+    warren::broker::import_chunk_objects(CREATES + 1)
+}
 
 fn queues_spec(spec: &str, vhost: &str, count: usize) -> String {
     let mut text = format!("version: 1\nname: {spec}\nvhosts:\n  {vhost}:\n    queues:\n");
@@ -229,14 +233,14 @@ fn a_signal_stops_creates_after_the_current_chunk(version: Version) {
         "stopped part way: {} made",
         done.len()
     );
-    // Whole imports of 1,000 objects, the first with the vhost.
+    // Whole imports, the first with the vhost.
     let made = done.len() + 1;
-    assert_eq!(made % IMPORT, 0, "whole imports: {}", done.len());
+    assert_eq!(made % import(), 0, "whole imports: {}", done.len());
     // No import after the signal: the imports answered before it, and the one in
     // flight, whose first queues may already show.
-    let answered_before = (queues_at_signal + 1) / IMPORT;
+    let answered_before = (queues_at_signal + 1) / import();
     assert!(
-        made <= (answered_before + 1) * IMPORT,
+        made <= (answered_before + 1) * import(),
         "{} queues made, {queues_at_signal} when the signal came: an import was sent after it",
         done.len()
     );
