@@ -42,21 +42,23 @@ struct Checks {
     connection: tokio::sync::RwLock<(u64, Connection)>,
     /// Channels of the current connection free for the next deletion.
     idle: Mutex<Vec<(u64, Channel)>>,
-    /// How long a new channel may take (`--timeout`).
-    wait: Duration,
 }
 
 impl Checks {
-    fn new(connection: Connection, wait: Duration) -> Checks {
+    fn new(connection: Connection) -> Checks {
         Checks {
             connection: tokio::sync::RwLock::new((0, connection)),
             idle: Mutex::new(Vec::new()),
-            wait,
         }
     }
 
     /// A channel for `queue`'s deletion, and the connection's generation it is of.
-    async fn channel(&self, queue: &GuardedQueue<'_>) -> (u64, Result<Channel, BrokerError>) {
+    /// A new channel waits at most `wait` (`--timeout`).
+    async fn channel(
+        &self,
+        queue: &GuardedQueue<'_>,
+        wait: Duration,
+    ) -> (u64, Result<Channel, BrokerError>) {
         let held = self.connection.read().await;
         let reusable = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
@@ -67,7 +69,7 @@ impl Checks {
         };
         match reusable {
             Some((generation, channel)) => (generation, Ok(channel)),
-            None => (held.0, channel(&held.1, queue, DELETE, self.wait).await),
+            None => (held.0, channel(&held.1, queue, DELETE, wait).await),
         }
     }
 
@@ -158,7 +160,7 @@ impl Client {
                 }
             };
             let checks = match self.checks_connection(vhost).await {
-                Ok(connection) => Checks::new(connection, self.endpoint.timeout),
+                Ok(connection) => Checks::new(connection),
                 Err(error) => {
                     results[first] = Some(Err(error));
                     answered(1);
@@ -290,7 +292,7 @@ impl Client {
         queue: &GuardedQueue<'_>,
         routes: &BTreeMap<String, Vec<QueueBinding>>,
     ) -> (u64, Result<(), BrokerError>) {
-        let (generation, channel) = checks.channel(queue).await;
+        let (generation, channel) = checks.channel(queue, self.endpoint.timeout).await;
         let channel = match channel {
             Ok(channel) => channel,
             Err(error) => return (generation, Err(error)),
