@@ -14,10 +14,13 @@
 //! process frozen with messages in hand loses the connection within seconds, and the
 //! broker gives the messages back with it.
 
+use std::time::Duration;
+
 use lapin::options::{BasicGetOptions, BasicNackOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{Channel, Connection};
 
+use super::amqp::answered;
 use super::error::RedactedText;
 use super::replay::copy::{as_integer, as_text};
 use super::{BrokerError, Client};
@@ -68,7 +71,7 @@ impl Client {
             })?;
         let mut read = Vec::new();
         for queue in queues {
-            match read_head(&connection, queue, limit).await {
+            match read_head(&connection, queue, limit, self.endpoint.timeout).await {
                 Ok(messages) => read.push(WaitingDeaths {
                     vhost: vhost.to_string(),
                     queue: (*queue).to_string(),
@@ -87,27 +90,24 @@ impl Client {
 
 /// The deaths of up to `limit` messages at the head of `queue`, given back before the
 /// answer. A queue the broker does not have (its channel closed with 404) reads as
-/// none.
+/// none. Each request waits at most `wait` (`--timeout`) for the broker's answer.
 async fn read_head(
     connection: &Connection,
     queue: &str,
     limit: usize,
+    wait: Duration,
 ) -> Result<Vec<Vec<Death>>, lapin::Error> {
-    let channel = connection.create_channel().await?;
+    let channel = answered(wait, connection.create_channel()).await?;
     let mut messages = Vec::new();
     let mut last_tag = None;
-    let outcome = take(&channel, queue, limit, &mut messages, &mut last_tag).await;
+    let outcome = take(&channel, queue, limit, wait, &mut messages, &mut last_tag).await;
     let given_back = match last_tag {
         Some(tag) => {
-            channel
-                .basic_nack(
-                    tag,
-                    BasicNackOptions {
-                        multiple: true,
-                        requeue: true,
-                    },
-                )
-                .await
+            let options = BasicNackOptions {
+                multiple: true,
+                requeue: true,
+            };
+            answered(wait, channel.basic_nack(tag, options)).await
         }
         None => Ok(()),
     };
@@ -125,13 +125,13 @@ async fn take(
     channel: &Channel,
     queue: &str,
     limit: usize,
+    wait: Duration,
     messages: &mut Vec<Vec<Death>>,
     last_tag: &mut Option<u64>,
 ) -> Result<(), lapin::Error> {
     while messages.len() < limit {
-        let got = channel
-            .basic_get(queue.into(), BasicGetOptions { no_ack: false })
-            .await?;
+        let get = channel.basic_get(queue.into(), BasicGetOptions { no_ack: false });
+        let got = answered(wait, get).await?;
         let Some(message) = got else {
             break;
         };

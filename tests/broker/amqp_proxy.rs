@@ -1,5 +1,5 @@
 //! A TCP proxy in front of a node's AMQP port that passes the client's bytes on
-//! unchanged and the broker's frame by frame, through one of two faults:
+//! unchanged and the broker's frame by frame, through one of four faults:
 //!
 //! - [`AmqpProxy::swallowing_closes`] never passes on the broker's close-ok, for
 //!   connections (`connection.close-ok`) and channels (`channel.close-ok`): the broker
@@ -12,7 +12,10 @@
 //! - [`AmqpProxy::swallowing_declare_oks`] never passes on a `queue.declare-ok`, and
 //!   everything else (heartbeats included): the broker that is alive and never answers
 //!   one request, as a declare held up by a partition or a metadata store without its
-//!   quorum.
+//!   quorum;
+//! - [`AmqpProxy::swallowing_confirms`] never passes on a publisher confirm
+//!   (`basic.ack` or `basic.nack` from the broker), and everything else: the broker
+//!   that takes a publish and never says so.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
@@ -26,12 +29,16 @@ const CONNECTION_CLOSE_OK: (u16, u16) = (10, 51);
 const CHANNEL_CLOSE_OK: (u16, u16) = (20, 41);
 const QUEUE_DELETE_OK: (u16, u16) = (50, 41);
 const QUEUE_DECLARE_OK: (u16, u16) = (50, 11);
+/// From the broker, these two are only ever publisher confirms.
+const BASIC_ACK: (u16, u16) = (60, 80);
+const BASIC_NACK: (u16, u16) = (60, 120);
 
 /// What the proxy does to the broker's frames.
 #[derive(Debug, Clone, Copy)]
 enum Fault {
     SwallowCloses,
     SwallowDeclareOks,
+    SwallowConfirms,
     MuteAfterDeletes(usize),
 }
 
@@ -45,7 +52,7 @@ pub struct AmqpProxy {
 /// What the proxy has done so far.
 #[derive(Default)]
 struct Counts {
-    /// Close-oks (or declare-oks) kept back.
+    /// Close-oks (or declare-oks, or confirms) kept back.
     swallowed: AtomicUsize,
     /// Connections gone silent (one at most).
     muted: AtomicUsize,
@@ -60,6 +67,11 @@ impl AmqpProxy {
     /// A proxy to `127.0.0.1:amqp_port` that keeps back every `queue.declare-ok`.
     pub fn swallowing_declare_oks(amqp_port: u16) -> AmqpProxy {
         AmqpProxy::start(amqp_port, Fault::SwallowDeclareOks)
+    }
+
+    /// A proxy to `127.0.0.1:amqp_port` that keeps back every publisher confirm.
+    pub fn swallowing_confirms(amqp_port: u16) -> AmqpProxy {
+        AmqpProxy::start(amqp_port, Fault::SwallowConfirms)
     }
 
     /// A proxy to `127.0.0.1:amqp_port` that passes nothing more from the broker on the
@@ -95,7 +107,8 @@ impl AmqpProxy {
         format!("amqp://127.0.0.1:{}/", self.port)
     }
 
-    /// How many close-oks (or declare-oks) the proxy has kept from its clients.
+    /// How many close-oks (or declare-oks, or confirms) the proxy has kept from its
+    /// clients.
     pub fn swallowed(&self) -> usize {
         self.counts.swallowed.load(Ordering::Relaxed)
     }
@@ -165,6 +178,10 @@ fn frames(
                 continue;
             }
             Fault::SwallowDeclareOks if method == Some(QUEUE_DECLARE_OK) => {
+                counts.swallowed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            Fault::SwallowConfirms if method == Some(BASIC_ACK) || method == Some(BASIC_NACK) => {
                 counts.swallowed.fetch_add(1, Ordering::Relaxed);
                 continue;
             }

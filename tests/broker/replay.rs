@@ -14,6 +14,9 @@
 //!   a replay stops it, and the count it reports is exact.
 //! - Bad input changes nothing: a queue that is not a parking queue, a queue not
 //!   applied yet.
+//! - A broker that takes the copies and never confirms them stops the replay after
+//!   `--timeout`: every original is parked again, and the copies are counted as
+//!   unconfirmed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -24,6 +27,7 @@ use lapin::types::{AMQPValue, FieldTable, LongString};
 use serde_json::{Value, json};
 
 use crate::amqp::{self, Action, Client, Contract, Decide, Event, Log, eventually, message};
+use crate::amqp_proxy::AmqpProxy;
 use crate::background::Background;
 use crate::node::{Node, Version, pct};
 use crate::spec::Spec;
@@ -960,4 +964,51 @@ fn a_broker_killed_mid_replay_loses_nothing(version: Version) {
         TOTAL + doubled as usize,
         "messages in the work queue"
     );
+}
+
+/// The broker takes the copies and never confirms them (a proxy keeps back every
+/// publisher confirm; everything else, heartbeats included, flows). The replay waits
+/// its `--timeout` for the first confirm, no longer, gives every original back to the
+/// parking queue, and counts the copies it cannot vouch for as unconfirmed: nothing is
+/// lost, and the work queue holds no more copies than that count. Without a bound on
+/// the wait the replay waited forever. One line: what is tried is warren's side of
+/// the protocol. The 180 s bound is for a replay that hangs (a 10 s `--timeout`).
+#[test]
+fn an_unconfirmed_replay_stops_within_its_timeout_and_loses_nothing() {
+    const PARKED_HERE: u32 = 20;
+    let s = Setup::start(Version::V3_10, "replay-unconfirmed", "classic");
+    let parking = park_directly(&s, PARKED_HERE as usize);
+    let work = s.contract.consumer("by-publish").queue.clone();
+    let proxy = AmqpProxy::swallowing_confirms(s.node.amqp_port);
+    let command = s.replay(
+        &parking,
+        &[
+            "--batch",
+            "5",
+            "--amqp-url",
+            &proxy.url(),
+            "--timeout",
+            "10",
+            "--format",
+            "json",
+        ],
+    );
+    let run = Background::spawn(command).finish_within(Duration::from_secs(180));
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    assert!(proxy.swallowed() >= 1, "no confirm was kept back");
+    let document: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(document["moved"], 0, "{document:#}");
+    assert_eq!(document["not_moved"], PARKED_HERE, "{document:#}");
+    let unconfirmed = document["unconfirmed"].as_u64().unwrap() as u32;
+    assert!((1..=5).contains(&unconfirmed), "{document:#}");
+    let messages = document["error"]["messages"].to_string();
+    assert!(
+        messages.contains("did not confirm a copy within 10 s"),
+        "{messages}"
+    );
+    // Every original is parked again; the copies the broker took are in the work
+    // queue, no more of them than were counted unconfirmed.
+    let (p, w) = settled_counts(&s, &parking, &work, PARKED_HERE);
+    assert_eq!(p, PARKED_HERE, "parking {p}, work {w}");
+    assert!(w <= unconfirmed, "{w} copies, {unconfirmed} unconfirmed");
 }

@@ -35,7 +35,7 @@ use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel, Connection};
 
 pub use self::copy::rewrite;
-use super::amqp::reply_of;
+use super::amqp::{answered, reply_of};
 use super::{BrokerError, Client};
 use crate::model::headers::Replay;
 
@@ -184,18 +184,23 @@ impl Client {
         queues: &[&str],
     ) -> Result<Vec<Option<QueueNow>>, ReplayFailure> {
         let connection = self.replay_connection(vhost).await?;
-        let mut counts = Vec::new();
-        let mut open: Option<Channel> = None;
-        for queue in queues {
-            let channel = match open.take() {
-                Some(channel) if channel.status().connected() => channel,
-                _ => new_channel(&connection).await?,
-            };
-            counts.push(declare_passive(&channel, queue).await?);
-            open = Some(channel);
+        let wait = self.endpoint.timeout;
+        let counts = async {
+            let mut counts = Vec::new();
+            let mut open: Option<Channel> = None;
+            for queue in queues {
+                let channel = match open.take() {
+                    Some(channel) if channel.status().connected() => channel,
+                    _ => new_channel(&connection, wait).await?,
+                };
+                counts.push(declare_passive(&channel, queue, wait).await?);
+                open = Some(channel);
+            }
+            Ok(counts)
         }
+        .await;
         close(&connection).await;
-        Ok(counts)
+        counts
     }
 
     /// Moves up to `request.limit` messages from the parking queue to the work queue,
@@ -323,26 +328,29 @@ impl Publisher {
     }
 }
 
-async fn new_channel(connection: &Connection) -> Result<Channel, ReplayFailure> {
-    connection
-        .create_channel()
+/// A new channel on `connection`, waiting at most `wait` (`--timeout`) for the broker.
+async fn new_channel(connection: &Connection, wait: Duration) -> Result<Channel, ReplayFailure> {
+    answered(wait, connection.create_channel())
         .await
         .map_err(|e| ReplayFailure::Channel(e.to_string()))
 }
 
 /// A passive declare: the queue's exact counts, or `None` when it does not exist (the
-/// broker then closes the channel).
+/// broker then closes the channel). Waits at most `wait` (`--timeout`) for the answer.
 async fn declare_passive(
     channel: &Channel,
     queue: &str,
+    wait: Duration,
 ) -> Result<Option<QueueNow>, ReplayFailure> {
     let options = QueueDeclareOptions {
         passive: true,
         ..QueueDeclareOptions::default()
     };
-    match channel
-        .queue_declare(queue.into(), options, FieldTable::default())
-        .await
+    match answered(
+        wait,
+        channel.queue_declare(queue.into(), options, FieldTable::default()),
+    )
+    .await
     {
         Ok(declared) => Ok(Some(QueueNow {
             messages: declared.message_count(),

@@ -19,6 +19,7 @@ use lapin::options::{
 };
 use lapin::{Channel, Confirmation, Connection, Event, PublisherConfirm};
 
+use super::super::amqp::answered;
 use super::copy::rewrite;
 use super::{
     Client, CopyRefusal, NOT_FOUND, Publisher, ReplayError, ReplayFailure, ReplayMove,
@@ -43,6 +44,8 @@ enum Waited<T> {
     Done(T),
     /// The connection stayed blocked for [`BLOCKED_WAIT`].
     Blocked,
+    /// The broker, not blocked, did not answer within `--timeout`.
+    Unanswered,
 }
 
 /// One replay's channels and what it has done so far.
@@ -56,6 +59,12 @@ pub(super) struct Window<'a> {
     sender: Channel,
     sending: &'a Connection,
     events: Pin<Box<dyn Stream<Item = Event> + Send>>,
+    /// How long the broker has to answer one request (`--timeout`), when it has not
+    /// blocked the publishing connection.
+    wait: Duration,
+    /// Whether a publish or confirm went unanswered: the copies after it had the same
+    /// time, so only what is ready counts for them.
+    unanswered: bool,
     blocked_reason: Option<String>,
     blocked_since: Option<Instant>,
     request: &'a ReplayMove<'a>,
@@ -84,9 +93,10 @@ impl<'a> Window<'a> {
         publisher: &'a Publisher,
         client: &'a Client,
     ) -> Result<Window<'a>, ReplayFailure> {
-        let check = new_channel(taking).await?;
+        let wait = client.endpoint.timeout;
+        let check = new_channel(taking, wait).await?;
         for queue in [request.parking, request.rule.work_queue.as_str()] {
-            if declare_passive(&check, queue).await?.is_none() {
+            if declare_passive(&check, queue, wait).await?.is_none() {
                 return Err(ReplayFailure::QueueMissing {
                     vhost: request.vhost.to_string(),
                     queue: queue.to_string(),
@@ -94,10 +104,9 @@ impl<'a> Window<'a> {
             }
         }
         crate::broker::amqp::close_channel(&check).await;
-        let taker = new_channel(taking).await?;
-        let sender = new_channel(sending).await?;
-        sender
-            .confirm_select(ConfirmSelectOptions::default())
+        let taker = new_channel(taking, wait).await?;
+        let sender = new_channel(sending, wait).await?;
+        answered(wait, sender.confirm_select(ConfirmSelectOptions::default()))
             .await
             .map_err(|e| failure_of(&e))?;
         Ok(Window {
@@ -106,6 +115,8 @@ impl<'a> Window<'a> {
             sender,
             sending,
             events: Box::pin(sending.events_listener()),
+            wait,
+            unanswered: false,
             blocked_reason: None,
             blocked_since: None,
             request,
@@ -183,13 +194,14 @@ impl<'a> Window<'a> {
                 self.stop(ReplayFailure::Broker(lost));
                 break;
             }
-            let got = self
-                .taker
-                .basic_get(
+            let got = answered(
+                self.wait,
+                self.taker.basic_get(
                     self.request.parking.into(),
                     BasicGetOptions { no_ack: false },
-                )
-                .await;
+                ),
+            )
+            .await;
             let message = match got {
                 Ok(Some(message)) => message,
                 Ok(None) => {
@@ -244,6 +256,7 @@ impl<'a> Window<'a> {
                 // Queued in warren and not sent: sent only if the alarm clears before
                 // warren closes the connection.
                 Waited::Blocked => self.stop_blocked(tag).await,
+                Waited::Unanswered => self.stop_unanswered(tag, "read a copy").await,
             }
         }
     }
@@ -288,6 +301,7 @@ impl<'a> Window<'a> {
                 self.stop(failure_of(&error));
             }
             Waited::Blocked => self.stop_blocked(tag).await,
+            Waited::Unanswered => self.stop_unanswered(tag, "confirm a copy").await,
         }
     }
 
@@ -299,10 +313,12 @@ impl<'a> Window<'a> {
             return;
         };
         let count = std::mem::take(&mut self.unacked);
-        match self
-            .taker
-            .basic_ack(tag, BasicAckOptions { multiple: true })
-            .await
+        match answered(
+            self.wait,
+            self.taker
+                .basic_ack(tag, BasicAckOptions { multiple: true }),
+        )
+        .await
         {
             Ok(()) => {
                 self.acked += count;
@@ -319,24 +335,43 @@ impl<'a> Window<'a> {
 
     /// Waits for `work`, unless the publishing connection stays blocked for
     /// [`BLOCKED_WAIT`] (counted once per replay: a window of copies the broker has
-    /// not read waits that long in all).
+    /// not read waits that long in all), or the broker, not blocking it, leaves it
+    /// unanswered for `--timeout` (counted once per replay too). The client does not
+    /// always answer a publish or a confirm whose connection is gone, and a broker
+    /// stuck on a request keeps the connection open: neither holds a replay forever.
     async fn unless_blocked<F: Future + Unpin>(&mut self, mut work: F) -> Waited<F::Output> {
+        let mut unblocked_wait = Duration::ZERO;
         loop {
-            if let Some(since) = self.blocked_since
-                && since.elapsed() >= BLOCKED_WAIT
-            {
+            let blocked_out = self
+                .blocked_since
+                .is_some_and(|since| since.elapsed() >= BLOCKED_WAIT);
+            let limit = if self.unanswered {
+                Duration::ZERO
+            } else {
+                self.wait
+            };
+            let unanswered = self.blocked_since.is_none() && unblocked_wait >= limit;
+            if blocked_out || unanswered {
                 // Whatever is ready now still counts.
                 return match (&mut work).now_or_never() {
                     Some(output) => Waited::Done(output),
-                    None => Waited::Blocked,
+                    None if blocked_out => Waited::Blocked,
+                    None => {
+                        self.unanswered = true;
+                        Waited::Unanswered
+                    }
                 };
             }
+            let polled = Instant::now();
             match tokio::time::timeout(BLOCKED_POLL, &mut work).await {
                 Ok(output) => return Waited::Done(output),
                 Err(_) if self.sending.status().blocked() => {
                     self.blocked_since.get_or_insert_with(Instant::now);
                 }
-                Err(_) => self.blocked_since = None,
+                Err(_) => {
+                    self.blocked_since = None;
+                    unblocked_wait += polled.elapsed();
+                }
             }
         }
     }
@@ -355,9 +390,6 @@ impl<'a> Window<'a> {
             .unwrap_or_else(|| "no reason given".into())
     }
 
-    /// Rejects an original with `requeue`: the broker puts it back in the parking
-    /// queue, in its place where the queue type keeps places. Should the reject not
-    /// go out, the connection's close returns it all the same.
     /// Stops on a blocked connection: the copy of `tag` is not known to be sent (it is
     /// counted as uncertain) and its original goes back to the parking queue.
     async fn stop_blocked(&mut self, tag: u64) {
@@ -367,20 +399,35 @@ impl<'a> Window<'a> {
         self.stop(ReplayFailure::Refused(CopyRefusal::Blocked { reason }));
     }
 
+    /// Stops on a publish or confirm the broker left unanswered for `--timeout`
+    /// (`what` it did not do): the copy of `tag` is not known to be taken (it is counted
+    /// as uncertain) and its original goes back to the parking queue.
+    async fn stop_unanswered(&mut self, tag: u64, what: &str) {
+        self.uncertain += 1;
+        self.requeue(tag).await;
+        self.stop(ReplayFailure::Channel(format!(
+            "the broker did not {what} within {} s (--timeout)",
+            self.wait.as_secs()
+        )));
+    }
+
+    /// Rejects an original with `requeue`: the broker puts it back in the parking
+    /// queue, in its place where the queue type keeps places. Should the reject not
+    /// go out, the connection's close returns it all the same.
     async fn requeue(&mut self, tag: u64) {
         let options = BasicNackOptions {
             multiple: false,
             requeue: true,
         };
-        if let Err(error) = self.taker.basic_nack(tag, options).await {
+        if let Err(error) = answered(self.wait, self.taker.basic_nack(tag, options)).await {
             self.stop(failure_of(&error));
         }
     }
 
     /// The work queue's counts now, `None` when it does not exist.
     async fn work_now(&self) -> Option<super::QueueNow> {
-        let channel = new_channel(self.taking).await.ok()?;
-        let now = declare_passive(&channel, &self.request.rule.work_queue)
+        let channel = new_channel(self.taking, self.wait).await.ok()?;
+        let now = declare_passive(&channel, &self.request.rule.work_queue, self.wait)
             .await
             .ok()
             .flatten();
