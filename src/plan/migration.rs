@@ -53,6 +53,13 @@ pub struct Migration {
     /// way); the old queue's count is its replace change's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temporary_messages: Option<u64>,
+    /// The queues that dead-letter to this one by name (the default exchange, with the
+    /// queue's name as routing key), such as a delay queue that returns to its work
+    /// queue: what they dead-letter in the instant the queue is deleted and declared
+    /// anew is dropped by the broker, as a publish by name is. A return through an
+    /// exchange has no such instant (the migration moves its binding first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub returned_by_name: Vec<String>,
 }
 
 impl Migration {
@@ -139,9 +146,75 @@ pub fn find(
             temporary_value,
             after: after.clone(),
             temporary_messages: None,
+            returned_by_name: Vec::new(),
         });
     }
+    if !migrations.is_empty() {
+        let by_name = dead_lettered_by_name(desired, live_queues, &compiled, target);
+        for migration in &mut migrations {
+            let key = (migration.queue.vhost.clone(), migration.queue.name.clone());
+            migration.returned_by_name = by_name.get(&key).cloned().unwrap_or_default();
+        }
+    }
     migrations
+}
+
+/// For each queue that some queue dead-letters to by name, the names of those queues
+/// (sorted, each once), from the spec's queues and the broker's: a dead-letter
+/// exchange of `""` (the default exchange) with a dead-letter routing key, as queue
+/// arguments or, for a queue the spec declares, from the policy that will apply to it
+/// (arguments win, as on the broker). Migration temporaries are left out.
+fn dead_lettered_by_name(
+    desired: &Objects,
+    live_queues: &Objects,
+    policies: &CompiledPolicies<'_, Policy>,
+    target: TargetVersion,
+) -> BTreeMap<(Option<String>, String), Vec<String>> {
+    let mut by_name: BTreeMap<(Option<String>, String), Vec<String>> = BTreeMap::new();
+    let queues = desired
+        .iter()
+        .map(|entry| (entry, true))
+        .chain(live_queues.iter().map(|entry| (entry, false)));
+    for ((id, value), declared) in queues {
+        if id.kind != ObjectKind::Queue || is_migration_object(id, value) {
+            continue;
+        }
+        let policy = declared
+            .then(|| {
+                let queue_type = QueueType::from_name(
+                    value["arguments"]["x-queue-type"]
+                        .as_str()
+                        .unwrap_or("classic"),
+                );
+                let vhost = id.vhost.as_deref().unwrap_or_default();
+                policies
+                    .choose(vhost, &id.name, queue_type, target)
+                    .winner
+                    .one()
+            })
+            .flatten();
+        let setting = |argument: &str, key: &str| {
+            value["arguments"][argument]
+                .as_str()
+                .or_else(|| policy.and_then(|p| p.definition.get(key)?.as_str()))
+        };
+        let exchange = setting("x-dead-letter-exchange", "dead-letter-exchange");
+        let routing_key = setting("x-dead-letter-routing-key", "dead-letter-routing-key");
+        if let (Some(""), Some(target_queue)) = (exchange, routing_key)
+            && target_queue != id.name
+        {
+            let feeders = by_name
+                .entry((id.vhost.clone(), target_queue.to_string()))
+                .or_default();
+            if !feeders.contains(&id.name) {
+                feeders.push(id.name.clone());
+            }
+        }
+    }
+    for feeders in by_name.values_mut() {
+        feeders.sort();
+    }
+    by_name
 }
 
 /// Whether a replaced queue can be migrated: a stream neither gives its log to a
@@ -297,6 +370,55 @@ mod tests {
         // Old queue still there: the move out goes on.
         let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
         assert_eq!(found[0].stage, Stage::MoveOut);
+    }
+
+    #[test]
+    fn the_queues_that_dead_letter_to_a_migrated_one_by_name_are_named() {
+        let by_name = |key: &str| {
+            json!({"durable": true, "auto_delete": false,
+                   "arguments": {"x-queue-type": "classic", "x-dead-letter-exchange": "",
+                                 "x-dead-letter-routing-key": key}})
+        };
+        let mut desired = Objects::new();
+        desired.insert(queue("orders"), quorum());
+        // A delay queue returning by name, from its arguments.
+        desired.insert(queue("orders.retry.1"), by_name("orders"));
+        // One returning through an exchange: no instant to meet.
+        desired.insert(
+            queue("orders.retry.2"),
+            json!({"durable": true, "auto_delete": false,
+                   "arguments": {"x-dead-letter-exchange": "orders.return"}}),
+        );
+        // One that a policy makes return by name.
+        desired.insert(queue("orders.late"), classic());
+        desired.insert(
+            ObjectId::in_vhost(ObjectKind::Policy, "v", "late"),
+            json!({"pattern": "^orders\\.late$", "apply-to": "queues", "priority": 0,
+                   "definition": {"dead-letter-exchange": "", "dead-letter-routing-key": "orders"}}),
+        );
+        // One on the broker alone (a queue the spec does not declare), and one of
+        // another vhost.
+        let mut live = Objects::new();
+        live.insert(queue("legacy.delay"), by_name("orders"));
+        live.insert(
+            ObjectId::in_vhost(ObjectKind::Queue, "elsewhere", "delay"),
+            by_name("orders"),
+        );
+        // The migration's own temporary queue takes the queue's settings: not a feeder.
+        live.insert(queue("warren.migrate.other"), by_name("orders"));
+        let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
+        assert_eq!(
+            found[0].returned_by_name,
+            ["legacy.delay", "orders.late", "orders.retry.1"]
+        );
+        // A migration without such queues names none.
+        let found = find(
+            &desired,
+            &live,
+            &[replace("orders.retry.2")],
+            TargetVersion::V4_0,
+        );
+        assert!(found.iter().all(|m| m.returned_by_name.is_empty()));
     }
 
     #[test]

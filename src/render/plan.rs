@@ -611,6 +611,10 @@ mod tests {
             temporary_value: quorum.clone(),
             after: quorum.clone(),
             temporary_messages: (stage == Stage::MoveBack).then_some(42),
+            returned_by_name: match stage {
+                Stage::MoveOut => vec![format!("{name}.retry")],
+                Stage::MoveBack => Vec::new(),
+            },
         };
         let mut plan = Plan::of_changes(vec![replace], vec![]);
         plan.migrations = vec![

@@ -48,6 +48,7 @@ fn migration(queue: &str) -> Migration {
         temporary_value: Value::Null,
         after: json!({ "name": queue }),
         temporary_messages: None,
+        returned_by_name: Vec::new(),
     }
 }
 

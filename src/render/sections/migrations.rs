@@ -122,7 +122,8 @@ impl MigrationItem<'_> {
                     "move the messages of `{queue}` to `{temporary}` (shovel, acknowledged once `{temporary}` has each)"
                 ),
                 format!(
-                    "delete `{queue}` once its consumers hold no unacknowledged message and the broker finds it empty, and at once declare it as the spec says ({new_type}); what is sent to `{queue}` by name through the default exchange in that instant is dropped"
+                    "delete `{queue}` once its consumers hold no unacknowledged message and the broker finds it empty, and at once declare it as the spec says ({new_type}); what is sent to `{queue}` by name through the default exchange in that instant is dropped{}",
+                    self.returned_by_name()
                 ),
                 format!(
                     "bind `{queue}` wherever `{temporary}` is bound, then unbind `{temporary}`"
@@ -133,6 +134,33 @@ impl MigrationItem<'_> {
                 "next: declare `{queue}` as the spec says if needed, bind it, unbind `{temporary}`, move the messages back, delete `{temporary}`"
             )],
         }
+    }
+
+    /// The queues that dead-letter to the queue by name, as the end of the step that
+    /// deletes it: they are the ones that can meet that instant.
+    fn returned_by_name(&self) -> String {
+        const LISTED: usize = 3;
+        let feeders = &self.migration.returned_by_name;
+        if feeders.is_empty() {
+            return String::new();
+        }
+        let mut names: Vec<String> = feeders
+            .iter()
+            .take(LISTED)
+            .map(|name| format!("`{name}`"))
+            .collect();
+        if feeders.len() > LISTED {
+            names.push(format!("{} more", grouped((feeders.len() - LISTED) as u64)));
+        }
+        format!(
+            ", and {} {} to it that way (a retry ladder's `return_via: return_exchange` returns through an exchange, which the migration moves first)",
+            names.join(", "),
+            if feeders.len() == 1 {
+                "dead-letters"
+            } else {
+                "dead-letter"
+            }
+        )
     }
 
     /// Where the migration stands, in the markdown's table.
