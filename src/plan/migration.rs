@@ -105,11 +105,13 @@ impl Migration {
 /// The queues whose types, durability or arguments change and can be migrated, and
 /// the migrations under way, for the queues the spec declares.
 ///
-/// `live_queues` are every live queue of the plan's vhosts, migration temporaries
-/// included (normal form).
+/// `temporaries` are the live migration objects of the plan's vhosts, `live` the
+/// broker's other objects there (normal form): the queues among them that dead-letter
+/// to a migrated queue by name are named in its migration.
 pub fn find(
     desired: &Objects,
-    live_queues: &Objects,
+    temporaries: &Objects,
+    live: &Objects,
     changes: &[Change],
     target: TargetVersion,
 ) -> Vec<Migration> {
@@ -129,7 +131,7 @@ pub fn find(
             continue;
         };
         let temporary_id = ObjectId::new(ObjectKind::Queue, id.vhost.as_deref(), &temporary);
-        let under_way = live_queues.get(&temporary_id);
+        let under_way = temporaries.get(&temporary_id);
         let stage = match (replaced.get(id), under_way) {
             (Some(change), _) if migratable(change) => Stage::MoveOut,
             (Some(_), None) | (None, None) => continue,
@@ -150,7 +152,7 @@ pub fn find(
         });
     }
     if !migrations.is_empty() {
-        let by_name = dead_lettered_by_name(desired, live_queues, &compiled, target);
+        let by_name = dead_lettered_by_name(desired, live, &compiled, target);
         for migration in &mut migrations {
             let key = (migration.queue.vhost.clone(), migration.queue.name.clone());
             migration.returned_by_name = by_name.get(&key).cloned().unwrap_or_default();
@@ -341,7 +343,13 @@ mod tests {
                                   "max-length": 10}}),
         );
         let live = Objects::new();
-        let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
+        let found = find(
+            &desired,
+            &live,
+            &Objects::new(),
+            &[replace("orders")],
+            TargetVersion::V4_0,
+        );
         assert_eq!(found.len(), 1);
         let migration = &found[0];
         assert_eq!(migration.stage, Stage::MoveOut);
@@ -363,12 +371,18 @@ mod tests {
         desired.insert(queue("other"), quorum());
         let mut live = Objects::new();
         live.insert(queue("warren.migrate.orders"), quorum());
-        let found = find(&desired, &live, &[], TargetVersion::V4_0);
+        let found = find(&desired, &live, &Objects::new(), &[], TargetVersion::V4_0);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].stage, Stage::MoveBack);
         assert_eq!(found[0].temporary_value, quorum());
         // Old queue still there: the move out goes on.
-        let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
+        let found = find(
+            &desired,
+            &live,
+            &Objects::new(),
+            &[replace("orders")],
+            TargetVersion::V4_0,
+        );
         assert_eq!(found[0].stage, Stage::MoveOut);
     }
 
@@ -406,7 +420,14 @@ mod tests {
         );
         // The migration's own temporary queue takes the queue's settings: not a feeder.
         live.insert(queue("warren.migrate.other"), by_name("orders"));
-        let found = find(&desired, &live, &[replace("orders")], TargetVersion::V4_0);
+        let none = Objects::new();
+        let found = find(
+            &desired,
+            &none,
+            &live,
+            &[replace("orders")],
+            TargetVersion::V4_0,
+        );
         assert_eq!(
             found[0].returned_by_name,
             ["legacy.delay", "orders.late", "orders.retry.1"]
@@ -414,6 +435,7 @@ mod tests {
         // A migration without such queues names none.
         let found = find(
             &desired,
+            &none,
             &live,
             &[replace("orders.retry.2")],
             TargetVersion::V4_0,
@@ -429,7 +451,16 @@ mod tests {
         desired.insert(queue("log"), stream.clone());
         let mut change = replace("log");
         change.after = Some(stream);
-        assert!(find(&desired, &Objects::new(), &[change], TargetVersion::V4_0).is_empty());
+        assert!(
+            find(
+                &desired,
+                &Objects::new(),
+                &Objects::new(),
+                &[change],
+                TargetVersion::V4_0
+            )
+            .is_empty()
+        );
     }
 
     #[test]

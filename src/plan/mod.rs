@@ -507,7 +507,7 @@ pub fn build(inputs: Inputs<'_>) -> Plan {
         inputs.roles,
     );
     let foldable = fold::foldable(&ownership.managed, &live, &desired, &changed);
-    let migrations = migration::find(&desired, &migration_objects, &changes, target);
+    let migrations = migration::find(&desired, &migration_objects, &live, &changes, target);
     let (captured, overlaps) =
         capture::find(&desired, &live, &ownership.managed, &ownership.others);
     let (strands, feeds) = strand::find(inputs.live, &vhosts, &changes, target);

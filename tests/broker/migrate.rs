@@ -358,6 +358,15 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
                 .unwrap();
         }
     });
+    // A queue of the broker's own that dead-letters to `work` by name, as a delay
+    // queue returning to its work queue does: the plan names it where `work` is
+    // deleted and declared anew, the instant in which the broker drops what it
+    // dead-letters.
+    node.put(
+        &format!("/api/queues/{}/returns", pct(&vhost)),
+        &serde_json::json!({"durable": true, "auto_delete": false, "arguments":
+            {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"}}),
+    );
     spec.write(&spec_text(&name, &vhost, "quorum"));
     // Statistics lag (5 s between emissions, more on a loaded node): wait for the
     // count the plan shows.
@@ -376,6 +385,9 @@ fn the_plan_shows_a_migration_and_apply_without_migrate_refuses(version: Version
                 .stdout
                 .contains("declare `warren.migrate.work` (quorum")
             && plan.stdout.contains("1 to migrate")
+            && plan
+                .stdout
+                .contains("and `returns` dead-letters to it that way")
             && !plan.stdout.contains("DATA LOSS"),
         "{}",
         plan.stdout
